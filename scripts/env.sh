@@ -1,0 +1,42 @@
+# Source this file (bash) to use a bare-machine robotsim workspace:
+#   source scripts/env.sh
+# It puts the workspace venv and install/ on the paths and confines ROS discovery to
+# this machine. The make targets and tests use it; on a full ROS install, source
+# /opt/ros/<distro>/setup.bash and install/setup.bash instead.
+
+ROBOTSIM_WS="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export ROBOTSIM_WS
+_robotsim_venv="$ROBOTSIM_WS/.venv"
+
+export VIRTUAL_ENV="$_robotsim_venv"
+case ":$PATH:" in *":$_robotsim_venv/bin:"*) ;; *) export PATH="$_robotsim_venv/bin:$PATH" ;; esac
+
+# The ROS wheels install their ament index and CMake config files under the venv prefix
+# (.venv/share/...). ament_index_python (rclpy's type support lookup) and CMake's
+# find_package (colcon building robotsim_msgs) only search prefixes listed here.
+case ":${AMENT_PREFIX_PATH:-}:" in *":$_robotsim_venv:"*) ;; *) export AMENT_PREFIX_PATH="$_robotsim_venv${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}" ;; esac
+case ":${CMAKE_PREFIX_PATH:-}:" in *":$_robotsim_venv:"*) ;; *) export CMAKE_PREFIX_PATH="$_robotsim_venv${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}" ;; esac
+
+if [[ -f "$ROBOTSIM_WS/install/local_setup.bash" ]]; then
+  # colcon's script prepends every built package (PYTHONPATH, AMENT_PREFIX_PATH, PATH, ...).
+  # shellcheck disable=SC1091
+  COLCON_CURRENT_PREFIX="$ROBOTSIM_WS/install" source "$ROBOTSIM_WS/install/local_setup.bash"
+fi
+# ament_python puts console scripts in lib/<package>/ (for `ros2 run`); the robotsim CLI lives there.
+case ":$PATH:" in *":$ROBOTSIM_WS/install/robotsim_core/lib/robotsim_core:"*) ;;
+  *) export PATH="$ROBOTSIM_WS/install/robotsim_core/lib/robotsim_core:$PATH" ;; esac
+
+# Network rule: discovery never leaves this machine.
+export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST   # Jazzy and newer
+export ROS_LOCALHOST_ONLY=1                      # Humble (ignored by newer distros)
+export RMW_IMPLEMENTATION="${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}"
+# One domain per workspace by default, so a second clone (CI, a colleague's test run)
+# does not see this one; tests pick their own per-run domain on top of this.
+if [[ -z "${ROS_DOMAIN_ID:-}" ]]; then
+  ROS_DOMAIN_ID=$(( $(printf '%s' "$ROBOTSIM_WS" | cksum | cut -d' ' -f1) % 100 + 1 ))
+  export ROS_DOMAIN_ID
+fi
+# MuJoCo renders offscreen on the CPU: EGL (Mesa llvmpipe) by default, OSMesa as the fallback.
+export MUJOCO_GL="${MUJOCO_GL:-egl}"
+export PYOPENGL_PLATFORM="${PYOPENGL_PLATFORM:-$MUJOCO_GL}"
+unset _robotsim_venv

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# One-time (and idempotent) set-up of a bare machine for robotsim: Debian packages,
+# the workspace virtual environment with pinned ROS 2 Kilted wheels, and a colcon build.
+# A rerun with nothing changed returns in well under 10 s (stamp files below).
+#
+# Usage: scripts/setup.sh            set up and build
+#        ROBOTSIM_SKIP_APT=1 ...     do not touch Debian packages (they must already be there)
+set -euo pipefail
+
+ws="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="$ws/.venv"
+log() { printf '[robotsim setup] %s\n' "$*" >&2; }
+die() { printf '[robotsim setup] error: %s\n' "$*" >&2; exit 2; }
+
+# ---------------------------------------------------------------- Debian packages
+# What the bare-machine mode needs from the OS: a C toolchain and CMake >= 3.24 for colcon
+# (interface packages, firmware host build), EGL and OSMesa for MuJoCo's offscreen CPU
+# rendering, the Arm cross compiler for the firmware's MCU build, venv for Python.
+debian_packages=(build-essential cmake libegl1 libegl-mesa0 libgl1 libgl1-mesa-dri libosmesa6 gcc-arm-none-eabi libnewlib-arm-none-eabi python3-venv)
+
+missing_debian_packages() {
+  local pkg
+  for pkg in "${debian_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || echo "$pkg"
+  done
+}
+
+if [[ "${ROBOTSIM_SKIP_APT:-0}" != 1 ]]; then
+  if ! command -v dpkg-query >/dev/null; then
+    log "not a Debian/Ubuntu system: install by hand the equivalents of: ${debian_packages[*]}"
+  else
+    mapfile -t missing < <(missing_debian_packages)
+    if ((${#missing[@]})); then
+      if [[ $(id -u) -ne 0 ]] && ! sudo -n true 2>/dev/null; then
+        die "missing Debian packages: ${missing[*]}
+  Not root and no password-less sudo, so I cannot install them. Run:
+    sudo apt-get update && sudo apt-get install -y ${missing[*]}
+  then run this command again."
+      fi
+      sudo_cmd=(); [[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo -n)
+      log "installing Debian packages: ${missing[*]}"
+      "${sudo_cmd[@]}" apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    fi
+  fi
+fi
+
+cmake_version=$(cmake --version 2>/dev/null | head -1 | awk '{print $3}')
+[[ -n "$cmake_version" ]] || die "cmake not found (needed >= 3.24 for CMAKE_PROJECT_TOP_LEVEL_INCLUDES)"
+if ! printf '3.24\n%s\n' "$cmake_version" | sort -V -C; then
+  die "cmake $cmake_version is too old: need >= 3.24 (CMAKE_PROJECT_TOP_LEVEL_INCLUDES repairs the ROS wheels' CMake files)"
+fi
+
+# ---------------------------------------------------------------- Python venv
+python_bin="${ROBOTSIM_PYTHON:-python3}"
+command -v "$python_bin" >/dev/null || die "$python_bin not found; set ROBOTSIM_PYTHON to a Python 3.10-3.13 interpreter"
+"$python_bin" -c 'import sys; sys.exit(not ((3, 10) <= sys.version_info[:2] <= (3, 13)))' \
+  || die "$("$python_bin" --version 2>&1) is not supported: the ROS 2 Kilted wheels exist for Python 3.10-3.13 (set ROBOTSIM_PYTHON)"
+
+stamp_inputs=("$ws/requirements/bare.txt" "$ws/requirements/constraints.txt" "$ws/scripts/setup.sh")
+want_stamp="$("$python_bin" --version 2>&1) $(cat "${stamp_inputs[@]}" | sha256sum | cut -c1-16)"
+have_stamp="$(cat "$venv/.robotsim-setup-stamp" 2>/dev/null || true)"
+
+if [[ "$want_stamp" != "$have_stamp" || ! -x "$venv/bin/python" ]]; then
+  log "creating the virtual environment in $venv (pinned ROS 2 Kilted wheels, MuJoCo, colcon)"
+  [[ -x "$venv/bin/python" ]] || "$python_bin" -m venv "$venv"
+  # colcon on a full ROS install must never crawl into the venv.
+  touch "$venv/COLCON_IGNORE"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check \
+    -r "$ws/requirements/bare.txt" -c "$ws/requirements/constraints.txt"
+  echo "$want_stamp" > "$venv/.robotsim-setup-stamp"
+  rm -f "$ws/install/.robotsim-build-stamp"
+fi
+
+# ---------------------------------------------------------------- colcon build
+"$ws/scripts/build.sh"

@@ -1,0 +1,39 @@
+"""Entry point: a robot file path -> :class:`RobotModel`."""
+
+from __future__ import annotations
+
+import os
+
+from ..config_schema import load_yaml, parse_spec
+from .build import build_robot
+from .model import RobotModel
+from .spec import RobotSpec, UrdfOverlaySpec
+from .urdf_import import import_urdf
+
+
+def robot_config_dir() -> str:
+    """``config/robots`` of the installed robotsim package, else of the source workspace."""
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        return os.path.join(get_package_share_directory('robotsim'), 'config', 'robots')
+    except Exception:  # no ament index or robotsim not built: fall back to the source tree
+        pass
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidate = os.path.normpath(os.path.join(here, '..', '..', '..', '..', 'config', 'robots'))
+    return candidate if os.path.isdir(candidate) else ''
+
+
+def resolve_robot_path(name_or_path: str) -> str:
+    """A path, or a robot name looked up as ``config/robots/<name>.yaml``."""
+    if os.path.exists(name_or_path) or name_or_path.endswith(('.yaml', '.yml')):
+        return name_or_path
+    return os.path.join(robot_config_dir(), f'{name_or_path}.yaml')
+
+
+def load_robot(name_or_path: str) -> RobotModel:
+    """Load a robot YAML (generated robot) or URDF overlay YAML (has a ``urdf`` key)."""
+    path = resolve_robot_path(name_or_path)
+    data = load_yaml(path)
+    if isinstance(data, dict) and 'urdf' in data:
+        return import_urdf(parse_spec(UrdfOverlaySpec, data, path), path)
+    return build_robot(parse_spec(RobotSpec, data, path), path)

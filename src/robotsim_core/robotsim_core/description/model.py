@@ -1,0 +1,236 @@
+"""The robot model every output is generated from: a kinematic tree plus the roles of its parts.
+
+Both the YAML generator (:mod:`.build`) and the URDF importer (:mod:`.urdf_import`) produce a
+:class:`RobotModel`; :mod:`robotsim_core.urdf` and :mod:`robotsim_core.mjcf` only ever read one.
+That is what keeps the URDF and the MuJoCo model from disagreeing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ..geometry import Pose
+
+JointType = Literal['fixed', 'revolute', 'continuous', 'prismatic']
+MOVING_JOINT_TYPES = ('revolute', 'continuous', 'prismatic')
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """A collision or visual shape in its link's frame (URDF semantics: box size is full extents,
+    cylinder axis is local z, mesh ``filename`` is an absolute path once resolved)."""
+
+    kind: Literal['box', 'cylinder', 'sphere', 'mesh']
+    size: tuple[float, ...] = ()
+    filename: str = ''
+    scale: tuple[float, float, float] = (1.0, 1.0, 1.0)
+
+
+@dataclass(frozen=True)
+class Shape:
+    origin: Pose
+    geometry: Geometry
+    rgba: tuple[float, float, float, float] | None = None
+
+
+@dataclass(frozen=True)
+class Inertial:
+    origin: Pose
+    mass: float
+    # ixx, ixy, ixz, iyy, iyz, izz about the inertial origin, in the inertial frame
+    inertia: tuple[float, float, float, float, float, float]
+
+
+@dataclass
+class Link:
+    name: str
+    inertial: Inertial | None = None
+    visuals: list[Shape] = field(default_factory=list)
+    collisions: list[Shape] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class JointLimit:
+    lower: float = 0.0
+    upper: float = 0.0
+    effort: float = 0.0
+    velocity: float = 0.0
+
+
+@dataclass(frozen=True)
+class Mimic:
+    joint: str
+    multiplier: float = 1.0
+    offset: float = 0.0
+
+
+@dataclass
+class Joint:
+    name: str
+    type: JointType
+    parent: str
+    child: str
+    origin: Pose = Pose()
+    axis: tuple[float, float, float] = (1.0, 0.0, 0.0)
+    limit: JointLimit | None = None
+    mimic: Mimic | None = None
+
+
+@dataclass
+class KinematicTree:
+    """Links joined by joints into a tree rooted at one link (checked by :meth:`validate`)."""
+
+    name: str
+    links: dict[str, Link] = field(default_factory=dict)
+    joints: dict[str, Joint] = field(default_factory=dict)
+
+    def add_link(self, link: Link) -> Link:
+        self.links[link.name] = link
+        return link
+
+    def add_joint(self, joint: Joint) -> Joint:
+        self.joints[joint.name] = joint
+        return joint
+
+    def parent_joint(self, link: str) -> Joint | None:
+        for joint in self.joints.values():
+            if joint.child == link:
+                return joint
+        return None
+
+    def child_joints(self, link: str) -> list[Joint]:
+        return [joint for joint in self.joints.values() if joint.parent == link]
+
+    def root(self) -> str:
+        children = {joint.child for joint in self.joints.values()}
+        roots = [name for name in self.links if name not in children]
+        return roots[0]
+
+    def moving_joints(self) -> list[Joint]:
+        return [joint for joint in self.joints.values() if joint.type in MOVING_JOINT_TYPES]
+
+    def validate(self, source: str) -> None:
+        """Raise :class:`DescriptionError` unless this is a single tree of known links."""
+        from ..errors import DescriptionError
+
+        parents: dict[str, str] = {}
+        for joint in self.joints.values():
+            for end in ('parent', 'child'):
+                if getattr(joint, end) not in self.links:
+                    raise DescriptionError(source, f'joint[{joint.name}].{end}',
+                                           f'expected an existing link, got {getattr(joint, end)!r}')
+            if joint.child in parents:
+                raise DescriptionError(
+                    source, f'joint[{joint.name}]',
+                    f'link {joint.child!r} already has parent joint {parents[joint.child]!r}: '
+                    'a robot must be a tree (kinematic loops are not supported)')
+            parents[joint.child] = joint.name
+            if joint.mimic is not None and joint.mimic.joint not in self.joints:
+                raise DescriptionError(source, f'joint[{joint.name}].mimic.joint',
+                                       f'expected an existing joint, got {joint.mimic.joint!r}')
+        roots = [name for name in self.links if name not in parents]
+        if len(roots) != 1:
+            detail = 'a link closes a kinematic loop' if not roots else f'unconnected roots {roots}'
+            raise DescriptionError(source, 'links', f'expected exactly one root link, found {len(roots)} ({detail})')
+        # Every link must be reachable from the root; unreachable ones sit on a cycle.
+        reachable, frontier = {roots[0]}, [roots[0]]
+        while frontier:
+            for joint in self.child_joints(frontier.pop()):
+                if joint.child not in reachable:
+                    reachable.add(joint.child)
+                    frontier.append(joint.child)
+        cyclic = sorted(set(self.links) - reachable)
+        if cyclic:
+            raise DescriptionError(source, 'links',
+                                   f'links {cyclic} form a kinematic loop: a robot must be a tree')
+
+    def depth_first(self) -> list[str]:
+        """Link names, parents before children, children in joint declaration order."""
+        order, stack = [], [self.root()]
+        while stack:
+            link = stack.pop()
+            order.append(link)
+            stack.extend(reversed([joint.child for joint in self.child_joints(link)]))
+        return order
+
+
+@dataclass(frozen=True)
+class WheelRole:
+    """A wheel of the base: which joint spins it and where it sits."""
+
+    name: str
+    joint: str
+    link: str
+    side: Literal['left', 'right', 'centre']
+    radius: float
+    width: float
+    driven: bool
+    steer_joint: str | None = None
+    position: tuple[float, float, float] = (0.0, 0.0, 0.0)  # axle centre in base_link
+
+
+@dataclass(frozen=True)
+class DriveRole:
+    type: Literal['differential', 'ackermann']
+    wheels: tuple[WheelRole, ...]
+    wheelbase: float
+    track: float
+    max_linear_speed: float
+    max_linear_acceleration: float
+    max_yaw_rate: float
+    max_steering_angle: float
+    wheel_max_torque: float
+
+    @property
+    def driven_wheels(self) -> tuple[WheelRole, ...]:
+        return tuple(wheel for wheel in self.wheels if wheel.driven)
+
+
+@dataclass(frozen=True)
+class ArmRole:
+    name: str
+    joints: tuple[str, ...]
+    gripper_joints: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SensorRole:
+    """A sensor and the frame its data is expressed in; ``spec`` is its YAML spec object."""
+
+    name: str
+    type: Literal['lidar', 'camera', 'imu']
+    frame: str                 # frame_id of the messages (optical frame for cameras)
+    mount_link: str            # the link the sensor body is rigidly mounted on
+    spec: object
+
+
+@dataclass
+class RobotModel:
+    name: str
+    source: str
+    tree: KinematicTree
+    base_link: str
+    footprint_link: str
+    drive: DriveRole | None
+    arms: list[ArmRole] = field(default_factory=list)
+    sensors: list[SensorRole] = field(default_factory=list)
+    # Sliding friction per link for ground contact; 0 means frictionless (ball casters).
+    link_friction: dict[str, float] = field(default_factory=dict)
+
+    def summary(self) -> dict:
+        tree = self.tree
+        return {
+            'robot': self.name,
+            'links': len(tree.links),
+            'joints': len(tree.joints),
+            'moving_joints': len(tree.moving_joints()),
+            'mass_kg': round(sum(link.inertial.mass for link in tree.links.values() if link.inertial), 6),
+            'drive': self.drive.type if self.drive else None,
+            'wheels': len(self.drive.wheels) if self.drive else 0,
+            'wheelbase_m': round(self.drive.wheelbase, 6) if self.drive else None,
+            'track_m': round(self.drive.track, 6) if self.drive else None,
+            'arms': [f'{arm.name} ({len(arm.joints)} joints{", gripper" if arm.gripper_joints else ""})'
+                     for arm in self.arms],
+            'sensors': [f'{sensor.name}: {sensor.type} in {sensor.frame}' for sensor in self.sensors],
+        }

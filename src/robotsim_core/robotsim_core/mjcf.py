@@ -1,0 +1,208 @@
+"""RobotModel -> MuJoCo MJCF text.
+
+Each URDF link becomes a body of the same name placed by its parent joint's origin, so body
+poses equal URDF link poses exactly (tests/test_description_equivalence.py). Moving joints keep
+their names; driven wheels, steering and arm joints get actuators; every sensor frame gets a
+site, cameras a MuJoCo camera looking down the optical frame's +z, IMUs gyro/accelerometer/
+orientation sensors. Inertia comes only from the URDF inertials (``inertiafromgeom=false``),
+so the MuJoCo mass equals the URDF mass.
+"""
+
+from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
+
+import numpy as np
+
+from .description.model import Geometry, KinematicTree, RobotModel, Shape
+from .geometry import rpy_to_matrix, rpy_to_quat
+
+VISUAL_GROUP = 1     # visual-only geoms: rendered, never collide
+COLLISION_GROUP = 0  # collision geoms (also rendered, with the link colour)
+# MuJoCo cameras look along their -z with +y up; the ROS optical frame looks along +z with
+# +y down: a half turn about x maps one onto the other.
+OPTICAL_TO_MUJOCO_CAMERA_QUAT = (0.0, 1.0, 0.0, 0.0)
+
+
+def _num(value: float) -> str:
+    return repr(float(value))
+
+
+def _vec(values) -> str:
+    return ' '.join(_num(v) for v in values)
+
+
+def _place(element: ET.Element, xyz, rpy) -> None:
+    if any(xyz):
+        element.set('pos', _vec(xyz))
+    if any(rpy):
+        element.set('quat', _vec(rpy_to_quat(rpy)))
+
+
+def _geom_attributes(geometry: Geometry, mesh_names: dict[tuple, str]) -> dict[str, str]:
+    if geometry.kind == 'box':
+        return {'type': 'box', 'size': _vec(np.asarray(geometry.size) / 2)}
+    if geometry.kind == 'cylinder':
+        return {'type': 'cylinder', 'size': _vec((geometry.size[0], geometry.size[1] / 2))}
+    if geometry.kind == 'sphere':
+        return {'type': 'sphere', 'size': _num(geometry.size[0])}
+    return {'type': 'mesh', 'mesh': mesh_names[(geometry.filename, geometry.scale)]}
+
+
+def _full_inertia(inertial) -> str:
+    """Inertia tensor rotated into the body frame, in MuJoCo's fullinertia order."""
+    ixx, ixy, ixz, iyy, iyz, izz = inertial.inertia
+    tensor = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+    rotation = rpy_to_matrix(inertial.origin.rpy)
+    body = rotation @ tensor @ rotation.T
+    return _vec((body[0, 0], body[1, 1], body[2, 2], body[0, 1], body[0, 2], body[1, 2]))
+
+
+def robot_to_mjcf(model: RobotModel, timestep: float = 0.002) -> str:
+    tree = model.tree
+    root = ET.Element('mujoco', model=model.name)
+    ET.SubElement(root, 'compiler', angle='radian', autolimits='true', inertiafromgeom='false')
+    ET.SubElement(root, 'option', timestep=_num(timestep), integrator='implicitfast')
+
+    asset = ET.SubElement(root, 'asset')
+    mesh_names: dict[tuple, str] = {}
+    for link in tree.links.values():
+        for shape in link.visuals + link.collisions:
+            g = shape.geometry
+            if g.kind == 'mesh' and (g.filename, g.scale) not in mesh_names:
+                name = f'mesh{len(mesh_names)}'
+                mesh_names[(g.filename, g.scale)] = name
+                ET.SubElement(asset, 'mesh', name=name, file=g.filename, scale=_vec(g.scale))
+    if not len(asset):
+        root.remove(asset)
+
+    worldbody = ET.SubElement(root, 'worldbody')
+    sensor_sites = {sensor.frame for sensor in model.sensors}
+    sensor_sites |= {sensor.spec.body_frame for sensor in model.sensors if sensor.type == 'camera'}
+    cameras = {sensor.frame: sensor for sensor in model.sensors if sensor.type == 'camera'}
+
+    def add_body(parent: ET.Element, link_name: str) -> None:
+        link = tree.links[link_name]
+        joint = tree.parent_joint(link_name)
+        body = ET.SubElement(parent, 'body', name=link_name)
+        if joint is None:
+            ET.SubElement(body, 'freejoint', name=f'{link_name}_freejoint')
+        else:
+            _place(body, joint.origin.xyz, joint.origin.rpy)
+            if joint.type in ('revolute', 'continuous', 'prismatic'):
+                element = ET.SubElement(body, 'joint', name=joint.name,
+                                        type='slide' if joint.type == 'prismatic' else 'hinge',
+                                        axis=_vec(joint.axis))
+                if joint.type != 'continuous' and joint.limit is not None:
+                    element.set('range', _vec((joint.limit.lower, joint.limit.upper)))
+                if joint.type != 'continuous':
+                    element.set('damping', '0.05')
+                    element.set('armature', '0.001')
+        if link.inertial is not None:
+            ET.SubElement(body, 'inertial', pos=_vec(link.inertial.origin.xyz), mass=_num(link.inertial.mass),
+                          fullinertia=_full_inertia(link.inertial))
+        _add_geoms(body, link, model, mesh_names)
+        if link_name in sensor_sites:
+            ET.SubElement(body, 'site', name=link_name, size='0.005')
+        if link_name in cameras:
+            spec = cameras[link_name].spec
+            ET.SubElement(body, 'camera', name=cameras[link_name].name, quat=_vec(OPTICAL_TO_MUJOCO_CAMERA_QUAT),
+                          fovy=_num(math.degrees(spec.vertical_fov)),  # MuJoCo's fovy is always in degrees
+                          resolution=f'{spec.width} {spec.height}')
+        for child in tree.child_joints(link_name):
+            add_body(body, child.child)
+
+    add_body(worldbody, tree.root())
+    _add_actuators(root, model)
+    _add_sensors(root, model)
+    _add_mimic_equalities(root, tree)
+    _add_contact_excludes(root, model)
+    ET.indent(root)
+    return ET.tostring(root, encoding='unicode') + '\n'
+
+
+def _same_shape(a: Shape, b: Shape) -> bool:
+    return a.origin == b.origin and a.geometry == b.geometry
+
+
+def _add_geoms(body: ET.Element, link, model: RobotModel, mesh_names) -> None:
+    friction = model.link_friction.get(link.name)
+    for shape in link.collisions:
+        geom = ET.SubElement(body, 'geom', group=str(COLLISION_GROUP), **_geom_attributes(shape.geometry, mesh_names))
+        _place(geom, shape.origin.xyz, shape.origin.rpy)
+        visual = next((v for v in link.visuals if _same_shape(v, shape)), None)
+        if visual is not None and visual.rgba is not None:
+            geom.set('rgba', _vec(visual.rgba))
+        if friction is not None:
+            if friction == 0.0:
+                geom.set('condim', '1')  # frictionless ball caster
+            else:
+                geom.set('friction', _vec((friction, 0.005, 0.0001)))
+    for shape in link.visuals:
+        if any(_same_shape(shape, c) for c in link.collisions):
+            continue
+        geom = ET.SubElement(body, 'geom', group=str(VISUAL_GROUP), contype='0', conaffinity='0',
+                             **_geom_attributes(shape.geometry, mesh_names))
+        _place(geom, shape.origin.xyz, shape.origin.rpy)
+        if shape.rgba is not None:
+            geom.set('rgba', _vec(shape.rgba))
+
+
+def _add_actuators(root: ET.Element, model: RobotModel) -> None:
+    actuator = ET.SubElement(root, 'actuator')
+    tree = model.tree
+    if model.drive is not None:
+        torque = model.drive.wheel_max_torque
+        for wheel in model.drive.driven_wheels:
+            # A velocity-servo motor: torque = kv * (target - actual), saturating at the stall torque.
+            ET.SubElement(actuator, 'velocity', name=f'{wheel.joint}_velocity', joint=wheel.joint,
+                          kv=_num(torque), forcerange=_vec((-torque, torque)))
+        for wheel in model.drive.wheels:
+            if wheel.steer_joint:
+                limit = tree.joints[wheel.steer_joint].limit
+                ET.SubElement(actuator, 'position', name=f'{wheel.steer_joint}_position', joint=wheel.steer_joint,
+                              kp='50', kv='2', ctrlrange=_vec((limit.lower, limit.upper)),
+                              forcerange=_vec((-limit.effort, limit.effort)))
+    for arm in model.arms:
+        for name in arm.joints + arm.gripper_joints[:1]:  # the second finger follows by equality
+            limit = tree.joints[name].limit
+            effort = limit.effort if limit is not None and limit.effort > 0 else 10.0
+            attributes = {'kp': _num(20 * effort), 'kv': _num(effort), 'forcerange': _vec((-effort, effort))}
+            if limit is not None and tree.joints[name].type != 'continuous':
+                attributes['ctrlrange'] = _vec((limit.lower, limit.upper))
+            ET.SubElement(actuator, 'position', name=f'{name}_position', joint=name, **attributes)
+    if not len(actuator):
+        root.remove(actuator)
+
+
+def _add_sensors(root: ET.Element, model: RobotModel) -> None:
+    sensor_element = ET.SubElement(root, 'sensor')
+    for sensor in model.sensors:
+        if sensor.type == 'imu':
+            ET.SubElement(sensor_element, 'gyro', name=f'{sensor.name}_gyro', site=sensor.frame)
+            ET.SubElement(sensor_element, 'accelerometer', name=f'{sensor.name}_accelerometer', site=sensor.frame)
+            ET.SubElement(sensor_element, 'framequat', name=f'{sensor.name}_orientation', objtype='site',
+                          objname=sensor.frame)
+    if not len(sensor_element):
+        root.remove(sensor_element)
+
+
+def _add_mimic_equalities(root: ET.Element, tree: KinematicTree) -> None:
+    mimics = [joint for joint in tree.moving_joints() if joint.mimic is not None]
+    if mimics:
+        equality = ET.SubElement(root, 'equality')
+        for joint in mimics:
+            ET.SubElement(equality, 'joint', joint1=joint.name, joint2=joint.mimic.joint,
+                          polycoef=_vec((joint.mimic.offset, joint.mimic.multiplier, 0, 0, 0)))
+
+
+def _add_contact_excludes(root: ET.Element, model: RobotModel) -> None:
+    """MuJoCo skips parent-child contacts only; a steered wheel is a grandchild of the chassis."""
+    if model.drive is None:
+        return
+    pairs = [(model.base_link, wheel.link) for wheel in model.drive.wheels if wheel.steer_joint]
+    if pairs:
+        contact = ET.SubElement(root, 'contact')
+        for body1, body2 in pairs:
+            ET.SubElement(contact, 'exclude', body1=body1, body2=body2)

@@ -1,0 +1,4 @@
+"""robotsim base-MCU firmware, serial protocol and motor bridge node.
+
+Empty until the firmware-in-the-loop issue lands.
+"""

@@ -1,0 +1,20 @@
+from setuptools import find_packages, setup
+
+package_name = 'robotsim_learning'
+
+setup(
+    name=package_name,
+    version='0.1.0',
+    packages=find_packages(exclude=['test']),
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
+        ('share/' + package_name, ['package.xml']),
+    ],
+    install_requires=['setuptools'],
+    zip_safe=True,
+    maintainer='robotsim',
+    maintainer_email='dev@robotsim.invalid',
+    description='Rosbag recording, dataset generation, policy training and closed-loop evaluation for robotsim.',
+    license='Apache-2.0',
+    entry_points={},
+)

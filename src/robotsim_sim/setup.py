@@ -1,0 +1,20 @@
+from setuptools import find_packages, setup
+
+package_name = 'robotsim_sim'
+
+setup(
+    name=package_name,
+    version='0.1.0',
+    packages=find_packages(exclude=['test']),
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
+        ('share/' + package_name, ['package.xml']),
+    ],
+    install_requires=['setuptools'],
+    zip_safe=True,
+    maintainer='robotsim',
+    maintainer_email='dev@robotsim.invalid',
+    description='The robotsim simulator node: MuJoCo world stepping, sim time, control services, base/arm actuation.',
+    license='Apache-2.0',
+    entry_points={},
+)
