@@ -20,7 +20,11 @@ case ":${CMAKE_PREFIX_PATH:-}:" in *":$_robotsim_venv:"*) ;; *) export CMAKE_PRE
 if [[ -f "$ROBOTSIM_WS/install/local_setup.bash" ]]; then
   # colcon's script prepends every built package (PYTHONPATH, AMENT_PREFIX_PATH, PATH, ...).
   # shellcheck disable=SC1091
+  # colcon's scripts read unset variables: lift `set -u` around them, restore it after.
+  case $- in *u*) _robotsim_nounset=1; set +u ;; *) _robotsim_nounset= ;; esac
   COLCON_CURRENT_PREFIX="$ROBOTSIM_WS/install" source "$ROBOTSIM_WS/install/local_setup.bash"
+  [[ -n "$_robotsim_nounset" ]] && set -u
+  unset _robotsim_nounset
 fi
 # ament_python puts console scripts in lib/<package>/ (for `ros2 run`); the robotsim CLI lives there.
 case ":$PATH:" in *":$ROBOTSIM_WS/install/robotsim_core/lib/robotsim_core:"*) ;;

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Run the whole test suite in the bare-machine environment (called by `make test` and .ci/run).
+set -euo pipefail
+ws="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck disable=SC1091
+source "$ws/scripts/env.sh"
+cd "$ws"
+set +e
+# With no arguments, run everything; otherwise pass them through (e.g. a single file, -k).
+(( $# )) || set -- tests
+python -m pytest -p no:cacheprovider "$@"
+status=$?
+set -e
+# pytest's 5 means "no test collected": that is a failure of the suite, not a pass.
+if [[ $status -eq 5 ]]; then
+  echo "run-tests: pytest collected no tests" >&2
+  exit 1
+fi
+exit $status
