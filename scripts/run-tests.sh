@@ -5,6 +5,7 @@ ws="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck disable=SC1091
 source "$ws/scripts/env.sh"
 cd "$ws"
+"$ws/scripts/build.sh"  # rebuild changed packages so tests run the installed code
 set +e
 # With no arguments, run everything; otherwise pass them through (e.g. a single file, -k).
 (( $# )) || set -- tests

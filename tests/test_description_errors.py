@@ -58,7 +58,7 @@ YAML_CASES = {
     'missing required key': (rover, lambda d: d['base'].pop('mass'), 'base.mass', 'missing required key'),
     'wrong sensor type': (rover, lambda d: d['sensors'][0].update(type='sonar'), 'sensors[0].type',
                           "expected one of 'lidar', 'camera', 'imu'"),
-    'too few wheels': (rover, lambda d: d['wheels'].update(count=2), 'wheels.count', 'expected a number >= 3'),
+    'too few wheels': (rover, lambda d: d['wheels'].update(count=2), 'wheels.count', 'expected an integer >= 3, got 2'),
     'wheels wrong shape': (rover, lambda d: d.update(wheels=4), 'wheels', 'expected a mapping or a list'),
 }
 

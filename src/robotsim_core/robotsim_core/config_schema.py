@@ -73,14 +73,13 @@ def _type_name(hint: Any) -> str:
 
 
 def _check_range(value: float, metadata: dict, source: str, path: str) -> None:
-    if metadata.get('positive') and not value > 0:
-        raise DescriptionError(source, path, f'expected a number > 0, got {_describe(value)}')
-    if metadata.get('non_negative') and not value >= 0:
-        raise DescriptionError(source, path, f'expected a number >= 0, got {_describe(value)}')
-    if metadata.get('at_least') is not None and not value >= metadata['at_least']:
-        raise DescriptionError(source, path, f'expected a number >= {metadata["at_least"]}, got {_describe(value)}')
-    if metadata.get('at_most') is not None and not value <= metadata['at_most']:
-        raise DescriptionError(source, path, f'expected a number <= {metadata["at_most"]:.6g}, got {_describe(value)}')
+    kind = 'an integer' if isinstance(value, int) else 'a number'
+    rules = (('positive', lambda v, _: v > 0, '> 0'), ('non_negative', lambda v, _: v >= 0, '>= 0'),
+             ('at_least', lambda v, bound: v >= bound, '>= {:.6g}'), ('at_most', lambda v, bound: v <= bound, '<= {:.6g}'))
+    for key, holds, text in rules:
+        bound = metadata.get(key)
+        if bound not in (None, False) and not holds(value, bound):
+            raise DescriptionError(source, path, f'expected {kind} {text.format(bound)}, got {_describe(value)}')
 
 
 def _parse_value(hint: Any, value: Any, source: str, path: str, metadata: dict) -> Any:
