@@ -19,7 +19,6 @@ from .description.model import Geometry, KinematicTree, RobotModel, Shape
 from .geometry import rpy_to_matrix, rpy_to_quat
 
 VISUAL_GROUP = 1     # visual-only geoms: rendered, never collide
-COLLISION_GROUP = 0  # collision geoms (also rendered, with the link colour)
 # MuJoCo cameras look along their -z with +y up; the ROS optical frame looks along +z with
 # +y down: a half turn about x maps one onto the other.
 OPTICAL_TO_MUJOCO_CAMERA_QUAT = (0.0, 1.0, 0.0, 0.0)
@@ -59,7 +58,9 @@ def _full_inertia(inertial) -> str:
     return _vec((body[0, 0], body[1, 1], body[2, 2], body[0, 1], body[0, 2], body[1, 2]))
 
 
-def robot_to_mjcf(model: RobotModel, timestep: float = 0.002) -> str:
+def robot_to_mjcf(model: RobotModel, timestep: float = 0.002, collision_group: int = 0) -> str:
+    """MJCF of the robot alone; ``collision_group`` is the MuJoCo geom group of its collision geoms
+    (the scene gives each robot its own so a lidar can skip its own robot's geometry)."""
     tree = model.tree
     root = ET.Element('mujoco', model=model.name)
     ET.SubElement(root, 'compiler', angle='radian', autolimits='true', inertiafromgeom='false')
@@ -81,6 +82,7 @@ def robot_to_mjcf(model: RobotModel, timestep: float = 0.002) -> str:
     sensor_sites = {sensor.frame for sensor in model.sensors}
     sensor_sites |= {sensor.spec.body_frame for sensor in model.sensors if sensor.type == 'camera'}
     cameras = {sensor.frame: sensor for sensor in model.sensors if sensor.type == 'camera'}
+    driven_wheels = {wheel.joint for wheel in model.drive.driven_wheels} if model.drive else set()
 
     def add_body(parent: ET.Element, link_name: str) -> None:
         link = tree.links[link_name]
@@ -96,13 +98,17 @@ def robot_to_mjcf(model: RobotModel, timestep: float = 0.002) -> str:
                                         axis=_vec(joint.axis))
                 if joint.type != 'continuous' and joint.limit is not None:
                     element.set('range', _vec((joint.limit.lower, joint.limit.upper)))
-                if joint.type != 'continuous':
+                if joint.name in driven_wheels:
+                    drive = model.drive
+                    element.set('damping', _num(drive.wheel_max_torque / drive.wheel_no_load_speed))  # back-EMF
+                    element.set('armature', _num(drive.wheel_armature))
+                elif joint.type != 'continuous':
                     element.set('damping', '0.05')
                     element.set('armature', '0.001')
         if link.inertial is not None:
             ET.SubElement(body, 'inertial', pos=_vec(link.inertial.origin.xyz), mass=_num(link.inertial.mass),
                           fullinertia=_full_inertia(link.inertial))
-        _add_geoms(body, link, model, mesh_names)
+        _add_geoms(body, link, model, mesh_names, collision_group)
         if link_name in sensor_sites:
             ET.SubElement(body, 'site', name=link_name, size='0.005')
         if link_name in cameras:
@@ -126,10 +132,10 @@ def _same_shape(a: Shape, b: Shape) -> bool:
     return a.origin == b.origin and a.geometry == b.geometry
 
 
-def _add_geoms(body: ET.Element, link, model: RobotModel, mesh_names) -> None:
+def _add_geoms(body: ET.Element, link, model: RobotModel, mesh_names, collision_group: int) -> None:
     friction = model.link_friction.get(link.name)
     for shape in link.collisions:
-        geom = ET.SubElement(body, 'geom', group=str(COLLISION_GROUP), **_geom_attributes(shape.geometry, mesh_names))
+        geom = ET.SubElement(body, 'geom', group=str(collision_group), **_geom_attributes(shape.geometry, mesh_names))
         _place(geom, shape.origin.xyz, shape.origin.rpy)
         visual = next((v for v in link.visuals if _same_shape(v, shape)), None)
         if visual is not None and visual.rgba is not None:
@@ -155,9 +161,10 @@ def _add_actuators(root: ET.Element, model: RobotModel) -> None:
     if model.drive is not None:
         torque = model.drive.wheel_max_torque
         for wheel in model.drive.driven_wheels:
-            # A velocity-servo motor: torque = kv * (target - actual), saturating at the stall torque.
-            ET.SubElement(actuator, 'velocity', name=f'{wheel.joint}_velocity', joint=wheel.joint,
-                          kv=_num(torque), forcerange=_vec((-torque, torque)))
+            # A DC gear motor: control is PWM duty in [-1, 1]; torque = stall torque * duty minus
+            # back-EMF, which is the joint damping set in add_body (integrated implicitly by MuJoCo).
+            ET.SubElement(actuator, 'motor', name=f'{wheel.joint}_motor', joint=wheel.joint,
+                          gear=_num(torque), ctrlrange='-1 1')
         for wheel in model.drive.wheels:
             if wheel.steer_joint:
                 limit = tree.joints[wheel.steer_joint].limit

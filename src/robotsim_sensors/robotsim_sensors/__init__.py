@@ -1,4 +1,2 @@
-"""robotsim sensor models (lidar, cameras, IMU, encoders) and sensor_msgs conversion.
-
-Empty until the simulator issue lands: nothing here pretends to sense yet.
-"""
+"""robotsim sensor models (ROS-free: lidar, camera, IMU) and their sensor_msgs conversion
+(:mod:`robotsim_sensors.ros_messages`, the only module here that imports ROS types)."""

@@ -229,6 +229,16 @@ def drive_geometry(drive_type: str, wheels: list[tuple[float, float, bool, bool]
     return wheelbase, track
 
 
+def make_drive_role(spec, wheels: list[WheelRole], wheelbase: float, track: float,
+                    max_steering_angle: float) -> DriveRole:
+    no_load = spec.wheel_no_load_speed
+    if no_load is None:
+        no_load = 1.5 * spec.max_linear_speed / min(w.radius for w in wheels if w.driven)
+    return DriveRole(spec.type, tuple(wheels), wheelbase, track, spec.max_linear_speed,
+                     spec.max_linear_acceleration, spec.max_yaw_rate, max_steering_angle,
+                     spec.wheel_max_torque, no_load, spec.wheel_armature)
+
+
 def build_robot(spec: RobotSpec, source: str) -> RobotModel:
     base = spec.base
     placements = (_placements_from_count(spec.wheels, base.size, source) if isinstance(spec.wheels, WheelCountSpec)
@@ -292,9 +302,7 @@ def build_robot(spec: RobotSpec, source: str) -> RobotModel:
         roles.append(WheelRole(p.name, f'{p.name}_joint', link.name,
                                'left' if p.y > 0 else 'right' if p.y < 0 else 'centre',
                                p.radius, p.width, p.driven, steer_joint, centre))
-    drive = DriveRole(spec.drive.type, tuple(roles), wheelbase, track, spec.drive.max_linear_speed,
-                      spec.drive.max_linear_acceleration, spec.drive.max_yaw_rate, max_steer,
-                      spec.drive.wheel_max_torque)
+    drive = make_drive_role(spec.drive, roles, wheelbase, track, max_steer)
 
     arms = [_add_arm(tree, arm, index, source) for index, arm in enumerate(spec.arms)]
     sensors = add_sensor_frames(tree, spec.sensors, source)

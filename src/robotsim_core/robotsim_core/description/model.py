@@ -181,6 +181,8 @@ class DriveRole:
     max_yaw_rate: float
     max_steering_angle: float
     wheel_max_torque: float
+    wheel_no_load_speed: float     # rad/s at full duty without load (sets the back-EMF damping)
+    wheel_armature: float          # kg m^2 reflected rotor inertia
 
     @property
     def driven_wheels(self) -> tuple[WheelRole, ...]:

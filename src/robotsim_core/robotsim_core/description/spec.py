@@ -107,7 +107,11 @@ class DriveSpec:
     max_steering_angle: float = spec_field(0.5, positive=True, at_most=math.pi / 2)
     """Largest steering angle of the virtual centre wheel (rad); Ackermann only."""
     wheel_max_torque: float = spec_field(2.0, positive=True)
-    """Stall torque of one wheel motor (N m)."""
+    """Stall torque of one wheel gear motor at full duty (N m)."""
+    wheel_no_load_speed: float | None = spec_field(None, positive=True)
+    """Wheel speed of an unloaded motor at full duty (rad/s); default 1.5 x the top speed's wheel speed."""
+    wheel_armature: float = spec_field(0.002, positive=True)
+    """Rotor inertia reflected through the gearbox (kg m^2): what a gear motor adds to the wheel."""
 
 
 @dataclass

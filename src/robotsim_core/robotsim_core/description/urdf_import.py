@@ -14,8 +14,8 @@ import numpy as np
 from ..errors import DescriptionError
 from ..kinematics import forward_kinematics
 from ..urdf import default_package_resolver, urdf_to_tree
-from .build import add_sensor_frames, drive_geometry
-from .model import ArmRole, DriveRole, RobotModel, WheelRole
+from .build import add_sensor_frames, drive_geometry, make_drive_role
+from .model import ArmRole, RobotModel, WheelRole
 from .spec import UrdfOverlaySpec
 
 
@@ -75,9 +75,7 @@ def import_urdf(spec: UrdfOverlaySpec, overlay_path: str) -> RobotModel:
         raise DescriptionError(overlay_path, 'wheels',
                                'an Ackermann drive needs a steerable axle: expected steer_joint on a left and a right wheel')
     wheelbase, track = drive_geometry(spec.drive.type, wheels)
-    drive = DriveRole(spec.drive.type, tuple(roles), wheelbase, track, spec.drive.max_linear_speed,
-                      spec.drive.max_linear_acceleration, spec.drive.max_yaw_rate, spec.drive.max_steering_angle,
-                      spec.drive.wheel_max_torque)
+    drive = make_drive_role(spec.drive, roles, wheelbase, track, spec.drive.max_steering_angle)
 
     arms = []
     for index, arm in enumerate(spec.arms):

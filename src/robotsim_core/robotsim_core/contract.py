@@ -1,0 +1,88 @@
+"""The robot's topic contract: every topic it offers, with type, frame, QoS and nominal rate.
+
+One source for the simulator's publishers (and later the real bringup and the live-graph
+checker). Plain data, no rclpy: the ROS layer turns :class:`QosSpec` into a QoSProfile.
+Defaults follow what typical drivers use: sensor data best-effort (SensorDataQoS), odometry
+and joint states reliable, /tf reliable depth 100, /tf_static and /robot_description
+transient-local.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .description.model import RobotModel
+
+
+@dataclass(frozen=True)
+class QosSpec:
+    reliability: str = 'reliable'        # 'reliable' | 'best_effort'
+    durability: str = 'volatile'         # 'volatile' | 'transient_local'
+    depth: int = 10
+
+
+SENSOR_QOS = QosSpec('best_effort', 'volatile', 5)
+RELIABLE_QOS = QosSpec('reliable', 'volatile', 10)
+TF_QOS = QosSpec('reliable', 'volatile', 100)
+LATCHED_QOS = QosSpec('reliable', 'transient_local', 1)
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str              # relative name (no leading slash) so a namespace applies
+    type: str              # ROS type, e.g. 'sensor_msgs/msg/LaserScan'
+    frame_id: str = ''     # header.frame_id ('' for headerless messages)
+    qos: QosSpec = RELIABLE_QOS
+    rate: float = 0.0      # nominal Hz; 0 = event driven / latched
+    sensor: str = ''       # the robot sensor that produces it, if any
+    sim_only: bool = False  # ground truth and sim control: never offered by the real robot
+
+
+@dataclass
+class Contract:
+    robot: str
+    topics: list[TopicSpec] = field(default_factory=list)
+    frames: list[tuple[str, str]] = field(default_factory=list)  # (parent, child) that must connect
+
+    def topic(self, name: str) -> TopicSpec:
+        return next(t for t in self.topics if t.name == name)
+
+
+def camera_topics(sensor) -> list[TopicSpec]:
+    spec = sensor.spec
+    topics = []
+    for image in spec.images:
+        stem = {'rgb': '', 'depth': 'depth/', 'segmentation': 'segmentation/'}[image]
+        topics.append(TopicSpec(f'{sensor.name}/{stem}image_raw', 'sensor_msgs/msg/Image', sensor.frame,
+                                SENSOR_QOS, spec.rate, sensor.name))
+        topics.append(TopicSpec(f'{sensor.name}/{stem}camera_info', 'sensor_msgs/msg/CameraInfo', sensor.frame,
+                                SENSOR_QOS, spec.rate, sensor.name))
+    return topics
+
+
+def robot_contract(model: RobotModel, joint_state_rate: float = 50.0, odom_rate: float = 50.0) -> Contract:
+    topics = [
+        TopicSpec('clock', 'rosgraph_msgs/msg/Clock', '', RELIABLE_QOS, 0.0, sim_only=True),
+        TopicSpec('joint_states', 'sensor_msgs/msg/JointState', '', RELIABLE_QOS, joint_state_rate),
+        TopicSpec('odom', 'nav_msgs/msg/Odometry', 'odom', RELIABLE_QOS, odom_rate),
+        TopicSpec('tf', 'tf2_msgs/msg/TFMessage', '', TF_QOS, odom_rate),
+        TopicSpec('tf_static', 'tf2_msgs/msg/TFMessage', '', LATCHED_QOS),
+        TopicSpec('robot_description', 'std_msgs/msg/String', '', LATCHED_QOS),
+        TopicSpec('sim/ground_truth', 'nav_msgs/msg/Odometry', 'world', RELIABLE_QOS, odom_rate, sim_only=True),
+        TopicSpec('sim/status', 'robotsim_msgs/msg/SimStatus', '', RELIABLE_QOS, 2.0, sim_only=True),
+    ]
+    for sensor in model.sensors:
+        spec = sensor.spec
+        if sensor.type == 'lidar':
+            kind = 'sensor_msgs/msg/LaserScan' if spec.channels == 1 else 'sensor_msgs/msg/PointCloud2'
+            name = 'scan' if spec.channels == 1 else 'points'
+            if sum(1 for s in model.sensors if s.type == 'lidar') > 1:
+                name = f'{sensor.name}/{name}'
+            topics.append(TopicSpec(name, kind, sensor.frame, SENSOR_QOS, spec.rate, sensor.name))
+        elif sensor.type == 'camera':
+            topics.extend(camera_topics(sensor))
+        elif sensor.type == 'imu':
+            name = 'imu/data' if sensor.name == 'imu' else f'{sensor.name}/data'
+            topics.append(TopicSpec(name, 'sensor_msgs/msg/Imu', sensor.frame, SENSOR_QOS, spec.rate, sensor.name))
+    frames = [('odom', model.base_link)] + [(model.base_link, s.frame) for s in model.sensors]
+    return Contract(model.name, topics, frames)

@@ -1,0 +1,131 @@
+"""Offscreen MuJoCo cameras on the CPU: RGB, depth (REP 118) and segmentation.
+
+One GL context and one MuJoCo render context serve every camera of a simulation. A capture
+renders the scene once and reads colour and depth from that same pass; segmentation (optional)
+needs a second pass with segmentation colouring. Shadows and reflections are off by default: on
+a software renderer they dominate the cost.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import mujoco
+import numpy as np
+
+from robotsim_core.description.spec import CameraSpec
+
+from .readings import CameraReading
+
+
+class RenderUnavailable(RuntimeError):
+    """No offscreen OpenGL backend could be created."""
+
+
+def create_gl_context(width: int, height: int):
+    """A current offscreen GL context, trying MUJOCO_GL first (egl by default), then osmesa.
+
+    MuJoCo picks its backend when first imported, from MUJOCO_GL; a failure names what was tried."""
+    backend = os.environ.get('MUJOCO_GL', '')
+    try:
+        context = mujoco.GLContext(width, height)
+        context.make_current()
+        return context
+    except Exception as error:  # the GL libraries raise a variety of errors
+        raise RenderUnavailable(
+            f'cannot create an offscreen OpenGL context with MUJOCO_GL={backend or "(unset)"}: {error}. '
+            'Install EGL (Debian: libegl1 libegl-mesa0 libgl1-mesa-dri) or OSMesa (libosmesa6) and set '
+            'MUJOCO_GL=egl or MUJOCO_GL=osmesa before starting; scripts/setup.sh installs both.') from None
+
+
+class CameraRenderer:
+    def __init__(self, model: mujoco.MjModel, shadows: bool = False, reflections: bool = False):
+        self.model = model
+        width, height = model.vis.global_.offwidth, model.vis.global_.offheight
+        self.gl = create_gl_context(width, height)
+        self.context = mujoco.MjrContext(model, mujoco.mjtFontScale.mjFONTSCALE_100)
+        mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN, self.context)
+        self.scene = mujoco.MjvScene(model, maxgeom=max(1000, 4 * model.ngeom))
+        self.option = mujoco.MjvOption()
+        self.option.geomgroup[:] = 1  # robots live in groups 2-5, which MuJoCo hides by default
+        self.camera = mujoco.MjvCamera()
+        self.camera.type = mujoco.mjtCamera.mjCAMERA_FIXED
+        self.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = shadows
+        self.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = reflections
+        self.scene.flags[mujoco.mjtRndFlag.mjRND_SKYBOX] = False
+        extent = model.stat.extent
+        self.near = model.vis.map.znear * extent
+        self.far = model.vis.map.zfar * extent
+
+    def render(self, data: mujoco.MjData, camera_id: int, width: int, height: int,
+               want_rgb: bool, want_depth: bool, want_segmentation: bool):
+        self.gl.make_current()
+        self.camera.fixedcamid = camera_id
+        viewport = mujoco.MjrRect(0, 0, width, height)
+        mujoco.mjv_updateScene(self.model, data, self.option, None, self.camera, mujoco.mjtCatBit.mjCAT_ALL, self.scene)
+        rgb = depth = segmentation = None
+        if want_rgb or want_depth:
+            mujoco.mjr_render(viewport, self.scene, self.context)
+            rgb = np.empty((height, width, 3), dtype=np.uint8) if want_rgb else None
+            depth = np.empty((height, width), dtype=np.float32) if want_depth else None
+            mujoco.mjr_readPixels(rgb, depth, viewport, self.context)
+        if want_segmentation:
+            self.scene.flags[mujoco.mjtRndFlag.mjRND_SEGMENT] = True
+            self.scene.flags[mujoco.mjtRndFlag.mjRND_IDCOLOR] = True
+            mujoco.mjr_render(viewport, self.scene, self.context)
+            colours = np.empty((height, width, 3), dtype=np.uint8)
+            mujoco.mjr_readPixels(colours, None, viewport, self.context)
+            self.scene.flags[mujoco.mjtRndFlag.mjRND_SEGMENT] = False
+            self.scene.flags[mujoco.mjtRndFlag.mjRND_IDCOLOR] = False
+            # Colour encodes (scene geom index + 1); map to model geom ids, -1 for background.
+            index = (colours[..., 0].astype(np.int32) | (colours[..., 1].astype(np.int32) << 8)
+                     | (colours[..., 2].astype(np.int32) << 16)) - 1
+            geom_of_index = np.full(self.scene.ngeom + 1, -1, dtype=np.int32)
+            for i in range(self.scene.ngeom):
+                if self.scene.geoms[i].objtype == mujoco.mjtObj.mjOBJ_GEOM:
+                    geom_of_index[i] = self.scene.geoms[i].objid
+            index[(index < 0) | (index >= self.scene.ngeom)] = self.scene.ngeom
+            segmentation = geom_of_index[index]
+        # OpenGL rows start at the bottom; images start at the top.
+        return (None if rgb is None else np.flipud(rgb), None if depth is None else np.flipud(depth),
+                None if segmentation is None else np.flipud(segmentation))
+
+    def linear_depth(self, buffer: np.ndarray, far_limit: float) -> np.ndarray:
+        """OpenGL depth buffer -> metres along the optical axis; +Inf where nothing is hit or beyond far."""
+        near, far = self.near, self.far
+        depth = near / (1.0 - buffer.astype(np.float64) * (1.0 - near / far))
+        depth[(buffer >= 1.0) | (depth > far_limit)] = np.inf
+        return depth.astype(np.float32)
+
+
+class Camera:
+    def __init__(self, renderer: CameraRenderer, camera_name: str, spec: CameraSpec, geom_labels: np.ndarray):
+        self.renderer = renderer
+        self.spec = spec
+        self.camera_id = renderer.model.camera(camera_name).id
+        self.geom_labels = geom_labels  # model geom id -> entity label id
+
+    def capture(self, data: mujoco.MjData, rng: np.random.Generator, stamp: int) -> CameraReading:
+        spec = self.spec
+        rgb, depth_buffer, segmentation = self.renderer.render(
+            data, self.camera_id, spec.width, spec.height,
+            'rgb' in spec.images, 'depth' in spec.images, 'segmentation' in spec.images)
+        depth = None if depth_buffer is None else self.renderer.linear_depth(depth_buffer, spec.far)
+        if rgb is not None and spec.rgb_noise_stddev > 0:
+            noisy = rgb.astype(np.float32) + rng.normal(0.0, spec.rgb_noise_stddev, rgb.shape)
+            rgb = np.clip(np.rint(noisy), 0, 255).astype(np.uint8)
+        if depth is not None and spec.depth_noise_stddev > 0:
+            finite = np.isfinite(depth)
+            depth[finite] += rng.normal(0.0, spec.depth_noise_stddev, int(finite.sum())).astype(np.float32)
+        labels = None
+        if segmentation is not None:
+            labels = np.where(segmentation >= 0, self.geom_labels[np.maximum(segmentation, 0)], -1).astype(np.int32)
+        return CameraReading(stamp, rgb, depth, labels)
+
+
+def intrinsics(spec: CameraSpec) -> tuple[float, float, float, float]:
+    """(fx, fy, cx, cy) of a pinhole camera matching MuJoCo's rendering: square pixels,
+    fy = (H/2) / tan(fovy/2), principal point at the image centre."""
+    focal = (spec.height / 2.0) / math.tan(spec.vertical_fov / 2.0)
+    return focal, focal, (spec.width - 1) / 2.0, (spec.height - 1) / 2.0

@@ -1,0 +1,126 @@
+"""Built-in controllers (ROS-free), like Gazebo's DiffDrive/AckermannSteering and a joint
+trajectory controller: they turn commands into MuJoCo actuator targets."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from robotsim_core.description.model import DriveRole
+from robotsim_core.drive import VelocityLimiter, inverse_kinematics
+
+
+class BaseController:
+    """Twist command -> limited twist -> wheel speed / steering targets, with a command watchdog.
+
+    Non-finite commands are rejected (counted, previous command kept); no command for
+    ``timeout`` seconds of sim time stops the base."""
+
+    def __init__(self, drive: DriveRole, timeout: float = 0.5):
+        self.drive = drive
+        self.timeout = timeout
+        self.limiter = VelocityLimiter(drive)
+        self.rejected = 0
+        self.reset()
+
+    def reset(self) -> None:
+        self.command = (0.0, 0.0)
+        self.command_time = -math.inf
+        self.limiter.reset()
+        self.timed_out = True
+
+    def set_command(self, linear: float, angular: float, now: float) -> bool:
+        if not (math.isfinite(linear) and math.isfinite(angular)):
+            self.rejected += 1
+            return False
+        self.command = (float(linear), float(angular))
+        self.command_time = now
+        return True
+
+    def update(self, now: float, dt: float):
+        self.timed_out = now - self.command_time > self.timeout
+        linear, angular = (0.0, 0.0) if self.timed_out else self.command
+        linear, angular = self.limiter(linear, angular, dt)
+        return inverse_kinematics(self.drive, linear, angular)
+
+
+class WheelSpeedLoop:
+    """Motor-driver speed loop: PWM duty per wheel from target and measured wheel speed.
+
+    Feedforward through the motor's no-load speed (duty = w / w0 spins a free wheel at w) plus a
+    PI term for load; the integral is clamped so a stalled wheel does not wind up."""
+
+    def __init__(self, drive: DriveRole, kp: float = 0.3, ki: float = 3.0):
+        self.no_load_speed = drive.wheel_no_load_speed
+        self.kp, self.ki = kp, ki
+        self.integral: dict[str, float] = {}
+
+    def reset(self) -> None:
+        self.integral.clear()
+
+    def duty(self, joint: str, target: float, measured: float, dt: float) -> float:
+        error = target - measured
+        integral = self.integral.get(joint, 0.0) + self.ki * error * dt
+        integral = max(-0.5, min(0.5, integral))
+        self.integral[joint] = integral
+        return max(-1.0, min(1.0, target / self.no_load_speed + self.kp * error + integral))
+
+
+@dataclass
+class _Segment:
+    start: float
+    end: float
+    start_positions: np.ndarray
+    end_positions: np.ndarray
+
+
+class TrajectoryFollower:
+    """Follows joint trajectories point by point with linear interpolation between points
+    (the position actuators do the tracking); holds the last point afterwards."""
+
+    def __init__(self, joints: list[str]):
+        self.joints = list(joints)
+        self.segments: list[_Segment] = []
+        self.hold: np.ndarray | None = None
+
+    def reset(self) -> None:
+        self.segments, self.hold = [], None
+
+    def load(self, joint_names: list[str], points: list[tuple[float, list[float]]], start: float,
+             current: dict[str, float]) -> str | None:
+        """Replace the active trajectory; returns an error string for a bad one (nothing changes)."""
+        unknown = [name for name in joint_names if name not in self.joints]
+        if unknown:
+            return f'unknown joints {unknown}; expected a subset of {self.joints}'
+        if not points:
+            return 'trajectory has no points'
+        previous_time = 0.0
+        for time, positions in points:
+            if len(positions) != len(joint_names) or not all(math.isfinite(p) for p in positions):
+                return 'every point needs one finite position per joint'
+            if time < previous_time:
+                return 'time_from_start must not decrease'
+            previous_time = time
+        base = np.array([current[name] for name in self.joints])
+        previous = base.copy()
+        index = [self.joints.index(name) for name in joint_names]
+        segments, last_time = [], start
+        for time, positions in points:
+            target = previous.copy()
+            target[index] = positions
+            segments.append(_Segment(last_time, start + time, previous, target))
+            previous, last_time = target, start + time
+        self.segments, self.hold = segments, previous
+        return None
+
+    def targets(self, now: float) -> dict[str, float] | None:
+        if self.hold is None:
+            return None
+        for segment in self.segments:
+            if now < segment.end:
+                span = segment.end - segment.start
+                fraction = 1.0 if span <= 0 else max(0.0, (now - segment.start) / span)
+                return dict(zip(self.joints, segment.start_positions + fraction * (segment.end_positions - segment.start_positions)))
+        return dict(zip(self.joints, self.hold))

@@ -1,0 +1,165 @@
+"""World YAML + robot models -> one MuJoCo model (MJCF text), ROS-free.
+
+Geom groups: 0 world, 1 visual-only robot geoms, 2.. one per robot (its collision geoms), so a
+robot's lidar can include everything but its own body (self-filter) and still see other robots.
+With a namespace, every robot name is prefixed ``<namespace>/`` (bodies, joints, actuators...).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+
+from robotsim_core.config_schema import load_yaml, parse_spec
+from robotsim_core.description.model import RobotModel
+from robotsim_core.errors import DescriptionError
+from robotsim_core.mjcf import robot_to_mjcf
+
+from .world_spec import SpawnSpec, WorldSpec
+
+WORLD_GROUP = 0
+FIRST_ROBOT_GROUP = 2
+MAX_ROBOTS = 4  # MuJoCo has 6 geom groups usable by ray casts: 0 world, 1 visual, 2-5 robots
+NAME_ATTRIBUTES = ('name', 'joint', 'site', 'body1', 'body2', 'joint1', 'joint2', 'objname', 'mesh', 'body')
+
+
+@dataclass
+class RobotPlacement:
+    model: RobotModel
+    namespace: str = ''          # '' for a single robot; 'robot1' prefixes names 'robot1/...'
+    spawn: SpawnSpec | None = None
+
+    @property
+    def prefix(self) -> str:
+        return f'{self.namespace}/' if self.namespace else ''
+
+
+def load_world(path: str) -> WorldSpec:
+    world = parse_spec(WorldSpec, load_yaml(path), path)
+    if world.include is not None:
+        world.include = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(path)), world.include))
+        if not os.path.isfile(world.include):
+            raise DescriptionError(path, 'include', f'MJCF file not found: {world.include}')
+    return world
+
+
+def _num(v: float) -> str:
+    return repr(float(v))
+
+
+def _vec(values) -> str:
+    return ' '.join(_num(v) for v in values)
+
+
+def _yaw_pitch_quat(yaw: float, pitch: float = 0.0) -> tuple[float, float, float, float]:
+    cy, sy, cp, sp = math.cos(yaw / 2), math.sin(yaw / 2), math.cos(pitch / 2), math.sin(pitch / 2)
+    return (cy * cp, -sy * sp, cy * sp, sy * cp)  # q_yaw * q_pitch
+
+
+def world_element(world: WorldSpec, offscreen_size: tuple[int, int], near: float, far: float) -> ET.Element:
+    root = ET.Element('mujoco', model=world.name)
+    ET.SubElement(root, 'compiler', angle='radian', autolimits='true', inertiafromgeom='false')
+    ET.SubElement(root, 'option', timestep=_num(world.timestep), integrator='implicitfast')
+    visual = ET.SubElement(root, 'visual')
+    ET.SubElement(visual, 'global', offwidth=str(offscreen_size[0]), offheight=str(offscreen_size[1]))
+    # Clip planes are fractions of the model extent; scene.py sets extent explicitly so they are metres.
+    ET.SubElement(visual, 'map', znear=_num(near), zfar=_num(far))
+    ET.SubElement(visual, 'headlight', ambient=_vec([world.light.ambient] * 3), diffuse='0 0 0', specular='0 0 0')
+    ET.SubElement(visual, 'quality', shadowsize='1024' if world.light.shadows else '0')
+    ET.SubElement(root, 'statistic', extent='1', center='0 0 0')
+    asset = ET.SubElement(root, 'asset')
+    ET.SubElement(asset, 'texture', name='floor_grid', type='2d', builtin='checker', width='256', height='256',
+                  rgb1=_vec(world.floor.rgba[:3]), rgb2=_vec([c * 0.8 for c in world.floor.rgba[:3]]))
+    ET.SubElement(asset, 'material', name='floor_material', texture='floor_grid', texrepeat='1 1', texuniform='true',
+                  reflectance='0.2' if world.light.reflections else '0')
+    body = ET.SubElement(root, 'worldbody')
+    ET.SubElement(body, 'light', name='sun', directional='true', dir=_vec(world.light.direction), pos='0 0 5',
+                  diffuse=_vec([world.light.diffuse] * 3), castshadow='true' if world.light.shadows else 'false')
+    ET.SubElement(body, 'geom', name='floor', type='plane', size=_vec((world.floor.size[0] / 2, world.floor.size[1] / 2, 0.1)),
+                  material='floor_material', friction=_vec((world.floor.friction, 0.005, 0.0001)), group=str(WORLD_GROUP))
+    for index, wall in enumerate(world.walls):
+        (x0, y0), (x1, y1) = wall.start, wall.end
+        length = math.hypot(x1 - x0, y1 - y0)
+        ET.SubElement(body, 'geom', name=f'wall_{index}', type='box', group=str(WORLD_GROUP), rgba=_vec(wall.rgba),
+                      size=_vec((length / 2 + wall.thickness / 2, wall.thickness / 2, wall.height / 2)),
+                      pos=_vec(((x0 + x1) / 2, (y0 + y1) / 2, wall.height / 2)),
+                      quat=_vec(_yaw_pitch_quat(math.atan2(y1 - y0, x1 - x0))))
+    for box in world.boxes:
+        _add_entity(body, box.name, box.position, _yaw_pitch_quat(box.yaw, box.pitch), box.mass, box.rgba,
+                    {'type': 'box', 'size': _vec([s / 2 for s in box.size])},
+                    _box_inertia(box.mass, box.size))
+    for cylinder in world.cylinders:
+        _add_entity(body, cylinder.name, cylinder.position, (1.0, 0.0, 0.0, 0.0), cylinder.mass, cylinder.rgba,
+                    {'type': 'cylinder', 'size': _vec((cylinder.radius, cylinder.height / 2))},
+                    _cylinder_inertia(cylinder.mass, cylinder.radius, cylinder.height))
+    if world.include:
+        included = ET.parse(world.include).getroot()
+        for section in included:
+            target = root.find(section.tag)
+            if target is None:
+                target = ET.SubElement(root, section.tag)
+            for child in section:
+                target.append(child)
+    return root
+
+
+def _box_inertia(mass, size):
+    x, y, z = size
+    return (mass * (y * y + z * z) / 12, mass * (x * x + z * z) / 12, mass * (x * x + y * y) / 12)
+
+
+def _cylinder_inertia(mass, radius, height):
+    side = mass * (3 * radius * radius + height * height) / 12
+    return (side, side, mass * radius * radius / 2)
+
+
+def _add_entity(parent, name, position, quat, mass, rgba, shape, inertia):
+    attributes = {'group': str(WORLD_GROUP), 'rgba': _vec(rgba), **shape}
+    if mass > 0:
+        entity = ET.SubElement(parent, 'body', name=name, pos=_vec(position), quat=_vec(quat))
+        ET.SubElement(entity, 'freejoint', name=f'{name}_freejoint')
+        ET.SubElement(entity, 'inertial', pos='0 0 0', mass=_num(mass), diaginertia=_vec(inertia))
+        ET.SubElement(entity, 'geom', name=name, **attributes)
+    else:
+        ET.SubElement(parent, 'geom', name=name, pos=_vec(position), quat=_vec(quat), **attributes)
+
+
+def _prefix_names(element: ET.Element, prefix: str) -> None:
+    if not prefix:
+        return
+    for node in element.iter():
+        for attribute in NAME_ATTRIBUTES:
+            if attribute in node.attrib:
+                node.set(attribute, prefix + node.get(attribute))
+
+
+def build_scene(world: WorldSpec, robots: list[RobotPlacement]) -> str:
+    """MJCF text of the world with every robot placed at its spawn pose."""
+    if not 1 <= len(robots) <= MAX_ROBOTS:
+        raise ValueError(f'expected 1 to {MAX_ROBOTS} robots, got {len(robots)}')
+    cameras = [s.spec for r in robots for s in r.model.sensors if s.type == 'camera']
+    size = (max([c.width for c in cameras], default=64), max([c.height for c in cameras], default=64))
+    near = min([c.near for c in cameras], default=0.05)
+    far = max([c.far for c in cameras], default=50.0)
+    root = world_element(world, size, near, far)
+    for index, placement in enumerate(robots):
+        robot = ET.fromstring(robot_to_mjcf(placement.model, world.timestep, FIRST_ROBOT_GROUP + index))
+        _prefix_names(robot, placement.prefix)
+        spawn = placement.spawn or world.spawn
+        robot_root = robot.find('worldbody/body')
+        # Drop the robot 1 mm so that tyres start in light contact rather than interpenetrating.
+        robot_root.set('pos', _vec((spawn.xyz[0], spawn.xyz[1], spawn.xyz[2] + 0.001)))
+        robot_root.set('quat', _vec(_yaw_pitch_quat(spawn.yaw)))
+        for section in ('asset', 'worldbody', 'actuator', 'sensor', 'equality', 'contact'):
+            source = robot.find(section)
+            if source is None:
+                continue
+            target = root.find(section)
+            if target is None:
+                target = ET.SubElement(root, section)
+            for child in list(source):
+                target.append(child)
+    ET.indent(root)
+    return ET.tostring(root, encoding='unicode') + '\n'
