@@ -16,5 +16,10 @@ setup(
     maintainer_email='dev@robotsim.invalid',
     description='The robotsim simulator node: MuJoCo world stepping, sim time, control services, base/arm actuation.',
     license='Apache-2.0',
-    entry_points={},
+    entry_points={
+        'console_scripts': [
+            'sim_node = robotsim_sim.sim_node:main',
+            'state_publisher = robotsim_sim.state_publisher:main',
+        ],
+    },
 )

@@ -36,6 +36,14 @@ class RobotPlacement:
         return f'{self.namespace}/' if self.namespace else ''
 
 
+def resolve_world_path(name_or_path: str) -> str:
+    """A path, or a world name looked up as ``config/worlds/<name>.yaml`` next to the robots."""
+    from robotsim_core.description.load import robot_config_dir
+    if os.path.exists(name_or_path) or name_or_path.endswith(('.yaml', '.yml')):
+        return name_or_path
+    return os.path.join(os.path.dirname(robot_config_dir()), 'worlds', f'{name_or_path}.yaml')
+
+
 def load_world(path: str) -> WorldSpec:
     world = parse_spec(WorldSpec, load_yaml(path), path)
     if world.include is not None:

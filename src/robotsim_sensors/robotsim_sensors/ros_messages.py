@@ -1,0 +1,163 @@
+"""Readings -> ROS messages (the only module of robotsim_sensors that imports ROS).
+
+No sensor_msgs_py: arrays are packed with numpy and handed over as ``array.array`` (the fast
+path of the generated message setters). Stamps are integer nanoseconds of sim time.
+"""
+
+from __future__ import annotations
+
+import array
+
+import numpy as np
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import TransformStamped
+from nav_msgs.msg import Odometry
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import CameraInfo, Image, Imu, JointState, LaserScan, PointCloud2, PointField
+
+from robotsim_core.contract import QosSpec
+from robotsim_core.description.spec import CameraSpec
+
+from .camera import intrinsics
+from .readings import CameraReading, ImuReading, ScanReading
+
+
+def qos_profile(spec: QosSpec) -> QoSProfile:
+    return QoSProfile(
+        depth=spec.depth,
+        reliability=ReliabilityPolicy.RELIABLE if spec.reliability == 'reliable' else ReliabilityPolicy.BEST_EFFORT,
+        durability=(DurabilityPolicy.TRANSIENT_LOCAL if spec.durability == 'transient_local'
+                    else DurabilityPolicy.VOLATILE))
+
+
+def stamp_msg(nanoseconds: int) -> Time:
+    return Time(sec=nanoseconds // 1_000_000_000, nanosec=nanoseconds % 1_000_000_000)
+
+
+def laser_scan(reading: ScanReading, frame_id: str, stamp: Time) -> LaserScan:
+    msg = LaserScan()
+    msg.header.stamp, msg.header.frame_id = stamp, frame_id
+    msg.angle_min = reading.angle_min
+    msg.angle_max = reading.angle_min + reading.angle_increment * (len(reading.ranges) - 1)
+    msg.angle_increment = reading.angle_increment
+    # All beams are cast at the same physics instant.
+    msg.time_increment = 0.0
+    msg.scan_time = reading.scan_time
+    msg.range_min, msg.range_max = reading.range_min, reading.range_max
+    msg.ranges = array.array('f', reading.ranges.astype(np.float32).tobytes())
+    return msg
+
+
+_XYZ_FIELDS = [PointField(name=name, offset=4 * i, datatype=PointField.FLOAT32, count=1)
+               for i, name in enumerate('xyz')]
+
+
+def point_cloud(reading: ScanReading, frame_id: str, stamp: Time) -> PointCloud2:
+    points = np.ascontiguousarray(reading.points, dtype=np.float32)
+    msg = PointCloud2()
+    msg.header.stamp, msg.header.frame_id = stamp, frame_id
+    msg.height, msg.width = 1, len(points)
+    msg.fields = _XYZ_FIELDS
+    msg.is_bigendian = False
+    msg.point_step, msg.row_step = 12, 12 * len(points)
+    msg.is_dense = True
+    msg.data = array.array('B', points.tobytes())
+    return msg
+
+
+def image(pixels: np.ndarray, encoding: str, frame_id: str, stamp: Time) -> Image:
+    pixels = np.ascontiguousarray(pixels)
+    msg = Image()
+    msg.header.stamp, msg.header.frame_id = stamp, frame_id
+    msg.height, msg.width = pixels.shape[:2]
+    msg.encoding = encoding
+    msg.is_bigendian = 0
+    msg.step = pixels.strides[0]
+    msg.data = array.array('B', pixels.tobytes())
+    return msg
+
+
+def camera_images(reading: CameraReading, frame_id: str, stamp: Time) -> dict[str, Image]:
+    """Images keyed by the spec's image names: rgb8, 32FC1 depth in metres (REP 118), 32SC1 labels."""
+    out = {}
+    if reading.rgb is not None:
+        out['rgb'] = image(reading.rgb, 'rgb8', frame_id, stamp)
+    if reading.depth is not None:
+        out['depth'] = image(reading.depth.astype(np.float32), '32FC1', frame_id, stamp)
+    if reading.segmentation is not None:
+        out['segmentation'] = image(reading.segmentation.astype(np.int32), '32SC1', frame_id, stamp)
+    return out
+
+
+def camera_info(spec: CameraSpec, frame_id: str) -> CameraInfo:
+    """Pinhole model matching the render: square pixels, principal point at the image centre,
+    plumb_bob with zero distortion, P = [K | 0]. The stamp is filled per capture."""
+    fx, fy, cx, cy = intrinsics(spec)
+    msg = CameraInfo()
+    msg.header.frame_id = frame_id
+    msg.width, msg.height = spec.width, spec.height
+    msg.distortion_model = 'plumb_bob'
+    msg.d = [0.0] * 5
+    msg.k = [fx, 0.0, cx, 0.0, fy, cy, 0.0, 0.0, 1.0]
+    msg.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+    msg.p = [fx, 0.0, cx, 0.0, 0.0, fy, cy, 0.0, 0.0, 0.0, 1.0, 0.0]
+    return msg
+
+
+def imu(reading: ImuReading, frame_id: str, stamp: Time) -> Imu:
+    msg = Imu()
+    msg.header.stamp, msg.header.frame_id = stamp, frame_id
+    w, x, y, z = (float(v) for v in reading.orientation)
+    msg.orientation.w, msg.orientation.x, msg.orientation.y, msg.orientation.z = w, x, y, z
+    msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z = (float(v) for v in reading.angular_velocity)
+    msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z = (
+        float(v) for v in reading.linear_acceleration)
+    for field, variance in (('orientation_covariance', reading.orientation_variance),
+                            ('angular_velocity_covariance', reading.angular_velocity_variance),
+                            ('linear_acceleration_covariance', reading.linear_acceleration_variance)):
+        setattr(msg, field, [variance, 0.0, 0.0, 0.0, variance, 0.0, 0.0, 0.0, variance])
+    return msg
+
+
+def joint_state(names: list[str], positions, velocities, efforts, stamp: Time) -> JointState:
+    msg = JointState()
+    msg.header.stamp = stamp
+    msg.name = list(names)
+    msg.position = array.array('d', np.asarray(positions, dtype=np.float64).tobytes())
+    msg.velocity = array.array('d', np.asarray(velocities, dtype=np.float64).tobytes())
+    msg.effort = array.array('d', np.asarray(efforts, dtype=np.float64).tobytes())
+    return msg
+
+
+def yaw_quaternion(yaw: float) -> tuple[float, float, float, float]:
+    """(x, y, z, w) for a rotation about +z."""
+    return (0.0, 0.0, float(np.sin(yaw / 2)), float(np.cos(yaw / 2)))
+
+
+def planar_odometry(frame_id: str, child_frame_id: str, x: float, y: float, yaw: float, linear: float,
+                    angular: float, stamp: Time, pose_variance: float, twist_variance: float) -> Odometry:
+    msg = Odometry()
+    msg.header.stamp, msg.header.frame_id, msg.child_frame_id = stamp, frame_id, child_frame_id
+    msg.pose.pose.position.x, msg.pose.pose.position.y = float(x), float(y)
+    (msg.pose.pose.orientation.x, msg.pose.pose.orientation.y,
+     msg.pose.pose.orientation.z, msg.pose.pose.orientation.w) = yaw_quaternion(yaw)
+    msg.twist.twist.linear.x, msg.twist.twist.angular.z = float(linear), float(angular)
+    msg.pose.covariance = _diagonal6(pose_variance)
+    msg.twist.covariance = _diagonal6(twist_variance)
+    return msg
+
+
+def _diagonal6(variance: float) -> list[float]:
+    values = [0.0] * 36
+    for i in range(6):
+        values[7 * i] = variance
+    return values
+
+
+def transform(parent: str, child: str, translation, quaternion_xyzw, stamp: Time) -> TransformStamped:
+    msg = TransformStamped()
+    msg.header.stamp, msg.header.frame_id, msg.child_frame_id = stamp, parent, child
+    t, r = msg.transform.translation, msg.transform.rotation
+    t.x, t.y, t.z = (float(v) for v in translation)
+    r.x, r.y, r.z, r.w = (float(v) for v in quaternion_xyzw)
+    return msg

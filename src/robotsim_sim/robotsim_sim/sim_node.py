@@ -1,0 +1,283 @@
+"""The simulator node: steps :class:`Simulation` and publishes what the real drivers publish.
+
+A thin adapter: readings -> messages on the contract's topics with the contract's QoS, commands
+and services -> simulation calls. The node runs on wall time (it *is* the clock): /clock comes
+from the physics loop, and every message carries the sim time its data was taken at.
+
+Time across resets stays monotonic: a reset starts a new episode whose stamps continue one
+step after the last published time, so /clock never goes back or repeats.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+
+import rclpy
+from geometry_msgs.msg import Twist, TwistStamped
+from nav_msgs.msg import Odometry
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import CameraInfo, Image, Imu, JointState, LaserScan, PointCloud2
+from std_msgs.msg import String
+from tf2_msgs.msg import TFMessage
+from trajectory_msgs.msg import JointTrajectory
+
+from robotsim_core.description import load_robot
+from robotsim_core.errors import DescriptionError
+from robotsim_msgs.msg import SimStatus
+from robotsim_msgs.srv import Pause, Reset, SetEntityPose, Step
+from robotsim_sensors import ros_messages as convert
+from robotsim_sensors.camera import RenderUnavailable
+
+from .scene import RobotPlacement, load_world, resolve_world_path
+from .simulation import SimOptions, Simulation
+
+MESSAGE_TYPES = {'sensor_msgs/msg/LaserScan': LaserScan, 'sensor_msgs/msg/PointCloud2': PointCloud2,
+                 'sensor_msgs/msg/Image': Image, 'sensor_msgs/msg/CameraInfo': CameraInfo,
+                 'sensor_msgs/msg/Imu': Imu, 'sensor_msgs/msg/JointState': JointState,
+                 'nav_msgs/msg/Odometry': Odometry, 'tf2_msgs/msg/TFMessage': TFMessage,
+                 'rosgraph_msgs/msg/Clock': Clock, 'std_msgs/msg/String': String,
+                 'robotsim_msgs/msg/SimStatus': SimStatus}
+ODOM_POSE_VARIANCE = 1e-3
+ODOM_TWIST_VARIANCE = 1e-3
+
+
+class SimNode(Node):
+    def __init__(self):
+        super().__init__('robotsim_sim')
+        declare = self.declare_parameter
+        self.robot_name = declare('robot', 'rover').value
+        self.world_name = declare('world', 'room').value
+        seed = declare('seed', 0).value
+        self.real_time_factor = float(declare('real_time_factor', 1.0).value)
+        cameras = declare('cameras', True).value
+        self.cmd_vel_stamped = declare('cmd_vel_stamped', False).value
+        command_timeout = float(declare('command_timeout', 0.5).value)
+        self.clock_rate = float(declare('clock_rate', 250.0).value)
+        self.frame_prefix = declare('frame_prefix', '').value
+        self.publish_base = declare('publish_base', True).value
+        self.duration = float(declare('duration', 0.0).value)
+        start_paused = declare('start_paused', False).value
+
+        model = load_robot(self.robot_name)
+        world = load_world(resolve_world_path(self.world_name))
+        self.sim = Simulation(world, [RobotPlacement(model)], SimOptions(seed=seed, cameras=cameras,
+                                                                         command_timeout=command_timeout))
+        self.robot = self.sim.robots[0]
+        self.model = model
+        contract = self.robot.contract
+        self.pubs = {}
+        for topic in contract.topics:
+            if topic.name in ('tf_static', 'robot_description'):
+                continue  # the state publisher owns these (robot_state_publisher on a full install)
+            if topic.sensor and topic.sensor not in {item.channel for item in self.robot.schedule}:
+                continue  # e.g. cameras disabled
+            self.pubs[topic.name] = self.create_publisher(MESSAGE_TYPES[topic.type], topic.name,
+                                                          convert.qos_profile(topic.qos))
+        self.sensor_topics = {s.name: [t for t in contract.topics if t.sensor == s.name] for s in model.sensors}
+        self.camera_infos = {s.name: convert.camera_info(s.spec, self.frame(s.frame))
+                             for s in model.sensors if s.type == 'camera'}
+        self.wheel_joints = {w.joint for w in model.drive.wheels} if model.drive else set()
+
+        twist_type = TwistStamped if self.cmd_vel_stamped else Twist
+        self.create_subscription(twist_type, 'cmd_vel', self.on_cmd_vel, 10)
+        self.create_subscription(JointTrajectory, 'arm_controller/joint_trajectory', self.on_trajectory, 10)
+        self.create_service(Pause, 'sim/pause', self.on_pause)
+        self.create_service(Step, 'sim/step', self.on_step)
+        self.create_service(Reset, 'sim/reset', self.on_reset)
+        self.create_service(SetEntityPose, 'sim/set_entity_pose', self.on_set_entity_pose)
+
+        self.paused = start_paused
+        self.time_offset_ns = 0
+        self.last_clock_ns = -1
+        self.clock_period_ns = round(1e9 / self.clock_rate)
+        self.rejected_commands = 0
+        self.measured_rtf = 0.0
+        self._rtf_window = (time.monotonic(), self.sim.time_ns)
+        self._pace_origin = (time.monotonic(), self.sim.time_ns)
+        self.create_timer(0.5, self.publish_status)
+        self.get_logger().info(
+            f'robot {model.name} in world {world.name}: {len(self.pubs)} topics, seed {seed}, '
+            f'real_time_factor {self.real_time_factor}, {"paused" if self.paused else "running"}')
+
+    # ------------------------------------------------------------------ helpers
+    def frame(self, name: str) -> str:
+        return f'{self.frame_prefix}{name}'
+
+    def stamp_ns(self, episode_ns: int) -> int:
+        return self.time_offset_ns + episode_ns
+
+    def publish_clock(self, now_ns: int) -> None:
+        if now_ns > self.last_clock_ns:
+            self.pubs['clock'].publish(Clock(clock=convert.stamp_msg(now_ns)))
+            self.last_clock_ns = now_ns
+
+    # ------------------------------------------------------------------ stepping
+    def advance(self) -> None:
+        events = self.sim.step()
+        now = self.stamp_ns(self.sim.time_ns)
+        if events or now - self.last_clock_ns >= self.clock_period_ns:
+            self.publish_clock(now)  # before data stamped with this time
+        for event in events:
+            self.publish_event(event.channel, event.reading)
+
+    def publish_event(self, channel: str, reading) -> None:
+        stamp = convert.stamp_msg(self.stamp_ns(reading.stamp))
+        if channel == 'joint_states':
+            names, positions, velocities, efforts = reading.names, reading.positions, reading.velocities, reading.efforts
+            if not self.publish_base:  # the motor bridge publishes the wheels
+                keep = [i for i, n in enumerate(names) if n not in self.wheel_joints]
+                names = [names[i] for i in keep]
+                positions, velocities, efforts = positions[keep], velocities[keep], efforts[keep]
+            self.pubs['joint_states'].publish(convert.joint_state(names, positions, velocities, efforts, stamp))
+        elif channel == 'base_state':
+            self.publish_base_state(reading, stamp)
+        else:
+            sensor = next(s for s in self.model.sensors if s.name == channel)
+            frame = self.frame(sensor.frame)
+            topics = self.sensor_topics[channel]
+            if sensor.type == 'lidar':
+                message = (convert.laser_scan(reading, frame, stamp) if sensor.spec.channels == 1
+                           else convert.point_cloud(reading, frame, stamp))
+                self.pubs[topics[0].name].publish(message)
+            elif sensor.type == 'imu':
+                self.pubs[topics[0].name].publish(convert.imu(reading, frame, stamp))
+            elif sensor.type == 'camera':
+                images = convert.camera_images(reading, frame, stamp)
+                info = self.camera_infos[channel]
+                info.header.stamp = stamp
+                for kind, image in images.items():
+                    stem = {'rgb': '', 'depth': 'depth/', 'segmentation': 'segmentation/'}[kind]
+                    self.pubs[f'{channel}/{stem}image_raw'].publish(image)
+                    self.pubs[f'{channel}/{stem}camera_info'].publish(info)
+
+    def publish_base_state(self, reading, stamp) -> None:
+        footprint = self.frame(self.model.footprint_link)
+        w, x, y, z = reading.true_quaternion
+        truth = Odometry()
+        truth.header.stamp, truth.header.frame_id, truth.child_frame_id = stamp, 'world', footprint
+        position, orientation = truth.pose.pose.position, truth.pose.pose.orientation
+        position.x, position.y, position.z = (float(v) for v in reading.true_position)
+        orientation.w, orientation.x, orientation.y, orientation.z = float(w), float(x), float(y), float(z)
+        twist = truth.twist.twist
+        twist.linear.x, twist.linear.y, twist.linear.z = (float(v) for v in reading.true_linear_velocity)
+        twist.angular.x, twist.angular.y, twist.angular.z = (float(v) for v in reading.true_angular_velocity)
+        self.pubs['sim/ground_truth'].publish(truth)
+        if not self.publish_base:
+            return
+        ox, oy, oyaw = reading.odom_pose
+        linear, angular = reading.odom_twist
+        odom_frame = self.frame('odom')
+        self.pubs['odom'].publish(convert.planar_odometry(odom_frame, footprint, ox, oy, oyaw, linear, angular,
+                                                          stamp, ODOM_POSE_VARIANCE, ODOM_TWIST_VARIANCE))
+        # REP 105: odom -> the URDF root (base_footprint, itself the parent of base_link).
+        self.pubs['tf'].publish(TFMessage(transforms=[convert.transform(
+            odom_frame, footprint, (ox, oy, 0.0), convert.yaw_quaternion(oyaw), stamp)]))
+
+    def publish_status(self) -> None:
+        wall, sim_ns = time.monotonic(), self.sim.time_ns
+        start_wall, start_sim = self._rtf_window
+        if wall > start_wall and not self.paused:
+            self.measured_rtf = (sim_ns - start_sim) * 1e-9 / (wall - start_wall)
+        self._rtf_window = (wall, sim_ns)
+        self.pubs['sim/status'].publish(SimStatus(
+            sim_time=convert.stamp_msg(self.stamp_ns(sim_ns)), real_time_factor=self.measured_rtf,
+            target_real_time_factor=self.real_time_factor, paused=self.paused,
+            step_count=self.sim.step_count, physics_timestep=self.sim.model.opt.timestep, seed=self.sim.seed))
+
+    # ------------------------------------------------------------------ callbacks
+    def on_cmd_vel(self, msg) -> None:
+        twist = msg.twist if self.cmd_vel_stamped else msg
+        if not self.sim.command_base(0, twist.linear.x, twist.angular.z):
+            self.rejected_commands += 1
+            self.get_logger().warn(f'rejected non-finite cmd_vel (linear.x={twist.linear.x}, angular.z={twist.angular.z});'
+                                   f' {self.rejected_commands} rejected so far', throttle_duration_sec=2.0)
+
+    def on_trajectory(self, msg: JointTrajectory) -> None:
+        points = [(p.time_from_start.sec + p.time_from_start.nanosec * 1e-9, list(p.positions)) for p in msg.points]
+        start = None
+        if msg.header.stamp.sec or msg.header.stamp.nanosec:
+            start = (msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec - self.time_offset_ns) * 1e-9
+        error = self.sim.command_arm(0, [n.removeprefix(self.frame_prefix) for n in msg.joint_names], points, start)
+        if error:
+            self.get_logger().warn(f'rejected arm trajectory: {error}', throttle_duration_sec=2.0)
+
+    def on_pause(self, request, response):
+        self.paused = request.paused
+        self._pace_origin = (time.monotonic(), self.sim.time_ns)
+        response.success, response.paused = True, self.paused
+        response.message = 'paused' if self.paused else 'running'
+        return response
+
+    def on_step(self, request, response):
+        if not self.paused:
+            response.success, response.message = False, 'step is only allowed while paused (call sim/pause first)'
+        else:
+            for _ in range(request.steps):
+                self.advance()
+            response.success, response.message = True, f'stepped {request.steps}'
+        response.sim_time = convert.stamp_msg(self.stamp_ns(self.sim.time_ns))
+        response.step_count = self.sim.step_count
+        return response
+
+    def on_reset(self, request, response):
+        self.time_offset_ns = max(self.last_clock_ns, 0) + self.sim.timestep_ns
+        self.sim.reset(request.seed if request.use_seed else None)
+        self._pace_origin = (time.monotonic(), self.sim.time_ns)
+        self.publish_clock(self.stamp_ns(0))
+        response.success, response.seed = True, self.sim.seed
+        response.message = f'episode reset with seed {self.sim.seed}'
+        return response
+
+    def on_set_entity_pose(self, request, response):
+        p, q = request.pose.position, request.pose.orientation
+        error = self.sim.set_entity_pose(request.entity, (p.x, p.y, p.z), (q.w, q.x, q.y, q.z))
+        response.success, response.message = error is None, error or 'ok'
+        return response
+
+    # ------------------------------------------------------------------ main loop
+    def run(self, executor: SingleThreadedExecutor) -> None:
+        next_spin = 0.0
+        while rclpy.ok():
+            if self.paused:
+                executor.spin_once(timeout_sec=0.02)
+                continue
+            self.advance()
+            if self.duration > 0 and self.sim.time >= self.duration:
+                break
+            now = time.monotonic()
+            if now >= next_spin:  # serve subscriptions/services every ~2 ms of wall time
+                executor.spin_once(timeout_sec=0.0)
+                next_spin = now + 0.002
+            if self.real_time_factor > 0:
+                origin_wall, origin_sim = self._pace_origin
+                target = origin_wall + (self.sim.time_ns - origin_sim) * 1e-9 / self.real_time_factor
+                while (delay := target - time.monotonic()) > 0 and not self.paused:
+                    executor.spin_once(timeout_sec=delay)
+
+
+def main(args=None) -> int:
+    rclpy.init(args=args)
+    try:
+        node = SimNode()
+    except (DescriptionError, RenderUnavailable) as error:
+        print(f'robotsim_sim: error: {error}', file=sys.stderr)
+        rclpy.try_shutdown()
+        return 2
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    try:
+        node.run(executor)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""Helpers for integration tests: start robotsim nodes as real subprocesses and observe them
+with a plain rclpy node in the test process."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import rclpy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+WORKSPACE = Path(__file__).resolve().parents[1]
+
+
+def executable(package: str, name: str) -> str:
+    return str(WORKSPACE / 'install' / package / 'lib' / package / name)
+
+
+class NodeProcess:
+    """A robotsim node in its own process; stopped with SIGINT (then SIGKILL) on exit."""
+
+    def __init__(self, package: str, name: str, params: dict | None = None, namespace: str = ''):
+        args = [executable(package, name), '--ros-args']
+        for key, value in (params or {}).items():
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            args += ['-p', f'{key}:={text}']
+        if namespace:
+            args += ['-r', f'__ns:=/{namespace}']
+        self.log_path = Path(os.environ.get('PYTEST_TMPDIR', '/tmp')) / f'{name}-{os.getpid()}-{time.monotonic_ns()}.log'
+        self.log = open(self.log_path, 'w+')
+        self.process = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, text=True)
+
+    def output(self) -> str:
+        self.log.flush()
+        return self.log_path.read_text()
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+        return self.process.returncode
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+SENSOR = QoSProfile(depth=50, reliability=ReliabilityPolicy.BEST_EFFORT)
+RELIABLE = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE)
+LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+class Observer:
+    """A plain rclpy node that records every message on the topics it is told to watch."""
+
+    def __init__(self, name: str = 'observer'):
+        if not rclpy.ok():
+            rclpy.init()
+        self.node = rclpy.create_node(f'{name}_{os.getpid()}')
+        self.messages: dict[str, list] = defaultdict(list)
+
+    def watch(self, topic: str, msg_type, qos=RELIABLE) -> None:
+        self.node.create_subscription(msg_type, topic, lambda msg, t=topic: self.messages[t].append(msg), qos)
+
+    def spin_until(self, condition, timeout: float = 20.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if condition():
+                return True
+            rclpy.spin_once(self.node, timeout_sec=0.05)
+        return condition()
+
+    def spin_for(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            rclpy.spin_once(self.node, timeout_sec=0.02)
+
+    def call(self, srv_type, name: str, request, timeout: float = 30.0):
+        client = self.node.create_client(srv_type, name)
+        assert client.wait_for_service(timeout_sec=timeout), f'service {name} not available'
+        future = client.call_async(request)
+        rclpy.spin_until_future_complete(self.node, future, timeout_sec=timeout)
+        assert future.done(), f'service {name} did not answer'
+        self.node.destroy_client(client)
+        return future.result()
+
+    def close(self) -> None:
+        self.node.destroy_node()
+
+
+def stamp_seconds(stamp) -> float:
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+def yaw_of(q) -> float:
+    return math.atan2(2 * (q.w * q.z + q.x * q.y), 1 - 2 * (q.y * q.y + q.z * q.z))
