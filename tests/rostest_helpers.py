@@ -70,8 +70,13 @@ class Observer:
             rclpy.init()
         self.node = rclpy.create_node(f'{name}_{os.getpid()}')
         self.messages: dict[str, list] = defaultdict(list)
+        self.watched: set[str] = set()
 
     def watch(self, topic: str, msg_type, qos=RELIABLE) -> None:
+        """Record ``topic``; watching a topic twice keeps the first subscription (no double counting)."""
+        if topic in self.watched:
+            return
+        self.watched.add(topic)
         self.node.create_subscription(msg_type, topic, lambda msg, t=topic: self.messages[t].append(msg), qos)
 
     def spin_until(self, condition, timeout: float = 20.0) -> bool:

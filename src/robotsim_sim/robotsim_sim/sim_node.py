@@ -207,6 +207,7 @@ class SimNode(Node):
 
     def on_pause(self, request, response):
         self.paused = request.paused
+        self.publish_clock(self.stamp_ns(self.sim.time_ns))  # while paused, /clock shows where time stopped
         self._pace_origin = (time.monotonic(), self.sim.time_ns)
         response.success, response.paused = True, self.paused
         response.message = 'paused' if self.paused else 'running'
@@ -218,6 +219,7 @@ class SimNode(Node):
         else:
             for _ in range(request.steps):
                 self.advance()
+            self.publish_clock(self.stamp_ns(self.sim.time_ns))
             response.success, response.message = True, f'stepped {request.steps}'
         response.sim_time = convert.stamp_msg(self.stamp_ns(self.sim.time_ns))
         response.step_count = self.sim.step_count

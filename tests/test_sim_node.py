@@ -1,0 +1,288 @@
+"""The simulator node as a real subprocess, observed by a plain rclpy node in this process."""
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from geometry_msgs.msg import Twist
+from nav_msgs.msg import Odometry
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import CameraInfo, Image, Imu, JointState, LaserScan
+from tf2_msgs.msg import TFMessage
+
+from robotsim_msgs.msg import SimStatus
+from robotsim_msgs.srv import Pause, Reset, SetEntityPose, Step
+from rostest_helpers import RELIABLE, SENSOR, NodeProcess, Observer, stamp_seconds, yaw_of
+
+WORLDS = Path(__file__).parent / 'data' / 'worlds'
+CONFIG = Path(__file__).resolve().parents[1] / 'config' / 'robots'
+LIDAR_IN_WORLD = np.array([-0.08, 0.0, 0.045 + 0.085])   # rover at the origin: base_link z + laser mount
+CAMERA_X = 0.155                                          # camera_link x in base_link
+
+
+@pytest.fixture(scope='module')
+def observer():
+    obs = Observer('sim_test')
+    yield obs
+    obs.close()
+
+
+@pytest.fixture
+def quiet_rover(tmp_path) -> str:
+    """The shipped rover with lidar and depth noise off, for exact geometry checks."""
+    data = yaml.safe_load((CONFIG / 'rover.yaml').read_text())
+    for sensor in data['sensors']:
+        if sensor['type'] == 'lidar':
+            sensor['noise_stddev'] = 0.0
+    path = tmp_path / 'rover_quiet.yaml'
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+def fresh(observer: Observer) -> Observer:
+    """Drain what an earlier test's (stopped) simulator left in our readers, then start empty."""
+    observer.spin_for(0.3)
+    observer.messages.clear()
+    return observer
+
+
+def wait_for_publisher(observer: Observer, topic: str) -> None:
+    assert observer.spin_until(lambda: observer.node.count_publishers(topic) > 0, 30), f'no publisher on {topic}'
+    observer.spin_for(0.5)  # let the publisher match us too
+
+
+def step(observer: Observer, steps: int):
+    response = observer.call(Step, '/sim/step', Step.Request(steps=steps))
+    assert response.success, response.message
+    return response
+
+
+def test_topics_types_frames_and_sim_time(observer):
+    obs = fresh(observer)
+    topics = {'/scan': (LaserScan, SENSOR, 'laser'), '/imu/data': (Imu, SENSOR, 'imu_link'),
+              '/camera/image_raw': (Image, SENSOR, 'camera_optical_frame'),
+              '/camera/depth/image_raw': (Image, SENSOR, 'camera_optical_frame'),
+              '/camera/camera_info': (CameraInfo, SENSOR, 'camera_optical_frame'),
+              '/joint_states': (JointState, RELIABLE, ''), '/odom': (Odometry, RELIABLE, 'odom'),
+              '/sim/ground_truth': (Odometry, RELIABLE, 'world')}
+    for topic, (kind, qos, _) in topics.items():
+        obs.watch(topic, kind, qos)
+    obs.watch('/clock', Clock, RELIABLE)
+    obs.watch('/tf', TFMessage, RELIABLE)
+    with NodeProcess('robotsim_sim', 'sim_node', {'real_time_factor': 2.0, 'world': str(WORLDS / 'wall_ahead.yaml')}):
+        assert obs.spin_until(lambda: all(len(obs.messages[t]) >= 3 for t in topics), 60), \
+            {t: len(obs.messages[t]) for t in topics}
+        obs.spin_for(2.0)
+    clock = [stamp_seconds(m.clock) for m in obs.messages['/clock']]
+    assert len(clock) > 100
+    assert all(b > a for a, b in zip(clock, clock[1:])), 'clock must increase strictly (no duplicates)'
+    for topic, (_, _, frame) in topics.items():
+        messages = obs.messages[topic]
+        assert all(m.header.frame_id == frame for m in messages), topic
+        stamps = [stamp_seconds(m.header.stamp) for m in messages]
+        # Sim time: starts near zero (not wall time), never beyond the clock, and increasing.
+        assert 0 < stamps[0] < 60 and stamps[-1] <= clock[-1] + 1e-9, topic
+        assert all(b > a for a, b in zip(stamps, stamps[1:])), topic
+    assert {t.child_frame_id for m in obs.messages['/tf'] for t in m.transforms} == {'base_footprint'}
+    assert obs.messages['/odom'][-1].child_frame_id == 'base_footprint'
+    scan = obs.messages['/scan'][-1]
+    assert len(scan.ranges) == 360 and scan.angle_increment == pytest.approx(2 * math.pi / 360)
+    info = obs.messages['/camera/camera_info'][-1]
+    assert (info.width, info.height, info.distortion_model) == (320, 240, 'plumb_bob')
+    fy = 120 / math.tan(0.9 / 2)
+    assert info.k[0] == pytest.approx(fy) and info.k[4] == pytest.approx(fy)
+    assert list(info.p) == pytest.approx([info.k[0], 0, info.k[2], 0, 0, info.k[4], info.k[5], 0, 0, 0, 1, 0])
+    assert obs.messages['/camera/image_raw'][-1].encoding == 'rgb8'
+    assert obs.messages['/camera/depth/image_raw'][-1].encoding == '32FC1'
+
+
+def test_lidar_geometry_ranges_and_order(observer, quiet_rover):
+    obs = fresh(observer)
+    obs.watch('/scan', LaserScan, SENSOR)
+    with NodeProcess('robotsim_sim', 'sim_node', {'robot': quiet_rover, 'world': str(WORLDS / 'wall_ahead.yaml'),
+                                                  'start_paused': True, 'cameras': False}):
+        wait_for_publisher(obs, '/scan')
+        step(obs, 100)
+        assert obs.spin_until(lambda: obs.messages['/scan'], 20)
+    scan = obs.messages['/scan'][-1]
+    ranges = np.array(scan.ranges)
+    angles = scan.angle_min + scan.angle_increment * np.arange(len(ranges))
+    face = 1.95 - LIDAR_IN_WORLD[0]
+    for degrees in (0, 20, -20, 40, -40):
+        index = int(np.argmin(np.abs(angles - math.radians(degrees))))
+        # The arm stands between the lidar and the wall: the self-filter lets the beam through.
+        assert ranges[index] == pytest.approx(face / math.cos(angles[index]), abs=0.01), degrees
+    behind = int(np.argmin(np.abs(np.abs(angles) - math.pi)))
+    assert math.isinf(ranges[behind]) and ranges[behind] > 0, 'open direction reads +Inf (REP 117)'
+    # Counter-clockwise order: the post on the left (+y) is at +90 degrees, the right is open.
+    left = int(np.argmin(np.abs(angles - math.pi / 2)))
+    right = int(np.argmin(np.abs(angles + math.pi / 2)))
+    assert ranges[left] == pytest.approx(1.0 - 0.1 - np.hypot(LIDAR_IN_WORLD[0], 0) * 0, abs=0.1)
+    assert math.isinf(ranges[right])
+
+
+def test_depth_and_pixel_of_a_box(observer):
+    obs = fresh(observer)
+    obs.watch('/camera/depth/image_raw', Image, SENSOR)
+    obs.watch('/camera/camera_info', CameraInfo, SENSOR)
+    with NodeProcess('robotsim_sim', 'sim_node', {'world': str(WORLDS / 'box_ahead.yaml'), 'start_paused': True}):
+        wait_for_publisher(obs, '/camera/depth/image_raw')
+        step(obs, 50)
+        assert obs.spin_until(lambda: obs.messages['/camera/depth/image_raw'] and obs.messages['/camera/camera_info'])
+    image = obs.messages['/camera/depth/image_raw'][-1]
+    info = obs.messages['/camera/camera_info'][-1]
+    depth = np.frombuffer(bytes(image.data), dtype=np.float32).reshape(image.height, image.width)
+    fx, cx, cy = info.k[0], info.k[2], info.k[5]
+    z = 1.4 - CAMERA_X
+    # Optical frame: x right = -y of the robot. The cube spans y in [0.2, 0.4].
+    u_centre = cx + fx * (-0.3) / z
+    v = int(round(cy))  # the camera is at z = 0.075, inside the cube's height
+    assert depth[v, int(round(u_centre))] == pytest.approx(z, abs=0.01)
+    on_cube = np.where(np.abs(depth[v] - z) < 0.01)[0]
+    assert on_cube.min() == pytest.approx(cx + fx * (-0.4) / z, abs=1.5)
+    assert on_cube.max() == pytest.approx(cx + fx * (-0.2) / z, abs=1.5)
+    # Nothing but the floor ends the view: the sky above the horizon is +Inf (REP 118).
+    assert np.isinf(depth[0]).all() and (depth[0] > 0).all()
+
+
+def test_imu_at_rest_and_counter_clockwise_turn(observer):
+    obs = fresh(observer)
+    obs.watch('/imu/data', Imu, SENSOR)
+    obs.watch('/sim/ground_truth', Odometry, RELIABLE)
+    with NodeProcess('robotsim_sim', 'sim_node', {'world': str(WORLDS / 'wall_ahead.yaml'), 'cameras': False,
+                                                  'real_time_factor': 2.0}):
+        assert obs.spin_until(lambda: len(obs.messages['/imu/data']) > 100, 30)
+        rest = np.array([[m.linear_acceleration.x, m.linear_acceleration.y, m.linear_acceleration.z]
+                         for m in obs.messages['/imu/data'][20:]])
+        publisher = obs.node.create_publisher(Twist, '/cmd_vel', 10)
+        obs.messages['/imu/data'].clear()
+        start_yaw = yaw_of(obs.messages['/sim/ground_truth'][-1].pose.pose.orientation)
+        for _ in range(40):  # 2 s of wall time at 20 Hz
+            publisher.publish(Twist(angular=type(Twist().angular)(z=0.8)))
+            obs.spin_for(0.05)
+        end_yaw = yaw_of(obs.messages['/sim/ground_truth'][-1].pose.pose.orientation)
+        gyro_z = np.mean([m.angular_velocity.z for m in obs.messages['/imu/data'][-50:]])
+    np.testing.assert_allclose(rest.mean(axis=0), [0.0, 0.0, 9.81], atol=0.05)
+    imu = obs.messages['/imu/data'][-1]
+    assert imu.header.frame_id == 'imu_link' and imu.orientation_covariance[0] > 0
+    assert end_yaw - start_yaw > 0.3, 'positive yaw rate turns counter-clockwise'
+    assert gyro_z > 0.2
+
+
+def drive(obs: Observer, linear: float, seconds_sim: float, rate: float = 20.0, rtf: float = 2.0) -> None:
+    publisher = obs.node.create_publisher(Twist, '/cmd_vel', 10)
+    message = Twist()
+    message.linear.x = linear
+    for _ in range(int(seconds_sim / rtf * rate)):
+        publisher.publish(message)
+        obs.spin_for(1.0 / rate)
+    obs.node.destroy_publisher(publisher)
+
+
+def test_drive_distance_and_watchdog(observer):
+    obs = fresh(observer)
+    obs.watch('/sim/ground_truth', Odometry, RELIABLE)
+    obs.watch('/odom', Odometry, RELIABLE)
+    with NodeProcess('robotsim_sim', 'sim_node', {'world': str(WORLDS / 'wall_ahead.yaml'), 'cameras': False,
+                                                  'real_time_factor': 2.0}):
+        obs.spin_until(lambda: obs.messages['/sim/ground_truth'], 30)
+        start = obs.messages['/sim/ground_truth'][-1]
+        drive(obs, 0.3, 5.0)
+        moving = obs.messages['/sim/ground_truth'][-1]
+        obs.spin_for(1.5)  # > 0.5 s sim timeout at 2x: the watchdog stops the base
+        stopped = obs.messages['/sim/ground_truth'][-1]
+        obs.spin_for(0.5)
+        still = obs.messages['/sim/ground_truth'][-1]
+    travelled = moving.pose.pose.position.x - start.pose.pose.position.x
+    elapsed = stamp_seconds(moving.header.stamp) - stamp_seconds(start.header.stamp)
+    assert elapsed == pytest.approx(5.0, abs=0.4)
+    assert travelled == pytest.approx(0.3 * elapsed, abs=0.12), (travelled, elapsed)
+    assert abs(stopped.twist.twist.linear.x) < 0.02
+    assert still.pose.pose.position.x - stopped.pose.pose.position.x < 0.005
+    odom = obs.messages['/odom'][-1].pose.pose.position.x
+    assert odom == pytest.approx(still.pose.pose.position.x, abs=0.05), 'encoder odometry agrees on a grippy floor'
+
+
+def test_wall_stops_the_base_while_wheels_turn_and_odometry_drifts(observer):
+    obs = fresh(observer)
+    obs.watch('/sim/ground_truth', Odometry, RELIABLE)
+    obs.watch('/odom', Odometry, RELIABLE)
+    obs.watch('/joint_states', JointState, RELIABLE)
+    with NodeProcess('robotsim_sim', 'sim_node', {'world': str(WORLDS / 'close_wall.yaml'), 'cameras': False,
+                                                  'real_time_factor': 2.0}):
+        obs.spin_until(lambda: obs.messages['/sim/ground_truth'], 30)
+        drive(obs, 0.3, 6.0)
+    truth = obs.messages['/sim/ground_truth'][-1]
+    second_before = next(m for m in reversed(obs.messages['/sim/ground_truth'])
+                         if stamp_seconds(truth.header.stamp) - stamp_seconds(m.header.stamp) >= 1.0)
+    odom = obs.messages['/odom'][-1]
+    # The chassis front (x + 0.15) stops at the wall face (0.75) and stays there (it rocks, but goes nowhere).
+    assert truth.pose.pose.position.x < 0.75 - 0.15 + 0.02
+    assert abs(truth.pose.pose.position.x - second_before.pose.pose.position.x) < 0.01
+    joints = obs.messages['/joint_states'][-1]
+    wheel_speeds = [v for n, v in zip(joints.name, joints.velocity) if n.endswith('wheel_joint')]
+    assert len(wheel_speeds) == 4 and min(wheel_speeds) > 0.5, 'the wheels keep turning against the wall'
+    assert odom.pose.pose.position.x > truth.pose.pose.position.x + 0.3, 'odometry believes it moved on'
+
+
+def test_nan_commands_are_rejected(observer):
+    obs = fresh(observer)
+    obs.watch('/sim/ground_truth', Odometry, RELIABLE)
+    with NodeProcess('robotsim_sim', 'sim_node', {'world': str(WORLDS / 'wall_ahead.yaml'), 'cameras': False,
+                                                  'real_time_factor': 2.0}) as sim:
+        obs.spin_until(lambda: obs.messages['/sim/ground_truth'], 30)
+        start = obs.messages['/sim/ground_truth'][-1].pose.pose.position.x
+        drive(obs, float('nan'), 2.0)
+        end = obs.messages['/sim/ground_truth'][-1].pose.pose.position.x
+        obs.spin_for(0.3)
+        log = sim.output()
+    assert abs(end - start) < 0.005
+    assert 'rejected non-finite cmd_vel' in log
+
+
+def test_pause_step_reset_and_set_pose(observer):
+    obs = fresh(observer)
+    obs.watch('/clock', Clock, RELIABLE)
+    obs.watch('/sim/status', SimStatus, RELIABLE)
+    obs.watch('/sim/ground_truth', Odometry, RELIABLE)
+    with NodeProcess('robotsim_sim', 'sim_node', {'world': str(WORLDS / 'wall_ahead.yaml'), 'cameras': False,
+                                                  'real_time_factor': 1.0}):
+        obs.spin_until(lambda: obs.messages['/clock'], 30)
+        refused = obs.call(Step, '/sim/step', Step.Request(steps=10))
+        assert not refused.success and 'paused' in refused.message
+        assert obs.call(Pause, '/sim/pause', Pause.Request(paused=True)).paused
+        obs.spin_for(0.3)
+        before = stamp_seconds(obs.messages['/clock'][-1].clock)
+        obs.spin_for(0.5)
+        assert stamp_seconds(obs.messages['/clock'][-1].clock) == before, 'paused: time stands still'
+        stepped = obs.call(Step, '/sim/step', Step.Request(steps=100))
+        assert stepped.success
+        assert stamp_seconds(stepped.sim_time) == pytest.approx(before + 0.2, abs=1e-9)
+        obs.spin_until(lambda: stamp_seconds(obs.messages['/clock'][-1].clock) >= before + 0.2 - 1e-9, 5)
+        assert stamp_seconds(obs.messages['/clock'][-1].clock) == pytest.approx(before + 0.2, abs=1e-9)
+        assert obs.messages['/sim/status'][-1].paused
+
+        request = SetEntityPose.Request(entity='rover')
+        request.pose.position.x, request.pose.position.y = 0.5, -0.25
+        request.pose.orientation.w = 1.0
+        assert obs.call(SetEntityPose, '/sim/set_entity_pose', request).success
+        step(obs, 10)
+        obs.spin_until(lambda: abs(obs.messages['/sim/ground_truth'][-1].pose.pose.position.x - 0.5) < 0.01, 5)
+        assert obs.messages['/sim/ground_truth'][-1].pose.pose.position.y == pytest.approx(-0.25, abs=0.01)
+        missing = obs.call(SetEntityPose, '/sim/set_entity_pose', SetEntityPose.Request(entity='unicorn'))
+        assert not missing.success and 'unicorn' in missing.message
+
+        clock_before_reset = stamp_seconds(obs.messages['/clock'][-1].clock)
+        reset = obs.call(Reset, '/sim/reset', Reset.Request(use_seed=True, seed=7))
+        assert reset.success and reset.seed == 7
+        step(obs, 10)
+        obs.spin_until(lambda: abs(obs.messages['/sim/ground_truth'][-1].pose.pose.position.x) < 0.01, 5)
+        assert obs.messages['/sim/ground_truth'][-1].pose.pose.position.y == pytest.approx(0.0, abs=0.01)
+        obs.spin_for(0.6)
+        status = obs.messages['/sim/status'][-1]
+        assert status.step_count == 10 and status.seed == 7
+    clock = [stamp_seconds(m.clock) for m in obs.messages['/clock']]
+    assert all(b > a for a, b in zip(clock, clock[1:])), 'reset keeps /clock monotonic'
+    assert clock[-1] > clock_before_reset
