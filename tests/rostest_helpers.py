@@ -72,12 +72,14 @@ class Observer:
         self.messages: dict[str, list] = defaultdict(list)
         self.watched: set[str] = set()
 
-    def watch(self, topic: str, msg_type, qos=RELIABLE) -> None:
-        """Record ``topic``; watching a topic twice keeps the first subscription (no double counting)."""
+    def watch(self, topic: str, msg_type, qos=RELIABLE, raw: bool = False) -> None:
+        """Record ``topic`` (``raw``: the serialized bytes as they came off the wire); watching a
+        topic twice keeps the first subscription (no double counting)."""
         if topic in self.watched:
             return
         self.watched.add(topic)
-        self.node.create_subscription(msg_type, topic, lambda msg, t=topic: self.messages[t].append(msg), qos)
+        self.node.create_subscription(msg_type, topic, lambda msg, t=topic: self.messages[t].append(msg), qos,
+                                      raw=raw)
 
     def spin_until(self, condition, timeout: float = 20.0) -> bool:
         deadline = time.monotonic() + timeout
