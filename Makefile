@@ -4,11 +4,13 @@ SHELL := /bin/bash
 ROBOT ?= rover
 OUT ?= out
 
-.PHONY: help setup build sim test describe clean
+.PHONY: help setup build sim test describe bench clean
 
 help:
-	@echo "make sim      set up if needed, then run the simulator (today: generate the $(ROBOT) URDF + MuJoCo model)"
+	@echo "make sim      set up if needed, then run the simulator headless (ROBOT=, WORLD=, RTF=, DURATION=)"
 	@echo "make test     set up if needed, then run every test"
+	@echo "make describe generate $(ROBOT)'s URDF and MuJoCo model into $(OUT)/"
+	@echo "make bench    measure the simulator on this machine and write the figures into README.md"
 	@echo "make setup    Debian packages, .venv with pinned ROS 2 Kilted wheels, colcon build"
 	@echo "make clean    remove build/ install/ log/ out/ (keeps .venv)"
 
@@ -17,12 +19,17 @@ setup:
 
 build: setup
 
-# The simulator node arrives with the simulator issue; until then the run command builds and
-# checks the default robot's description and writes its URDF and MuJoCo model to $(OUT)/.
+# The simulator, headless: the simulator node and the state publisher (Ctrl-C stops them).
+# DURATION=<sim seconds> stops by itself; RTF=0 runs as fast as possible.
 sim: setup
+	@ROBOT=$(ROBOT) scripts/run-sim.sh
+
+describe: setup
 	@source scripts/env.sh && robotsim describe $(ROBOT) --urdf $(OUT)/$(ROBOT).urdf --mjcf $(OUT)/$(ROBOT).xml
 
-describe: sim
+bench: setup
+	@scripts/run-bench.sh
+
 
 test: setup
 	@scripts/run-tests.sh

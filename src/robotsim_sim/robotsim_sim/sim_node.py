@@ -17,7 +17,8 @@ import time
 import rclpy
 from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import Odometry
-from rclpy.executors import SingleThreadedExecutor
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, Imu, JointState, LaserScan, PointCloud2
@@ -42,6 +43,12 @@ MESSAGE_TYPES = {'sensor_msgs/msg/LaserScan': LaserScan, 'sensor_msgs/msg/PointC
                  'rosgraph_msgs/msg/Clock': Clock, 'std_msgs/msg/String': String,
                  'robotsim_msgs/msg/SimStatus': SimStatus}
 ODOM_POSE_VARIANCE = 1e-3
+
+
+class ParameterError(ValueError):
+    """A node parameter has a value the node cannot use."""
+
+
 ODOM_TWIST_VARIANCE = 1e-3
 
 
@@ -51,16 +58,17 @@ class SimNode(Node):
         declare = self.declare_parameter
         self.robot_name = declare('robot', 'rover').value
         self.world_name = declare('world', 'room').value
-        seed = declare('seed', 0).value
-        self.real_time_factor = float(declare('real_time_factor', 1.0).value)
+        seed = int(self.number_parameter('seed', 0, minimum=0))
+        self.real_time_factor = self.number_parameter('real_time_factor', 1.0, minimum=0.0)
         cameras = declare('cameras', True).value
         self.cmd_vel_stamped = declare('cmd_vel_stamped', False).value
-        command_timeout = float(declare('command_timeout', 0.5).value)
-        self.clock_rate = float(declare('clock_rate', 250.0).value)
+        command_timeout = self.number_parameter('command_timeout', 0.5, minimum=1e-3)
+        self.clock_rate = self.number_parameter('clock_rate', 250.0, minimum=1e-3)
         self.frame_prefix = declare('frame_prefix', '').value
         self.publish_base = declare('publish_base', True).value
-        self.duration = float(declare('duration', 0.0).value)
+        self.duration = self.number_parameter('duration', 0.0, minimum=0.0)
         start_paused = declare('start_paused', False).value
+        log_period = self.number_parameter('log_period', 5.0, minimum=0.1)
 
         model = load_robot(self.robot_name)
         world = load_world(resolve_world_path(self.world_name))
@@ -99,11 +107,19 @@ class SimNode(Node):
         self._rtf_window = (time.monotonic(), self.sim.time_ns)
         self._pace_origin = (time.monotonic(), self.sim.time_ns)
         self.create_timer(0.5, self.publish_status)
+        self.create_timer(log_period, self.log_progress)
         self.get_logger().info(
             f'robot {model.name} in world {world.name}: {len(self.pubs)} topics, seed {seed}, '
             f'real_time_factor {self.real_time_factor}, {"paused" if self.paused else "running"}')
 
     # ------------------------------------------------------------------ helpers
+    def number_parameter(self, name: str, default: float, minimum: float) -> float:
+        """A numeric parameter given as int or float (``x:=0`` and ``x:=0.0`` both work)."""
+        value = self.declare_parameter(name, default, ParameterDescriptor(dynamic_typing=True)).value
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < minimum:
+            raise ParameterError(f'parameter {name!r}: expected a finite number >= {minimum}, got {value!r}')
+        return float(value)
+
     def frame(self, name: str) -> str:
         return f'{self.frame_prefix}{name}'
 
@@ -241,6 +257,15 @@ class SimNode(Node):
         return response
 
     # ------------------------------------------------------------------ main loop
+    def report(self, wall_seconds: float) -> str:
+        sim_seconds = self.sim.time_ns * 1e-9
+        rtf = sim_seconds / wall_seconds if wall_seconds > 0 else 0.0
+        return f'simulated {sim_seconds:.3f} s in {wall_seconds:.3f} s wall: real-time factor {rtf:.2f}'
+
+    def log_progress(self) -> None:
+        self.get_logger().info(f'sim time {self.sim.time:.1f} s, real-time factor {self.measured_rtf:.2f}'
+                               f'{" (paused)" if self.paused else ""}, {self.rejected_commands} rejected commands')
+
     def run(self, executor: SingleThreadedExecutor) -> None:
         next_spin = 0.0
         while rclpy.ok():
@@ -265,17 +290,19 @@ def main(args=None) -> int:
     rclpy.init(args=args)
     try:
         node = SimNode()
-    except (DescriptionError, RenderUnavailable) as error:
+    except (DescriptionError, RenderUnavailable, ParameterError) as error:
         print(f'robotsim_sim: error: {error}', file=sys.stderr)
         rclpy.try_shutdown()
         return 2
     executor = SingleThreadedExecutor()
     executor.add_node(node)
+    started = time.monotonic()
     try:
         node.run(executor)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, ExternalShutdownException):  # Ctrl-C / SIGTERM: a normal stop
         pass
     finally:
+        node.get_logger().info(node.report(time.monotonic() - started))
         node.destroy_node()
         rclpy.try_shutdown()
     return 0

@@ -14,6 +14,7 @@ import sys
 import numpy as np
 import rclpy
 import transforms3d.quaternions as t3q
+from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -93,7 +94,7 @@ def main(args=None) -> int:
         return 2
     try:
         rclpy.spin(node)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, ExternalShutdownException):  # Ctrl-C / SIGTERM: a normal stop
         pass
     finally:
         node.destroy_node()
