@@ -30,6 +30,8 @@ class BaseController:
         self.command_time = -math.inf
         self.limiter.reset()
         self.timed_out = True
+        self._last_twist = None
+        self._targets = None
 
     def set_command(self, linear: float, angular: float, now: float) -> bool:
         if not (math.isfinite(linear) and math.isfinite(angular)):
@@ -42,30 +44,32 @@ class BaseController:
     def update(self, now: float, dt: float):
         self.timed_out = now - self.command_time > self.timeout
         linear, angular = (0.0, 0.0) if self.timed_out else self.command
-        linear, angular = self.limiter(linear, angular, dt)
-        return inverse_kinematics(self.drive, linear, angular)
+        twist = self.limiter(linear, angular, dt)
+        if twist != self._last_twist:  # steady commands (most steps) reuse the last solution
+            self._last_twist, self._targets = twist, inverse_kinematics(self.drive, *twist)
+        return self._targets
 
 
 class WheelSpeedLoop:
     """Motor-driver speed loop: PWM duty per wheel from target and measured wheel speed.
 
     Feedforward through the motor's no-load speed (duty = w / w0 spins a free wheel at w) plus a
-    PI term for load; the integral is clamped so a stalled wheel does not wind up."""
+    PI term for load; the integral is clamped so a stalled wheel does not wind up. Works on
+    arrays ordered like ``drive.driven_wheels``."""
 
     def __init__(self, drive: DriveRole, kp: float = 0.3, ki: float = 3.0):
         self.no_load_speed = drive.wheel_no_load_speed
         self.kp, self.ki = kp, ki
-        self.integral: dict[str, float] = {}
+        self.integral = np.zeros(len(drive.driven_wheels))
 
     def reset(self) -> None:
-        self.integral.clear()
+        self.integral[:] = 0.0
 
-    def duty(self, joint: str, target: float, measured: float, dt: float) -> float:
+    def duty(self, target: np.ndarray, measured: np.ndarray, dt: float) -> np.ndarray:
         error = target - measured
-        integral = self.integral.get(joint, 0.0) + self.ki * error * dt
-        integral = max(-0.5, min(0.5, integral))
-        self.integral[joint] = integral
-        return max(-1.0, min(1.0, target / self.no_load_speed + self.kp * error + integral))
+        # np.minimum/np.maximum: np.clip costs ~4x more on 4-element arrays, and this runs every step.
+        self.integral = np.minimum(np.maximum(self.integral + self.ki * dt * error, -0.5), 0.5)
+        return np.minimum(np.maximum(target / self.no_load_speed + self.kp * error + self.integral, -1.0), 1.0)
 
 
 @dataclass

@@ -79,8 +79,11 @@ class RobotInstance:
     root_body: int
     root_qpos: int
     root_dof: int
-    wheel_actuators: dict[str, int] = field(default_factory=dict)
-    wheel_dofs: dict[str, int] = field(default_factory=dict)
+    # Driven wheels in drive.driven_wheels order: their motor actuators and joint dofs.
+    wheel_actuators: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    wheel_dofs: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    wheel_targets: object = None          # the WheelTargets the arrays below were made from
+    wheel_speed_targets: np.ndarray = field(default_factory=lambda: np.zeros(0))
     steer_actuators: dict[str, int] = field(default_factory=dict)
     arm_actuators: dict[str, int] = field(default_factory=dict)
     schedule: list[_Scheduled] = field(default_factory=list)
@@ -170,9 +173,9 @@ class Simulation:
             root_body=m.body(prefix + root).id, root_qpos=int(m.jnt_qposadr[root_joint]),
             root_dof=int(m.jnt_dofadr[root_joint]))
         if model.drive:
-            for wheel in model.drive.driven_wheels:
-                robot.wheel_actuators[wheel.joint] = m.actuator(f'{prefix}{wheel.joint}_motor').id
-                robot.wheel_dofs[wheel.joint] = int(m.jnt_dofadr[m.joint(prefix + wheel.joint).id])
+            driven = model.drive.driven_wheels
+            robot.wheel_actuators = np.array([m.actuator(f'{prefix}{w.joint}_motor').id for w in driven], dtype=int)
+            robot.wheel_dofs = np.array([m.jnt_dofadr[m.joint(prefix + w.joint).id] for w in driven], dtype=int)
             for wheel in model.drive.wheels:
                 if wheel.steer_joint:
                     robot.steer_actuators[wheel.steer_joint] = m.actuator(f'{prefix}{wheel.steer_joint}_position').id
@@ -216,6 +219,7 @@ class Simulation:
             if robot.base_controller:
                 robot.base_controller.reset()
                 robot.wheel_loop.reset()
+                robot.wheel_targets = None
             robot.arm.reset()
             if robot.odometry:
                 robot.odometry.reset()
@@ -269,11 +273,14 @@ class Simulation:
         for robot in self.robots:
             if robot.base_controller is not None:
                 targets = robot.base_controller.update(self.time, dt)
-                for joint, speed in targets.wheel_speeds.items():
-                    measured = self.data.qvel[robot.wheel_dofs[joint]]
-                    self.data.ctrl[robot.wheel_actuators[joint]] = robot.wheel_loop.duty(joint, speed, measured, dt)
-                for joint, angle in targets.steer_angles.items():
-                    self.data.ctrl[robot.steer_actuators[joint]] = angle
+                if targets is not robot.wheel_targets:
+                    robot.wheel_targets = targets
+                    robot.wheel_speed_targets = np.array([targets.wheel_speeds[w.joint]
+                                                          for w in robot.model.drive.driven_wheels])
+                    for joint, angle in targets.steer_angles.items():
+                        self.data.ctrl[robot.steer_actuators[joint]] = angle
+                self.data.ctrl[robot.wheel_actuators] = robot.wheel_loop.duty(
+                    robot.wheel_speed_targets, self.data.qvel[robot.wheel_dofs], dt)
             arm_targets = robot.arm.targets(self.time)
             if arm_targets:
                 for joint, actuator in robot.arm_actuators.items():
@@ -287,9 +294,6 @@ class Simulation:
         now = self.time_ns
         events = []
         for index, robot in enumerate(self.robots):
-            if robot.odometry is not None:
-                positions = self._wheel_positions(robot)
-                robot.odometry.update(self.time, positions, positions)
             for item in robot.schedule:
                 if now >= item.next_ns:
                     events.append(Event(index, item.channel, item.measure(self.data, item.rng, now)))
@@ -304,6 +308,9 @@ class Simulation:
 
     def _base_state(self, robot: RobotInstance, stamp: int) -> BaseStateReading:
         odometry = robot.odometry
+        if odometry is not None:  # encoders are read at the odometry rate, as a base controller does
+            positions = self._wheel_positions(robot)
+            odometry.update(self.time, positions, positions)
         body = robot.root_body
         rotation = self.data.xmat[body].reshape(3, 3)
         # Free-joint qvel: linear velocity in the world frame, angular velocity in the body frame.

@@ -8,6 +8,7 @@ That is what keeps the URDF and the MuJoCo model from disagreeing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 from ..geometry import Pose
@@ -184,7 +185,7 @@ class DriveRole:
     wheel_no_load_speed: float     # rad/s at full duty without load (sets the back-EMF damping)
     wheel_armature: float          # kg m^2 reflected rotor inertia
 
-    @property
+    @cached_property
     def driven_wheels(self) -> tuple[WheelRole, ...]:
         return tuple(wheel for wheel in self.wheels if wheel.driven)
 

@@ -1,0 +1,212 @@
+"""Simulator benchmark: real-time factor, lidar and camera cost, message publish overhead.
+
+Run with `make bench` (bare machine). Prints a markdown table and, with --write-readme,
+replaces the block between the bench markers in README.md. Every figure is measured here on
+this run; nothing is copied or estimated. Wall-clock timings on a shared 2-core machine vary
+by some percent between runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from robotsim_core.description import load_robot
+from robotsim_core.description.spec import LidarSpec
+from robotsim_sensors.lidar import Lidar
+from robotsim_sim.scene import RobotPlacement, load_world, resolve_world_path
+from robotsim_sim.simulation import SimOptions, Simulation
+
+WORKSPACE = Path(__file__).resolve().parents[1]
+SIM_SECONDS = 20.0
+
+
+def machine() -> str:
+    cpu = 'unknown CPU'
+    try:
+        cpu = next(line.split(':', 1)[1].strip() for line in open('/proc/cpuinfo') if line.startswith('model name'))
+    except (OSError, StopIteration):
+        pass
+    memory = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30
+    return (f'{cpu}, {os.cpu_count()} cores, {memory:.0f} GiB, {platform.system()} {platform.release()}, '
+            f'Python {platform.python_version()}, MuJoCo {mujoco.__version__}, MUJOCO_GL={os.environ.get("MUJOCO_GL")}')
+
+
+def gl_renderer(sim: Simulation) -> str:
+    try:
+        from OpenGL import GL
+        sim.renderer.gl.make_current()
+        return GL.glGetString(GL.GL_RENDERER).decode()
+    except Exception as error:  # PyOpenGL missing or no context: report, do not fail the benchmark
+        return f'unknown ({error.__class__.__name__})'
+
+
+def simulation(cameras: bool, robot=None) -> Simulation:
+    robot = robot or load_robot('rover')
+    return Simulation(load_world(resolve_world_path('room')), [RobotPlacement(robot)], SimOptions(seed=0, cameras=cameras))
+
+
+def core_rtf(cameras: bool) -> float:
+    sim = simulation(cameras)
+    steps = round(SIM_SECONDS / sim.model.opt.timestep)
+    start = time.perf_counter()
+    for _ in range(steps):
+        sim.command_base(0, 0.2, 0.3)
+        sim.step()
+    return SIM_SECONDS / (time.perf_counter() - start)
+
+
+def node_rtf(cameras: bool) -> float:
+    """The ROS node end to end (messages built and published, no subscriber), as fast as possible."""
+    env = {**os.environ, 'ROS_DOMAIN_ID': str(200 + os.getpid() % 30)}
+    command = [str(WORKSPACE / 'install/robotsim_sim/lib/robotsim_sim/sim_node'), '--ros-args',
+               '-p', 'real_time_factor:=0.0', '-p', f'duration:={SIM_SECONDS}', '-p', f'cameras:={str(cameras).lower()}']
+    output = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env).stderr
+    match = re.search(r'real-time factor ([0-9.]+)', output)
+    if not match:
+        raise RuntimeError(f'sim_node printed no report:\n{output}')
+    return float(match.group(1))
+
+
+def lidar_us_per_ray(channels: int, samples: int, vertical_fov: float) -> float:
+    sim = simulation(False)
+    spec = LidarSpec(type='lidar', samples=samples, channels=channels, vertical_fov=vertical_fov, noise_stddev=0.01)
+    lidar = Lidar(sim.model, 'laser', spec, own_group=2)
+    rng = np.random.default_rng(0)
+    lidar.measure(sim.data, rng, 0)
+    repeats = max(20, 200_000 // lidar.count)
+    start = time.perf_counter()
+    for _ in range(repeats):
+        lidar.measure(sim.data, rng, 0)
+    return (time.perf_counter() - start) / repeats / lidar.count * 1e6
+
+
+def camera_ms_per_frame(width: int, height: int) -> tuple[float, str]:
+    robot = load_robot('rover')
+    for sensor in robot.sensors:
+        if sensor.type == 'camera':
+            sensor.spec.width, sensor.spec.height, sensor.spec.images = width, height, ['rgb', 'depth']
+    sim = simulation(True, robot)
+    camera_item = next(item for item in sim.robots[0].schedule if item.channel == 'camera')
+    for _ in range(5):
+        camera_item.measure(sim.data, camera_item.rng, 0)
+    repeats = 40
+    start = time.perf_counter()
+    for _ in range(repeats):
+        sim.step()  # the scene changes between frames, as in a run
+        camera_item.measure(sim.data, camera_item.rng, 0)
+    elapsed = (time.perf_counter() - start) / repeats * 1e3
+    return elapsed, gl_renderer(sim)
+
+
+def publish_overhead() -> dict[str, float]:
+    """Microseconds per message to convert a reading and publish it (no subscriber attached)."""
+    import rclpy
+    from rosgraph_msgs.msg import Clock
+    from tf2_msgs.msg import TFMessage
+
+    from robotsim_sensors import ros_messages as convert
+    from robotsim_sim.sim_node import MESSAGE_TYPES
+
+    os.environ['ROS_DOMAIN_ID'] = str(200 + os.getpid() % 30)
+    rclpy.init()
+    node = rclpy.create_node('bench_publish')
+    sim = simulation(True)
+    readings = {}
+    for _ in range(200):
+        for event in sim.step():
+            readings[event.channel] = event.reading
+    cloud_lidar = Lidar(sim.model, 'laser', LidarSpec(type='lidar', samples=1024, channels=16, vertical_fov=0.5), 2)
+    readings['cloud'] = cloud_lidar.measure(sim.data, np.random.default_rng(0), 0)
+    stamp = convert.stamp_msg(sim.time_ns)
+    camera_spec = next(s.spec for s in sim.robots[0].model.sensors if s.type == 'camera')
+    base = readings['base_state']
+    cases = {
+        'LaserScan (360 beams)': ('sensor_msgs/msg/LaserScan', lambda: convert.laser_scan(readings['laser'], 'laser', stamp)),
+        'PointCloud2 (16x1024)': ('sensor_msgs/msg/PointCloud2', lambda: convert.point_cloud(readings['cloud'], 'laser', stamp)),
+        'Image rgb8 320x240': ('sensor_msgs/msg/Image', lambda: convert.camera_images(readings['camera'], 'f', stamp)['rgb']),
+        'Image 32FC1 depth 320x240': ('sensor_msgs/msg/Image',
+                                      lambda: convert.camera_images(readings['camera'], 'f', stamp)['depth']),
+        'CameraInfo': ('sensor_msgs/msg/CameraInfo', lambda: convert.camera_info(camera_spec, 'f')),
+        'Imu': ('sensor_msgs/msg/Imu', lambda: convert.imu(readings['imu'], 'imu_link', stamp)),
+        'JointState (10 joints)': ('sensor_msgs/msg/JointState', lambda: convert.joint_state(
+            readings['joint_states'].names, readings['joint_states'].positions, readings['joint_states'].velocities,
+            readings['joint_states'].efforts, stamp)),
+        'Odometry': ('nav_msgs/msg/Odometry', lambda: convert.planar_odometry(
+            'odom', 'base_footprint', *base.odom_pose, *base.odom_twist, stamp, 1e-3, 1e-3)),
+        'TFMessage (1 transform)': ('tf2_msgs/msg/TFMessage', lambda: TFMessage(transforms=[convert.transform(
+            'odom', 'base_footprint', (1, 2, 0), (0, 0, 0, 1), stamp)])),
+        'Clock': ('rosgraph_msgs/msg/Clock', lambda: Clock(clock=stamp)),
+    }
+    results = {}
+    for label, (kind, make) in cases.items():
+        publisher = node.create_publisher(MESSAGE_TYPES[kind], f'bench/topic_{len(results)}', 10)
+        repeats = 200 if 'Image' in label or 'Cloud' in label else 2000
+        for _ in range(20):
+            publisher.publish(make())
+        start = time.perf_counter()
+        for _ in range(repeats):
+            publisher.publish(make())
+        results[label] = (time.perf_counter() - start) / repeats * 1e6
+    node.destroy_node()
+    rclpy.shutdown()
+    return results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument('--write-readme', action='store_true', help='replace the bench block in README.md')
+    args = parser.parse_args()
+    rows = []
+
+    def row(what: str, value: str, target: str = '') -> None:
+        rows.append(f'| {what} | {value} | {target} |')
+        print(rows[-1], flush=True)
+
+    print(f'machine: {machine()}', flush=True)
+    row('RTF, default sensors, simulation core (no ROS)', f'{core_rtf(True):.1f}')
+    row('RTF, cameras off, simulation core (no ROS)', f'{core_rtf(False):.1f}')
+    row('RTF, default sensors, sim_node publishing everything', f'{node_rtf(True):.1f}', '>= 3')
+    row('RTF, cameras off, sim_node publishing everything', f'{node_rtf(False):.1f}', '>= 30')
+    row('lidar, 360 beams x 1 channel', f'{lidar_us_per_ray(1, 360, 0.0):.2f} us/ray', '<= 0.5 us/ray')
+    row('lidar, 1024 beams x 16 channels', f'{lidar_us_per_ray(16, 1024, 0.5):.2f} us/ray', '<= 0.5 us/ray')
+    small, renderer = camera_ms_per_frame(320, 240)
+    row('camera RGB-D 320x240 (one render pass)', f'{small:.1f} ms/frame')
+    large, _ = camera_ms_per_frame(640, 480)
+    row('camera RGB-D 640x480 (one render pass)', f'{large:.1f} ms/frame')
+    for label, micros in publish_overhead().items():
+        row(f'build + publish {label}', f'{micros:.0f} us/msg')
+
+    header = ['| measure | this machine | target |', '|---|---|---|']
+    block = '\n'.join([
+        f'Measured by `make bench` on {time.strftime("%Y-%m-%d")}: {machine()}; GL renderer: {renderer}.',
+        f'Default sensor set: rover in the room world, 500 Hz physics, 360-beam lidar at 10 Hz, 320x240 RGB-D at 15 Hz,',
+        'IMU at 100 Hz, joint states/odometry/TF at 50 Hz. RTF is simulated seconds per wall second over '
+        f'{SIM_SECONDS:.0f} s of sim time, as fast as possible; "sim_node" runs the ROS node with no subscriber.',
+        '', *header, *rows])
+    if args.write_readme:
+        readme = WORKSPACE / 'README.md'
+        text = readme.read_text()
+        start, end = '<!-- bench:start -->', '<!-- bench:end -->'
+        if start not in text or end not in text:
+            print(f'README.md has no {start} ... {end} block', file=sys.stderr)
+            return 1
+        head, rest = text.split(start, 1)
+        _, tail = rest.split(end, 1)
+        readme.write_text(f'{head}{start}\n{block}\n{end}{tail}')
+        print('README.md updated')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# `make bench`: measure the simulator on this machine and write the figures into README.md.
+set -euo pipefail
+ws="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck disable=SC1091
+source "$ws/scripts/env.sh"
+"$ws/scripts/build.sh"
+cd "$ws"
+python bench/bench_sim.py --write-readme "$@"
