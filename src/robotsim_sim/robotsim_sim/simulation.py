@@ -57,12 +57,22 @@ class Event:
 
 @dataclass
 class _Scheduled:
+    """A periodic reading: capture k is due at round(k * 1e9 / rate) ns of sim time (no drift
+    for rates whose period is not a whole number of nanoseconds or steps), taken at the first
+    physics step at or after that instant."""
+
     channel: str
-    period_ns: int
+    rate: float
     measure: object   # callable(data, rng, stamp) -> reading
     rng: np.random.Generator | None = None
+    index: int = 0
     next_ns: int = 0
     on_reset: object = None   # callable(rng) run at every reset (e.g. draw IMU biases)
+
+    def advance(self, now_ns: int) -> None:
+        while self.next_ns <= now_ns:
+            self.index += 1
+            self.next_ns = round(self.index * 1e9 / self.rate)
 
 
 @dataclass
@@ -109,10 +119,6 @@ class SimOptions:
     """Odometry, TF and ground-truth rate (Hz, sim time)."""
     command_timeout: float = 0.5
     """Seconds of sim time without a base command before the base stops."""
-
-
-def _period_ns(rate: float) -> int:
-    return max(1, round(1e9 / rate))
 
 
 class Simulation:
@@ -181,21 +187,21 @@ class Simulation:
                     robot.steer_actuators[wheel.steer_joint] = m.actuator(f'{prefix}{wheel.steer_joint}_position').id
         for joint in arm_joints:
             robot.arm_actuators[joint] = m.actuator(f'{prefix}{joint}_position').id
-        robot.schedule.append(_Scheduled('joint_states', _period_ns(self.options.joint_state_rate),
+        robot.schedule.append(_Scheduled('joint_states', self.options.joint_state_rate,
                                          lambda data, rng, stamp, r=robot: self._joint_states(r, stamp)))
-        robot.schedule.append(_Scheduled('base_state', _period_ns(self.options.odom_rate),
+        robot.schedule.append(_Scheduled('base_state', self.options.odom_rate,
                                          lambda data, rng, stamp, r=robot: self._base_state(r, stamp)))
         for sensor in model.sensors:
-            period = _period_ns(sensor.spec.rate)
+            rate = sensor.spec.rate
             if sensor.type == 'lidar':
                 lidar = Lidar(m, prefix + sensor.frame, sensor.spec, FIRST_ROBOT_GROUP + index)
-                robot.schedule.append(_Scheduled(sensor.name, period, lidar.measure))
+                robot.schedule.append(_Scheduled(sensor.name, rate, lidar.measure))
             elif sensor.type == 'camera' and self.renderer is not None:
                 camera = Camera(self.renderer, prefix + sensor.name, sensor.spec, self.geom_labels)
-                robot.schedule.append(_Scheduled(sensor.name, period, camera.capture))
+                robot.schedule.append(_Scheduled(sensor.name, rate, camera.capture))
             elif sensor.type == 'imu':
                 imu = Imu(m, prefix, sensor.spec)
-                robot.schedule.append(_Scheduled(sensor.name, period, imu.measure, on_reset=imu.draw_biases))
+                robot.schedule.append(_Scheduled(sensor.name, rate, imu.measure, on_reset=imu.draw_biases))
         return robot
 
     # ------------------------------------------------------------------ time
@@ -226,7 +232,7 @@ class Simulation:
                 robot.odometry.update(0.0, self._wheel_positions(robot))
             for item in robot.schedule:
                 item.rng = np.random.default_rng(next(streams))
-                item.next_ns = 0
+                item.index = item.next_ns = 0
                 if item.on_reset is not None:
                     item.on_reset(item.rng)
             for joint, actuator in robot.arm_actuators.items():
@@ -297,8 +303,7 @@ class Simulation:
             for item in robot.schedule:
                 if now >= item.next_ns:
                     events.append(Event(index, item.channel, item.measure(self.data, item.rng, now)))
-                    # Keep the phase: the next capture is one period after the scheduled one.
-                    item.next_ns += item.period_ns * max(1, (now - item.next_ns) // item.period_ns + 1)
+                    item.advance(now)
         return events
 
     def _joint_states(self, robot: RobotInstance, stamp: int) -> JointStateReading:
