@@ -18,14 +18,18 @@ import sys
 import time
 from pathlib import Path
 
-import mujoco
-import numpy as np
+from robotsim_sensors.gl_backend import select_gl_backend
 
-from robotsim_core.description import load_robot
-from robotsim_core.description.spec import LidarSpec
-from robotsim_sensors.lidar import Lidar
-from robotsim_sim.scene import RobotPlacement, load_world, resolve_world_path
-from robotsim_sim.simulation import SimOptions, Simulation
+select_gl_backend()  # before mujoco is imported: EGL, else OSMesa
+
+import mujoco  # noqa: E402
+import numpy as np  # noqa: E402
+
+from robotsim_core.description import load_robot  # noqa: E402
+from robotsim_core.description.spec import LidarSpec  # noqa: E402
+from robotsim_sensors.lidar import Lidar  # noqa: E402
+from robotsim_sim.scene import RobotPlacement, load_world, resolve_world_path  # noqa: E402
+from robotsim_sim.simulation import SimOptions, Simulation  # noqa: E402
 
 WORKSPACE = Path(__file__).resolve().parents[1]
 SIM_SECONDS = 20.0

@@ -40,7 +40,7 @@ if [[ -z "${ROS_DOMAIN_ID:-}" ]]; then
   ROS_DOMAIN_ID=$(( $(printf '%s' "$ROBOTSIM_WS" | cksum | cut -d' ' -f1) % 100 + 1 ))
   export ROS_DOMAIN_ID
 fi
-# MuJoCo renders offscreen on the CPU: EGL (Mesa llvmpipe) by default, OSMesa as the fallback.
+# MuJoCo renders offscreen on the CPU: EGL (Mesa llvmpipe) preferred; robotsim falls back to
+# OSMesa when EGL cannot start (robotsim_sensors/gl_backend.py). MuJoCo sets PYOPENGL_PLATFORM itself.
 export MUJOCO_GL="${MUJOCO_GL:-egl}"
-export PYOPENGL_PLATFORM="${PYOPENGL_PLATFORM:-$MUJOCO_GL}"
 unset _robotsim_venv

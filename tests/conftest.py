@@ -23,6 +23,11 @@ os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
 os.environ['ROS_LOCALHOST_ONLY'] = '1'
 os.environ['ROS_DOMAIN_ID'] = str(110 + os.getpid() % 120)
 
+# Choose MuJoCo's offscreen GL backend (EGL, else OSMesa) before any test imports mujoco.
+from robotsim_sensors.gl_backend import select_gl_backend  # noqa: E402
+
+select_gl_backend()
+
 
 @pytest.fixture
 def workspace() -> Path:

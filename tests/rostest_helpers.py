@@ -12,6 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import rclpy
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 WORKSPACE = Path(__file__).resolve().parents[1]
@@ -66,9 +67,13 @@ class Observer:
     """A plain rclpy node that records every message on the topics it is told to watch."""
 
     def __init__(self, name: str = 'observer'):
-        if not rclpy.ok():
-            rclpy.init()
-        self.node = rclpy.create_node(f'{name}_{os.getpid()}')
+        # A context of its own (its own DDS participant): topic types and leftovers from other
+        # observers in this test process cannot interfere.
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node(f'{name}_{os.getpid()}', context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
         self.messages: dict[str, list] = defaultdict(list)
         self.watched: set[str] = set()
 
@@ -86,25 +91,27 @@ class Observer:
         while time.monotonic() < deadline:
             if condition():
                 return True
-            rclpy.spin_once(self.node, timeout_sec=0.05)
+            self.executor.spin_once(timeout_sec=0.05)
         return condition()
 
     def spin_for(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            rclpy.spin_once(self.node, timeout_sec=0.02)
+            self.executor.spin_once(timeout_sec=0.02)
 
     def call(self, srv_type, name: str, request, timeout: float = 30.0):
         client = self.node.create_client(srv_type, name)
         assert client.wait_for_service(timeout_sec=timeout), f'service {name} not available'
         future = client.call_async(request)
-        rclpy.spin_until_future_complete(self.node, future, timeout_sec=timeout)
+        self.executor.spin_until_future_complete(future, timeout_sec=timeout)
         assert future.done(), f'service {name} did not answer'
         self.node.destroy_client(client)
         return future.result()
 
     def close(self) -> None:
+        self.executor.shutdown()
         self.node.destroy_node()
+        rclpy.shutdown(context=self.context)
 
 
 def stamp_seconds(stamp) -> float:

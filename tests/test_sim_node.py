@@ -9,6 +9,7 @@ import pytest
 import yaml
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
+from rclpy.qos import ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, Imu, JointState, LaserScan
 from tf2_msgs.msg import TFMessage
@@ -304,3 +305,110 @@ def test_pause_step_reset_and_set_pose(observer):
     clock = [stamp_seconds(m.clock) for m in obs.messages['/clock']]
     assert all(b > a for a, b in zip(clock, clock[1:])), 'reset keeps /clock monotonic'
     assert clock[-1] > clock_before_reset
+
+
+def test_twist_stamped_and_arm_trajectory(observer):
+    from geometry_msgs.msg import TwistStamped
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    obs = Observer('stamped_test')  # its own participant: /cmd_vel has another type here
+    obs.watch('/sim/ground_truth', Odometry, RELIABLE)
+    obs.watch('/joint_states', JointState, RELIABLE)
+    with NodeProcess('robotsim_sim', 'sim_node', {'world': str(WORLDS / 'wall_ahead.yaml'), 'cameras': False,
+                                                  'cmd_vel_stamped': True, 'real_time_factor': 2.0}):
+        obs.spin_until(lambda: obs.messages['/sim/ground_truth'] and obs.messages['/joint_states'], 30)
+        trajectory = JointTrajectory(joint_names=['arm_shoulder_joint', 'arm_elbow_joint', 'arm_left_finger_joint'])
+        for seconds, positions in ((1, [0.3, -0.5, 0.01]), (2, [0.6, -1.0, 0.015])):
+            point = JointTrajectoryPoint(positions=positions)
+            point.time_from_start.sec = seconds
+            trajectory.points.append(point)
+        arm = obs.node.create_publisher(JointTrajectory, '/arm_controller/joint_trajectory', 10)
+        assert obs.spin_until(lambda: arm.get_subscription_count() > 0, 10)
+        arm.publish(trajectory)
+        start_x = obs.messages['/sim/ground_truth'][-1].pose.pose.position.x
+        stamped = obs.node.create_publisher(TwistStamped, '/cmd_vel', 10)
+        midway = None
+        end = sim_now(obs) + 3.0
+        while sim_now(obs) < end:
+            message = TwistStamped()
+            message.twist.linear.x = 0.2
+            stamped.publish(message)
+            obs.spin_for(0.05)
+            if midway is None and sim_now(obs) > end - 2.0:
+                midway = dict(zip(obs.messages['/joint_states'][-1].name, obs.messages['/joint_states'][-1].position))
+        final = dict(zip(obs.messages['/joint_states'][-1].name, obs.messages['/joint_states'][-1].position))
+    obs.close()
+    assert obs.messages['/sim/ground_truth'][-1].pose.pose.position.x - start_x > 0.3, 'TwistStamped drives the base'
+    assert 0.1 < midway['arm_shoulder_joint'] < 0.5, 'interpolated on the way to the first point'
+    assert final['arm_shoulder_joint'] == pytest.approx(0.6, abs=0.03)
+    assert final['arm_elbow_joint'] == pytest.approx(-1.0, abs=0.03)
+    assert final['arm_left_finger_joint'] == pytest.approx(0.015, abs=0.003)
+    assert final['arm_right_finger_joint'] == pytest.approx(final['arm_left_finger_joint'], abs=0.003)
+
+
+def test_point_cloud_segmentation_labels_and_qos_from_configuration(observer, tmp_path):
+    import json
+
+    from sensor_msgs.msg import PointCloud2
+    from std_msgs.msg import String
+
+    from rostest_helpers import LATCHED
+
+    data = yaml.safe_load((CONFIG / 'rover.yaml').read_text())
+    lidar = next(s for s in data['sensors'] if s['type'] == 'lidar')
+    lidar.update(channels=16, samples=512, vertical_fov=0.5, qos={'reliability': 'reliable', 'depth': 10})
+    next(s for s in data['sensors'] if s['type'] == 'camera')['images'] = ['rgb', 'segmentation']
+    robot = tmp_path / 'rover_3d.yaml'
+    robot.write_text(yaml.safe_dump(data))
+    obs = Observer('cloud_test')  # fresh node: these topics have other types than in earlier tests
+    try:
+        obs.watch('/points', PointCloud2, RELIABLE)  # a reliable reader only matches a reliable writer
+        obs.watch('/camera/segmentation/image_raw', Image, SENSOR)
+        obs.watch('/camera/segmentation/labels', String, LATCHED)
+        with NodeProcess('robotsim_sim', 'sim_node', {'robot': str(robot), 'world': str(WORLDS / 'box_ahead.yaml'),
+                                                      'real_time_factor': 2.0}):
+            assert obs.spin_until(lambda: obs.messages['/points'] and obs.messages['/camera/segmentation/image_raw']
+                                  and obs.messages['/camera/segmentation/labels'], 40)
+            infos = obs.node.get_publishers_info_by_topic('/points')
+    finally:
+        obs.close()
+    assert infos[0].qos_profile.reliability == ReliabilityPolicy.RELIABLE
+    cloud = obs.messages['/points'][-1]
+    assert cloud.header.frame_id == 'laser' and [f.name for f in cloud.fields] == ['x', 'y', 'z']
+    points = np.frombuffer(bytes(cloud.data), dtype=np.float32).reshape(-1, 3)
+    assert len(points) == cloud.width and len(points) > 1000
+    labels = {name: int(label) for label, name in json.loads(obs.messages['/camera/segmentation/labels'][0].data).items()}
+    image = obs.messages['/camera/segmentation/image_raw'][-1]
+    assert image.encoding == '32SC1'
+    ids = np.frombuffer(bytes(image.data), dtype=np.int32).reshape(image.height, image.width)
+    assert (ids == labels['cube']).any() and (ids == labels['world']).any()
+
+
+def test_pacing_never_outruns_the_requested_factor(observer):
+    obs = fresh(observer)
+    obs.watch('/sim/status', SimStatus, RELIABLE)
+    with NodeProcess('robotsim_sim', 'sim_node', {'cameras': False, 'real_time_factor': 1.0}):
+        assert obs.spin_until(lambda: len(obs.messages['/sim/status']) >= 6, 30)
+    measured = [s.real_time_factor for s in obs.messages['/sim/status'][2:]]
+    assert all(0 < rtf <= 1.05 for rtf in measured), measured
+    assert obs.messages['/sim/status'][-1].target_real_time_factor == 1.0
+
+
+@pytest.mark.parametrize('environment, expected', [
+    ({'MUJOCO_GL': 'bogus'}, "MUJOCO_GL='bogus': expected one of egl, osmesa"),
+    ({'MUJOCO_GL': 'egl', '__EGL_VENDOR_LIBRARY_FILENAMES': '/nonexistent/egl_vendor.json'},
+     'MUJOCO_GL=egl unavailable'),
+])
+def test_gl_backend_errors_and_fallback(environment, expected, monkeypatch):
+    """A bad MUJOCO_GL stops the node with a clear line; a machine without working EGL falls
+    back to OSMesa and still renders."""
+    for key, value in environment.items():
+        monkeypatch.setenv(key, value)
+    with NodeProcess('robotsim_sim', 'sim_node', {'duration': 0.2, 'real_time_factor': 0.0}) as sim:
+        code = sim.process.wait(timeout=60)
+        log = sim.output()
+    assert expected in log and 'Traceback' not in log
+    if environment['MUJOCO_GL'] == 'bogus':
+        assert code == 2
+    else:
+        assert code == 0 and 'using MUJOCO_GL=osmesa' in log and 'simulated 0.200 s' in log

@@ -18,7 +18,7 @@ setup(
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
-            'sim_node = robotsim_sim.sim_node:main',
+            'sim_node = robotsim_sim.sim_main:main',
             'state_publisher = robotsim_sim.state_publisher:main',
         ],
     },

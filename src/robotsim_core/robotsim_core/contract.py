@@ -48,15 +48,29 @@ class Contract:
         return next(t for t in self.topics if t.name == name)
 
 
+IMAGE_TOPIC_STEMS = {'rgb': '', 'depth': 'depth/', 'segmentation': 'segmentation/'}
+
+
+def sensor_qos(spec) -> QosSpec:
+    """The sensor's QoS override from its YAML, else SensorDataQoS."""
+    override = getattr(spec, 'qos', None)
+    return SENSOR_QOS if override is None else QosSpec(override.reliability, override.durability, override.depth)
+
+
 def camera_topics(sensor) -> list[TopicSpec]:
     spec = sensor.spec
+    qos = sensor_qos(spec)
     topics = []
     for image in spec.images:
-        stem = {'rgb': '', 'depth': 'depth/', 'segmentation': 'segmentation/'}[image]
+        stem = IMAGE_TOPIC_STEMS[image]
         topics.append(TopicSpec(f'{sensor.name}/{stem}image_raw', 'sensor_msgs/msg/Image', sensor.frame,
-                                SENSOR_QOS, spec.rate, sensor.name))
+                                qos, spec.rate, sensor.name))
         topics.append(TopicSpec(f'{sensor.name}/{stem}camera_info', 'sensor_msgs/msg/CameraInfo', sensor.frame,
-                                SENSOR_QOS, spec.rate, sensor.name))
+                                qos, spec.rate, sensor.name))
+    if 'segmentation' in spec.images:
+        # JSON {label id: entity name}, latched, so a late subscriber can read the ids.
+        topics.append(TopicSpec(f'{sensor.name}/segmentation/labels', 'std_msgs/msg/String', '', LATCHED_QOS,
+                                0.0, sensor.name, sim_only=True))
     return topics
 
 
@@ -78,11 +92,11 @@ def robot_contract(model: RobotModel, joint_state_rate: float = 50.0, odom_rate:
             name = 'scan' if spec.channels == 1 else 'points'
             if sum(1 for s in model.sensors if s.type == 'lidar') > 1:
                 name = f'{sensor.name}/{name}'
-            topics.append(TopicSpec(name, kind, sensor.frame, SENSOR_QOS, spec.rate, sensor.name))
+            topics.append(TopicSpec(name, kind, sensor.frame, sensor_qos(spec), spec.rate, sensor.name))
         elif sensor.type == 'camera':
             topics.extend(camera_topics(sensor))
         elif sensor.type == 'imu':
             name = 'imu/data' if sensor.name == 'imu' else f'{sensor.name}/data'
-            topics.append(TopicSpec(name, 'sensor_msgs/msg/Imu', sensor.frame, SENSOR_QOS, spec.rate, sensor.name))
+            topics.append(TopicSpec(name, 'sensor_msgs/msg/Imu', sensor.frame, sensor_qos(spec), spec.rate, sensor.name))
     frames = [('odom', model.base_link)] + [(model.base_link, s.frame) for s in model.sensors]
     return Contract(model.name, topics, frames)

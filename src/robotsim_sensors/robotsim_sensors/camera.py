@@ -16,17 +16,15 @@ import numpy as np
 
 from robotsim_core.description.spec import CameraSpec
 
+from .gl_backend import RenderUnavailable, unavailable_reason
 from .readings import CameraReading
 
 
-class RenderUnavailable(RuntimeError):
-    """No offscreen OpenGL backend could be created."""
-
-
 def create_gl_context(width: int, height: int):
-    """A current offscreen GL context, trying MUJOCO_GL first (egl by default), then osmesa.
-
-    MuJoCo picks its backend when first imported, from MUJOCO_GL; a failure names what was tried."""
+    """A current offscreen GL context on the backend chosen by :mod:`.gl_backend`."""
+    reason = unavailable_reason()
+    if reason:
+        raise RenderUnavailable(f'cannot render cameras: {reason}')
     backend = os.environ.get('MUJOCO_GL', '')
     try:
         context = mujoco.GLContext(width, height)
@@ -35,8 +33,8 @@ def create_gl_context(width: int, height: int):
     except Exception as error:  # the GL libraries raise a variety of errors
         raise RenderUnavailable(
             f'cannot create an offscreen OpenGL context with MUJOCO_GL={backend or "(unset)"}: {error}. '
-            'Install EGL (Debian: libegl1 libegl-mesa0 libgl1-mesa-dri) or OSMesa (libosmesa6) and set '
-            'MUJOCO_GL=egl or MUJOCO_GL=osmesa before starting; scripts/setup.sh installs both.') from None
+            'Install EGL (Debian: libegl1 libegl-mesa0 libgl1-mesa-dri) or OSMesa (libosmesa6); '
+            'scripts/setup.sh installs both.') from None
 
 
 class CameraRenderer:

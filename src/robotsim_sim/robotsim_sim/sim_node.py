@@ -10,6 +10,7 @@ step after the last published time, so /clock never goes back or repeats.
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 import time
@@ -26,12 +27,13 @@ from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 from trajectory_msgs.msg import JointTrajectory
 
+from robotsim_core.contract import IMAGE_TOPIC_STEMS
 from robotsim_core.description import load_robot
 from robotsim_core.errors import DescriptionError
 from robotsim_msgs.msg import SimStatus
 from robotsim_msgs.srv import Pause, Reset, SetEntityPose, Step
 from robotsim_sensors import ros_messages as convert
-from robotsim_sensors.camera import RenderUnavailable
+from robotsim_sensors.gl_backend import RenderUnavailable
 
 from .scene import RobotPlacement, load_world, resolve_world_path
 from .simulation import SimOptions, Simulation
@@ -86,6 +88,10 @@ class SimNode(Node):
             self.pubs[topic.name] = self.create_publisher(MESSAGE_TYPES[topic.type], topic.name,
                                                           convert.qos_profile(topic.qos))
         self.sensor_topics = {s.name: [t for t in contract.topics if t.sensor == s.name] for s in model.sensors}
+        labels = json.dumps({str(label): name for label, name in sorted(self.sim.labels.items())})
+        for topic in contract.topics:
+            if topic.name.endswith('segmentation/labels') and topic.name in self.pubs:
+                self.pubs[topic.name].publish(String(data=labels))
         self.camera_infos = {s.name: convert.camera_info(s.spec, self.frame(s.frame))
                              for s in model.sensors if s.type == 'camera'}
         self.wheel_joints = {w.joint for w in model.drive.wheels} if model.drive else set()
@@ -166,7 +172,7 @@ class SimNode(Node):
                 info = self.camera_infos[channel]
                 info.header.stamp = stamp
                 for kind, image in images.items():
-                    stem = {'rgb': '', 'depth': 'depth/', 'segmentation': 'segmentation/'}[kind]
+                    stem = IMAGE_TOPIC_STEMS[kind]
                     self.pubs[f'{channel}/{stem}image_raw'].publish(image)
                     self.pubs[f'{channel}/{stem}camera_info'].publish(info)
 

@@ -192,6 +192,19 @@ class ArmSpec:
 
 
 @dataclass
+class TopicQosSpec:
+    """QoS of a sensor's topics when the default (SensorDataQoS: best effort, depth 5) does not
+    match what the real driver uses."""
+
+    reliability: Literal['best_effort', 'reliable'] = 'best_effort'
+    """Delivery guarantee."""
+    durability: Literal['volatile', 'transient_local'] = 'volatile'
+    """Whether late subscribers get the last messages."""
+    depth: int = spec_field(5, at_least=1)
+    """History depth."""
+
+
+@dataclass
 class LidarSpec:
     type: Literal['lidar'] = spec_field()
     """Ray-cast lidar: one channel publishes LaserScan, more publish PointCloud2."""
@@ -217,6 +230,8 @@ class LidarSpec:
     """Maximum valid range (m); beyond is +Inf (REP 117)."""
     noise_stddev: float = spec_field(0.01, non_negative=True)
     """Gaussian range noise (m)."""
+    qos: TopicQosSpec | None = None
+    """QoS override for this sensor's topics (default: SensorDataQoS)."""
 
     def check(self, source: str, path: str) -> None:
         if self.range_min >= self.range_max:
@@ -258,6 +273,8 @@ class CameraSpec:
     """Gaussian pixel noise on 0-255 intensities."""
     depth_noise_stddev: float = spec_field(0.0, non_negative=True)
     """Gaussian depth noise (m)."""
+    qos: TopicQosSpec | None = None
+    """QoS override for this sensor's topics (default: SensorDataQoS)."""
 
     def check(self, source: str, path: str) -> None:
         if self.near >= self.far:
@@ -294,6 +311,8 @@ class ImuSpec:
     """Per-episode constant accelerometer bias spread (m/s^2)."""
     orientation_noise_stddev: float = spec_field(0.002, non_negative=True)
     """Orientation noise (rad)."""
+    qos: TopicQosSpec | None = None
+    """QoS override for this sensor's topics (default: SensorDataQoS)."""
 
     @property
     def frame(self) -> str:
