@@ -1,0 +1,28 @@
+/* Host build for firmware-in-the-loop: the simulator's side of the HAL.
+ * The simulator reads and writes this struct directly (ctypes maps it) once per physics tick,
+ * then calls fw_host_advance() to run the firmware for that much sim time. */
+#ifndef ROBOTSIM_HOST_PLANT_H
+#define ROBOTSIM_HOST_PLANT_H
+
+#include <stdint.h>
+
+#include "hal.h"
+
+#define HOST_UART_BUFFER 4096
+
+struct host_plant {
+  int32_t encoder[HAL_MOTOR_CHANNELS];    /* written by the sim: counts the encoders would report */
+  float duty[HAL_MOTOR_CHANNELS];         /* written by the firmware */
+  uint8_t brake[HAL_MOTOR_CHANNELS];      /* written by the firmware */
+  uint8_t fault_led;
+  uint64_t time_ns;                       /* firmware clock = sim time of the current loop */
+  uint64_t loops;                         /* loop iterations run since reset */
+  uint64_t remainder_ns;                  /* sim time not yet covered by a whole loop period */
+  uint32_t rx_head, rx_tail;              /* sim -> firmware bytes (ring) */
+  uint32_t tx_head, tx_tail;              /* firmware -> sim bytes (ring) */
+  uint32_t tx_dropped;
+  uint8_t rx[HOST_UART_BUFFER];
+  uint8_t tx[HOST_UART_BUFFER];
+};
+
+#endif

@@ -1,0 +1,167 @@
+/* Base-controller firmware. Portable C99; hardware only through hal.h.
+ *
+ * Every loop: read UART (setpoints, gains, hello), measure wheel speed from encoder counts
+ * over a short window, run a PID (+ feedforward) per wheel, write PWM duty; brake all motors
+ * when no setpoint arrived within the watchdog time; cut a wheel whose duty is saturated while
+ * its encoder does not move (stuck encoder or dead motor) and report the fault. */
+#include "firmware.h"
+
+#include <string.h>
+
+#include "hal.h"
+#include "protocol.h"
+
+#define TWO_PI 6.28318530718f
+
+struct gains {
+  float kp, ki, kd, kff;
+  uint16_t watchdog_ms;
+};
+
+static struct {
+  struct gains gains;
+  struct proto_parser parser;
+  float setpoint[HAL_MOTOR_CHANNELS];
+  float integral[HAL_MOTOR_CHANNELS];
+  float previous_error[HAL_MOTOR_CHANNELS];
+  float velocity[HAL_MOTOR_CHANNELS];
+  float duty[HAL_MOTOR_CHANNELS];
+  int32_t history[FW_VELOCITY_WINDOW][HAL_MOTOR_CHANNELS];
+  uint32_t history_index;
+  uint32_t stall_loops[HAL_MOTOR_CHANNELS];
+  uint64_t last_setpoint_us;
+  uint32_t loops;
+  uint16_t status;
+  uint16_t faults;
+  uint8_t tx_sequence;
+  uint8_t stalled_channel_mask;
+} fw;
+
+static void send(const uint8_t *payload, size_t len) {
+  uint8_t frame[PROTO_MAX_FRAME];
+  size_t frame_len = proto_encode(payload, len, frame, sizeof(frame));
+  if (frame_len) hal_uart_write(frame, frame_len);
+}
+
+static void send_fault(uint16_t faults, uint8_t channel) {
+  uint8_t payload[5] = {MSG_FAULT, fw.tx_sequence++, 0, 0, channel};
+  proto_put_u16(payload + 2, faults);
+  send(payload, sizeof(payload));
+}
+
+static void on_message(const uint8_t *payload, size_t len, void *user) {
+  (void)user;
+  if (len < 2) return;
+  uint8_t type = payload[0];
+  const uint8_t *body = payload + 2;
+  size_t body_len = len - 2;
+  if (type == MSG_HELLO && body_len >= 1) {
+    uint8_t ack[13] = {MSG_HELLO_ACK, fw.tx_sequence++, PROTOCOL_VERSION, FW_VERSION_MAJOR, FW_VERSION_MINOR,
+                       FW_VERSION_PATCH, HAL_MOTOR_CHANNELS};
+    proto_put_u16(ack + 7, FW_LOOP_HZ);
+    proto_put_u32(ack + 9, FW_COUNTS_PER_REV);
+    send(ack, sizeof(ack));
+    if (body[0] == PROTOCOL_VERSION) {
+      fw.status |= STATUS_HELLO_DONE;
+      fw.faults = 0; /* a new session acknowledges earlier faults */
+      fw.stalled_channel_mask = 0;
+    }
+  } else if (type == MSG_SET_VELOCITY && body_len >= 4 * HAL_MOTOR_CHANNELS) {
+    for (int i = 0; i < HAL_MOTOR_CHANNELS; ++i) {
+      float value = proto_get_f32(body + 4 * i);
+      fw.setpoint[i] = (value == value && value < 1e4f && value > -1e4f) ? value : 0.0f; /* NaN/Inf -> stop */
+    }
+    fw.last_setpoint_us = hal_time_us();
+    fw.status |= STATUS_SETPOINT_ACTIVE;
+  } else if (type == MSG_SET_GAINS && body_len >= 18) {
+    fw.gains.kp = proto_get_f32(body);
+    fw.gains.ki = proto_get_f32(body + 4);
+    fw.gains.kd = proto_get_f32(body + 8);
+    fw.gains.kff = proto_get_f32(body + 12);
+    fw.gains.watchdog_ms = proto_get_u16(body + 16);
+  }
+}
+
+void fw_init(void) {
+  memset(&fw, 0, sizeof(fw));
+  proto_parser_init(&fw.parser);
+  fw.gains.kp = 0.05f;
+  fw.gains.ki = 0.5f;
+  fw.gains.kd = 0.0f;
+  fw.gains.kff = 0.0f;
+  fw.gains.watchdog_ms = FW_DEFAULT_WATCHDOG_MS;
+  fw.faults = FAULT_RESET;
+  for (int i = 0; i < HAL_MOTOR_CHANNELS; ++i) {
+    int32_t count = hal_encoder_read((uint8_t)i);
+    for (uint32_t k = 0; k < FW_VELOCITY_WINDOW; ++k) fw.history[k][i] = count;
+    hal_motor_write((uint8_t)i, 0.0f, 1);
+  }
+}
+
+static float clamp(float value, float low, float high) { return value < low ? low : (value > high ? high : value); }
+
+static void send_telemetry(void) {
+  uint8_t payload[2 + TELEMETRY_BODY_SIZE] = {MSG_TELEMETRY, fw.tx_sequence++};
+  uint8_t *p = payload + 2;
+  uint32_t newest = (fw.history_index + FW_VELOCITY_WINDOW - 1) % FW_VELOCITY_WINDOW;
+  proto_put_u32(p, (uint32_t)(hal_time_us() / 1000u));
+  p += 4;
+  for (int i = 0; i < HAL_MOTOR_CHANNELS; ++i, p += 4) proto_put_u32(p, (uint32_t)fw.history[newest][i]);
+  for (int i = 0; i < HAL_MOTOR_CHANNELS; ++i, p += 4) proto_put_f32(p, fw.velocity[i]);
+  for (int i = 0; i < HAL_MOTOR_CHANNELS; ++i, p += 2) proto_put_u16(p, (uint16_t)(int16_t)(fw.duty[i] * 32767.0f));
+  proto_put_u16(p, fw.status);
+  proto_put_u16(p + 2, fw.faults);
+  proto_put_u16(p + 4, (uint16_t)fw.parser.frames_ok);
+  proto_put_u16(p + 6, (uint16_t)fw.parser.errors);
+  send(payload, sizeof(payload));
+}
+
+void fw_step(void) {
+  uint8_t rx[64];
+  size_t n;
+  while ((n = hal_uart_read(rx, sizeof(rx))) > 0) proto_parser_feed(&fw.parser, rx, n, on_message, 0);
+
+  const float dt = 1.0f / (float)FW_LOOP_HZ;
+  uint64_t now = hal_time_us();
+  uint32_t oldest = fw.history_index;  /* the slot about to be overwritten holds the count WINDOW loops ago */
+  int watchdog = !(fw.status & STATUS_SETPOINT_ACTIVE) ||
+                 now - fw.last_setpoint_us > (uint64_t)fw.gains.watchdog_ms * 1000u;
+  if (watchdog) {
+    fw.status = (uint16_t)((fw.status | STATUS_WATCHDOG_BRAKING) & ~STATUS_SETPOINT_ACTIVE);
+  } else {
+    fw.status &= (uint16_t)~STATUS_WATCHDOG_BRAKING;
+  }
+  for (int i = 0; i < HAL_MOTOR_CHANNELS; ++i) {
+    int32_t count = hal_encoder_read((uint8_t)i);
+    int32_t moved = (int32_t)((uint32_t)count - (uint32_t)fw.history[oldest][i]); /* wrap-safe */
+    fw.history[oldest][i] = count;
+    fw.velocity[i] = (float)moved * TWO_PI / (float)FW_COUNTS_PER_REV / (dt * FW_VELOCITY_WINDOW);
+    uint8_t stalled = (fw.stalled_channel_mask >> i) & 1u;
+    if (watchdog || stalled) {
+      fw.integral[i] = 0.0f;
+      fw.previous_error[i] = 0.0f;
+      fw.duty[i] = 0.0f;
+      hal_motor_write((uint8_t)i, 0.0f, 1);
+      continue;
+    }
+    float error = fw.setpoint[i] - fw.velocity[i];
+    fw.integral[i] = clamp(fw.integral[i] + fw.gains.ki * error * dt, -0.5f, 0.5f);
+    float derivative = (error - fw.previous_error[i]) / dt;
+    fw.previous_error[i] = error;
+    fw.duty[i] = clamp(fw.gains.kff * fw.setpoint[i] + fw.gains.kp * error + fw.integral[i] + fw.gains.kd * derivative,
+                       -1.0f, 1.0f);
+    /* Stall: saturated drive but the encoder does not move. */
+    int saturated = fw.duty[i] > 0.95f || fw.duty[i] < -0.95f;
+    fw.stall_loops[i] = (saturated && moved == 0) ? fw.stall_loops[i] + 1 : 0;
+    if (fw.stall_loops[i] >= FW_STALL_MS * FW_LOOP_HZ / 1000u) {
+      fw.stalled_channel_mask |= (uint8_t)(1u << i);
+      fw.faults |= FAULT_ENCODER_STALL;
+      fw.duty[i] = 0.0f;
+      send_fault(fw.faults, (uint8_t)i);
+    }
+    hal_motor_write((uint8_t)i, fw.duty[i], 0);
+  }
+  fw.history_index = (fw.history_index + 1) % FW_VELOCITY_WINDOW;
+  hal_fault_led(fw.faults != 0);
+  if (++fw.loops % FW_TELEMETRY_DIVIDER == 0) send_telemetry();
+}

@@ -1,0 +1,34 @@
+/* Hardware abstraction layer of the base-controller firmware.
+ *
+ * The firmware reaches hardware only through these functions. A board port (mcu/) implements
+ * them with timers, encoder interfaces and a USART; the simulator's host build (host/)
+ * implements them against the simulated motors and encoders. Nothing above this header knows
+ * which one it runs on. */
+#ifndef ROBOTSIM_HAL_H
+#define ROBOTSIM_HAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Number of motor channels the board offers. */
+#define HAL_MOTOR_CHANNELS 4
+
+/* Motor PWM duty in [-1, 1]; 0 with brake=1 shorts the windings (active brake). */
+void hal_motor_write(uint8_t channel, float duty, uint8_t brake);
+
+/* Quadrature encoder count of a channel (free-running, wraps at 2^32). */
+int32_t hal_encoder_read(uint8_t channel);
+
+/* Monotonic microseconds since boot. */
+uint64_t hal_time_us(void);
+
+/* Non-blocking UART: read up to max bytes into buf, returns the count (0 when none). */
+size_t hal_uart_read(uint8_t *buf, size_t max);
+
+/* Queue bytes for transmission; returns how many were accepted (the rest is dropped). */
+size_t hal_uart_write(const uint8_t *buf, size_t len);
+
+/* Optional fault indicator (LED); may do nothing. */
+void hal_fault_led(uint8_t on);
+
+#endif
