@@ -37,7 +37,8 @@ class NodeProcess:
         self.process = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, text=True)
 
     def output(self) -> str:
-        self.log.flush()
+        if not self.log.closed:
+            self.log.flush()
         return self.log_path.read_text()
 
     def stop(self) -> int:

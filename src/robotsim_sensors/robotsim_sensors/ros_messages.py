@@ -10,28 +10,18 @@ import array
 
 import numpy as np
 from builtin_interfaces.msg import Time
-from geometry_msgs.msg import TransformStamped
-from nav_msgs.msg import Odometry
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from sensor_msgs.msg import CameraInfo, Image, Imu, JointState, LaserScan, PointCloud2, PointField
+from sensor_msgs.msg import CameraInfo, Image, Imu, LaserScan, PointCloud2, PointField
 
-from robotsim_core.contract import QosSpec
 from robotsim_core.description.spec import CameraSpec
+from robotsim_core.ros_common import (joint_state, planar_odometry, qos_profile, stamp_msg,  # noqa: F401
+                                      transform, yaw_quaternion)
 
 from .camera import intrinsics
 from .readings import CameraReading, ImuReading, ScanReading
 
 
-def qos_profile(spec: QosSpec) -> QoSProfile:
-    return QoSProfile(
-        depth=spec.depth,
-        reliability=ReliabilityPolicy.RELIABLE if spec.reliability == 'reliable' else ReliabilityPolicy.BEST_EFFORT,
-        durability=(DurabilityPolicy.TRANSIENT_LOCAL if spec.durability == 'transient_local'
-                    else DurabilityPolicy.VOLATILE))
 
 
-def stamp_msg(nanoseconds: int) -> Time:
-    return Time(sec=nanoseconds // 1_000_000_000, nanosec=nanoseconds % 1_000_000_000)
 
 
 def laser_scan(reading: ScanReading, frame_id: str, stamp: Time) -> LaserScan:
@@ -119,45 +109,10 @@ def imu(reading: ImuReading, frame_id: str, stamp: Time) -> Imu:
     return msg
 
 
-def joint_state(names: list[str], positions, velocities, efforts, stamp: Time) -> JointState:
-    msg = JointState()
-    msg.header.stamp = stamp
-    msg.name = list(names)
-    msg.position = array.array('d', np.asarray(positions, dtype=np.float64).tobytes())
-    msg.velocity = array.array('d', np.asarray(velocities, dtype=np.float64).tobytes())
-    msg.effort = array.array('d', np.asarray(efforts, dtype=np.float64).tobytes())
-    return msg
 
 
-def yaw_quaternion(yaw: float) -> tuple[float, float, float, float]:
-    """(x, y, z, w) for a rotation about +z."""
-    return (0.0, 0.0, float(np.sin(yaw / 2)), float(np.cos(yaw / 2)))
 
 
-def planar_odometry(frame_id: str, child_frame_id: str, x: float, y: float, yaw: float, linear: float,
-                    angular: float, stamp: Time, pose_variance: float, twist_variance: float) -> Odometry:
-    msg = Odometry()
-    msg.header.stamp, msg.header.frame_id, msg.child_frame_id = stamp, frame_id, child_frame_id
-    msg.pose.pose.position.x, msg.pose.pose.position.y = float(x), float(y)
-    (msg.pose.pose.orientation.x, msg.pose.pose.orientation.y,
-     msg.pose.pose.orientation.z, msg.pose.pose.orientation.w) = yaw_quaternion(yaw)
-    msg.twist.twist.linear.x, msg.twist.twist.angular.z = float(linear), float(angular)
-    msg.pose.covariance = _diagonal6(pose_variance)
-    msg.twist.covariance = _diagonal6(twist_variance)
-    return msg
 
 
-def _diagonal6(variance: float) -> list[float]:
-    values = [0.0] * 36
-    for i in range(6):
-        values[7 * i] = variance
-    return values
 
-
-def transform(parent: str, child: str, translation, quaternion_xyzw, stamp: Time) -> TransformStamped:
-    msg = TransformStamped()
-    msg.header.stamp, msg.header.frame_id, msg.child_frame_id = stamp, parent, child
-    t, r = msg.transform.translation, msg.transform.rotation
-    t.x, t.y, t.z = (float(v) for v in translation)
-    r.x, r.y, r.z, r.w = (float(v) for v in quaternion_xyzw)
-    return msg

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
+import tempfile
 import time
 
 import rclpy
@@ -31,7 +33,7 @@ from robotsim_core.contract import IMAGE_TOPIC_STEMS
 from robotsim_core.description import load_robot
 from robotsim_core.errors import DescriptionError
 from robotsim_msgs.msg import SimStatus
-from robotsim_msgs.srv import Pause, Reset, SetEntityPose, Step
+from robotsim_msgs.srv import InjectFault, Pause, Reset, SetEntityPose, Step
 from robotsim_sensors import ros_messages as convert
 from robotsim_sensors.gl_backend import RenderUnavailable
 
@@ -67,15 +69,21 @@ class SimNode(Node):
         command_timeout = self.number_parameter('command_timeout', 0.5, minimum=1e-3)
         self.clock_rate = self.number_parameter('clock_rate', 250.0, minimum=1e-3)
         self.frame_prefix = declare('frame_prefix', '').value
-        self.publish_base = declare('publish_base', True).value
+        self.firmware = declare('firmware', False).value
+        default_link = os.path.join(tempfile.gettempdir(), f'robotsim-{os.getuid()}',
+                                    f'ttyMCU-{os.environ.get("ROS_DOMAIN_ID", "0")}{self.get_namespace().replace("/", "-")}')
+        self.serial_link = declare('serial_link', default_link).value
+        # With firmware in the loop the motor bridge publishes odometry, its TF and the wheel joints.
+        self.publish_base = declare('publish_base', not self.firmware).value
         self.duration = self.number_parameter('duration', 0.0, minimum=0.0)
         start_paused = declare('start_paused', False).value
         log_period = self.number_parameter('log_period', 5.0, minimum=0.1)
 
         model = load_robot(self.robot_name)
         world = load_world(resolve_world_path(self.world_name))
-        self.sim = Simulation(world, [RobotPlacement(model)], SimOptions(seed=seed, cameras=cameras,
-                                                                         command_timeout=command_timeout))
+        self.sim = Simulation(world, [RobotPlacement(model)], SimOptions(
+            seed=seed, cameras=cameras, command_timeout=command_timeout, firmware=self.firmware,
+            serial_links=[self.serial_link]))
         self.robot = self.sim.robots[0]
         self.model = model
         contract = self.robot.contract
@@ -103,6 +111,7 @@ class SimNode(Node):
         self.create_service(Step, 'sim/step', self.on_step)
         self.create_service(Reset, 'sim/reset', self.on_reset)
         self.create_service(SetEntityPose, 'sim/set_entity_pose', self.on_set_entity_pose)
+        self.create_service(InjectFault, 'sim/inject_fault', self.on_inject_fault)
 
         self.paused = start_paused
         self.time_offset_ns = 0
@@ -116,7 +125,9 @@ class SimNode(Node):
         self.create_timer(log_period, self.log_progress)
         self.get_logger().info(
             f'robot {model.name} in world {world.name}: {len(self.pubs)} topics, seed {seed}, '
-            f'real_time_factor {self.real_time_factor}, {"paused" if self.paused else "running"}')
+            f'real_time_factor {self.real_time_factor}, {"paused" if self.paused else "running"}, '
+            + (f'firmware in the loop on {self.serial_link} -> {self.robot.firmware.link.device}'
+               if self.firmware else 'built-in base controller'))
 
     # ------------------------------------------------------------------ helpers
     def number_parameter(self, name: str, default: float, minimum: float) -> float:
@@ -262,6 +273,15 @@ class SimNode(Node):
         response.success, response.message = error is None, error or 'ok'
         return response
 
+    def on_inject_fault(self, request, response):
+        firmware = self.robot.firmware
+        error = 'firmware is not in the loop (start with firmware:=true)' if firmware is None else \
+            firmware.inject(request.fault, request.channel, request.value)
+        response.success, response.message = error is None, error or f'{request.fault} applied'
+        if error is None:
+            self.get_logger().info(f'fault injected: {request.fault} channel {request.channel} value {request.value}')
+        return response
+
     # ------------------------------------------------------------------ main loop
     def report(self, wall_seconds: float) -> str:
         sim_seconds = self.sim.time_ns * 1e-9
@@ -309,6 +329,7 @@ def main(args=None) -> int:
         pass
     finally:
         node.get_logger().info(node.report(time.monotonic() - started))
+        node.sim.close()
         node.destroy_node()
         rclpy.try_shutdown()
     return 0

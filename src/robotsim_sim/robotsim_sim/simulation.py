@@ -17,6 +17,7 @@ import numpy as np
 
 from robotsim_core.contract import Contract, robot_contract
 from robotsim_core.drive import WheelOdometry
+from robotsim_firmware.in_the_loop import FirmwareInTheLoop
 from robotsim_sensors.camera import Camera, CameraRenderer
 from robotsim_sensors.imu import Imu
 from robotsim_sensors.lidar import Lidar
@@ -97,6 +98,8 @@ class RobotInstance:
     steer_actuators: dict[str, int] = field(default_factory=dict)
     arm_actuators: dict[str, int] = field(default_factory=dict)
     schedule: list[_Scheduled] = field(default_factory=list)
+    firmware: FirmwareInTheLoop | None = None
+    wheel_qpos: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
 
     @property
     def model(self):
@@ -119,6 +122,12 @@ class SimOptions:
     """Odometry, TF and ground-truth rate (Hz, sim time)."""
     command_timeout: float = 0.5
     """Seconds of sim time without a base command before the base stops."""
+    firmware: bool = False
+    """Drive the wheels with the real C firmware (host build) over a pty instead of the built-in controller."""
+    serial_links: list[str] | None = None
+    """Per robot: the path where the firmware's serial device appears (a symlink to the pty)."""
+    baud: int = 115200
+    """Serial link speed; limits the bytes per tick in each direction."""
 
 
 class Simulation:
@@ -182,6 +191,13 @@ class Simulation:
             driven = model.drive.driven_wheels
             robot.wheel_actuators = np.array([m.actuator(f'{prefix}{w.joint}_motor').id for w in driven], dtype=int)
             robot.wheel_dofs = np.array([m.jnt_dofadr[m.joint(prefix + w.joint).id] for w in driven], dtype=int)
+            robot.wheel_qpos = np.array([m.jnt_qposadr[m.joint(prefix + w.joint).id] for w in driven], dtype=int)
+            if self.options.firmware:
+                if model.drive.type != 'differential':
+                    raise ValueError(f'firmware in the loop drives differential bases; {model.name} is {model.drive.type}')
+                links = self.options.serial_links or []
+                robot.firmware = FirmwareInTheLoop(len(driven), links[index] if index < len(links) else None,
+                                                   self.options.seed, self.options.baud)
             for wheel in model.drive.wheels:
                 if wheel.steer_joint:
                     robot.steer_actuators[wheel.steer_joint] = m.actuator(f'{prefix}{wheel.steer_joint}_position').id
@@ -226,6 +242,8 @@ class Simulation:
                 robot.base_controller.reset()
                 robot.wheel_loop.reset()
                 robot.wheel_targets = None
+            if robot.firmware is not None:
+                robot.firmware.reset(self.seed)
             robot.arm.reset()
             if robot.odometry:
                 robot.odometry.reset()
@@ -277,7 +295,10 @@ class Simulation:
     def _apply_controls(self) -> None:
         dt = self.model.opt.timestep
         for robot in self.robots:
-            if robot.base_controller is not None:
+            if robot.firmware is not None:
+                self.data.ctrl[robot.wheel_actuators] = robot.firmware.step(self.data.qpos[robot.wheel_qpos],
+                                                                            self.timestep_ns)
+            elif robot.base_controller is not None:
                 targets = robot.base_controller.update(self.time, dt)
                 if targets is not robot.wheel_targets:
                     robot.wheel_targets = targets
@@ -325,6 +346,12 @@ class Simulation:
             stamp, (odometry.x, odometry.y, odometry.yaw) if odometry else (0.0, 0.0, 0.0),
             (odometry.linear, odometry.angular) if odometry else (0.0, 0.0),
             self.data.xpos[body].copy(), self.data.xquat[body].copy(), rotation.T @ linear_world, angular_body.copy())
+
+    def close(self) -> None:
+        """Release OS resources (the firmware's pseudo-terminals)."""
+        for robot in self.robots:
+            if robot.firmware is not None:
+                robot.firmware.close()
 
     def ground_truth_pose(self, robot: int = 0) -> tuple[np.ndarray, float]:
         """(position, yaw) of a robot's root link in the world."""

@@ -1,0 +1,76 @@
+"""ROS message helpers shared by every robotsim node (simulator, state publisher, motor bridge).
+
+The one module of robotsim_core that imports ROS types: nothing else in the core imports it, so
+the core stays usable without ROS (tests/test_layering.py checks both). Stamps are integer
+nanoseconds; quaternions in ROS order (x, y, z, w).
+"""
+
+from __future__ import annotations
+
+import array
+
+import numpy as np
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import TransformStamped
+from nav_msgs.msg import Odometry
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+
+from .contract import QosSpec
+
+
+def qos_profile(spec: QosSpec) -> QoSProfile:
+    return QoSProfile(
+        depth=spec.depth,
+        reliability=ReliabilityPolicy.RELIABLE if spec.reliability == 'reliable' else ReliabilityPolicy.BEST_EFFORT,
+        durability=(DurabilityPolicy.TRANSIENT_LOCAL if spec.durability == 'transient_local'
+                    else DurabilityPolicy.VOLATILE))
+
+
+def stamp_msg(nanoseconds: int) -> Time:
+    return Time(sec=nanoseconds // 1_000_000_000, nanosec=nanoseconds % 1_000_000_000)
+
+
+def joint_state(names: list[str], positions, velocities, efforts, stamp: Time) -> JointState:
+    msg = JointState()
+    msg.header.stamp = stamp
+    msg.name = list(names)
+    msg.position = array.array('d', np.asarray(positions, dtype=np.float64).tobytes())
+    msg.velocity = array.array('d', np.asarray(velocities, dtype=np.float64).tobytes())
+    msg.effort = array.array('d', np.asarray(efforts, dtype=np.float64).tobytes())
+    return msg
+
+
+def yaw_quaternion(yaw: float) -> tuple[float, float, float, float]:
+    """(x, y, z, w) for a rotation about +z."""
+    return (0.0, 0.0, float(np.sin(yaw / 2)), float(np.cos(yaw / 2)))
+
+
+def planar_odometry(frame_id: str, child_frame_id: str, x: float, y: float, yaw: float, linear: float,
+                    angular: float, stamp: Time, pose_variance: float, twist_variance: float) -> Odometry:
+    msg = Odometry()
+    msg.header.stamp, msg.header.frame_id, msg.child_frame_id = stamp, frame_id, child_frame_id
+    msg.pose.pose.position.x, msg.pose.pose.position.y = float(x), float(y)
+    (msg.pose.pose.orientation.x, msg.pose.pose.orientation.y,
+     msg.pose.pose.orientation.z, msg.pose.pose.orientation.w) = yaw_quaternion(yaw)
+    msg.twist.twist.linear.x, msg.twist.twist.angular.z = float(linear), float(angular)
+    msg.pose.covariance = _diagonal6(pose_variance)
+    msg.twist.covariance = _diagonal6(twist_variance)
+    return msg
+
+
+def _diagonal6(variance: float) -> list[float]:
+    values = [0.0] * 36
+    for i in range(6):
+        values[7 * i] = variance
+    return values
+
+
+def transform(parent: str, child: str, translation, quaternion_xyzw, stamp: Time) -> TransformStamped:
+    msg = TransformStamped()
+    msg.header.stamp, msg.header.frame_id, msg.child_frame_id = stamp, parent, child
+    t, r = msg.transform.translation, msg.transform.rotation
+    t.x, t.y, t.z = (float(v) for v in translation)
+    r.x, r.y, r.z, r.w = (float(v) for v in quaternion_xyzw)
+    return msg
+

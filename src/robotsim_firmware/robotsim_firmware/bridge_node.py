@@ -1,0 +1,291 @@
+"""Motor bridge node: the Jetson's side of the base MCU, identical in simulation and on the robot.
+
+/cmd_vel -> drive inverse kinematics -> wheel speed setpoints -> serial frames. Telemetry ->
+wheel /joint_states, encoder /odom and its odom -> base_footprint transform, and /diagnostics
+(link health, firmware version, fault flags). It opens its serial device like any USB CDC port
+(termios raw, baud) and reconnects when the device disappears and comes back.
+
+Only the device path differs between the worlds: in simulation it is the simulator's pty link,
+on the robot /dev/ttyACM0. This module imports no simulator code (tests/test_layering.py).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import termios
+import tty
+
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import Twist, TwistStamped
+from nav_msgs.msg import Odometry
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from tf2_msgs.msg import TFMessage
+
+from robotsim_core import ros_common as convert
+from robotsim_core.contract import RELIABLE_QOS, TF_QOS
+from robotsim_core.description import load_robot
+from robotsim_core.drive import WheelOdometry, inverse_kinematics
+from robotsim_core.errors import DescriptionError
+
+from . import protocol
+
+ODOM_VARIANCE = 1e-3
+
+
+class MotorBridge(Node):
+    def __init__(self):
+        super().__init__('motor_bridge')
+        number = ParameterDescriptor(dynamic_typing=True)
+        self.device = self.declare_parameter('device', '/dev/ttyACM0').value
+        self.baud = int(self.declare_parameter('baud', 115200, number).value)
+        robot = self.declare_parameter('robot', 'rover').value
+        self.command_timeout = float(self.declare_parameter('command_timeout', 0.5, number).value)
+        self.watchdog_ms = int(self.declare_parameter('watchdog_ms', 300, number).value)
+        self.telemetry_timeout = float(self.declare_parameter('telemetry_timeout', 0.5, number).value)
+        self.frame_prefix = self.declare_parameter('frame_prefix', '').value
+        stamped = self.declare_parameter('cmd_vel_stamped', False).value
+        reconnect_period = float(self.declare_parameter('reconnect_period', 1.0, number).value)
+
+        self.model = load_robot(robot)
+        if self.model.drive is None or self.model.drive.type != 'differential':
+            raise DescriptionError(self.model.source, 'drive.type', 'the motor bridge drives differential bases')
+        self.drive = self.model.drive
+        self.wheels = list(self.drive.driven_wheels)  # channel i drives wheels[i]
+        self.odometry = WheelOdometry(self.drive)
+        self.parser = protocol.FrameParser()
+        self.fd: int | None = None
+        self.sequence = 0
+        self.firmware_version = 'unknown'
+        self.counts_per_rev = 0
+        self.last_telemetry = None
+        self.last_telemetry_time = None
+        self.link_timeouts = 0
+        self.link_was_alive = False
+        self.faults = 0
+        self.reported_faults = 0
+        self.rejected_commands = 0
+        self.command = (0.0, 0.0)
+        self.command_time = None
+
+        self.joint_pub = self.create_publisher(JointState, 'joint_states', convert.qos_profile(RELIABLE_QOS))
+        self.odom_pub = self.create_publisher(Odometry, 'odom', convert.qos_profile(RELIABLE_QOS))
+        self.tf_pub = self.create_publisher(TFMessage, 'tf', convert.qos_profile(TF_QOS))
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self.create_subscription(TwistStamped if stamped else Twist, 'cmd_vel',
+                                 lambda msg: self.on_cmd_vel(msg.twist if stamped else msg), 10)
+        self.create_timer(0.005, self.poll_serial)
+        self.create_timer(0.02, self.send_setpoints)
+        self.create_timer(1.0, self.publish_diagnostics)
+        self.create_timer(reconnect_period, self.ensure_connected)
+        self.ensure_connected()
+
+    # ------------------------------------------------------------------ serial device
+    def frame(self, name: str) -> str:
+        return f'{self.frame_prefix}{name}'
+
+    def ensure_connected(self) -> None:
+        if self.fd is not None:
+            return
+        try:
+            fd = os.open(self.device, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
+        except OSError as error:
+            self.get_logger().warn(f'cannot open {self.device}: {error.strerror}; retrying',
+                                   throttle_duration_sec=10.0)
+            return
+        try:
+            tty.setraw(fd)
+            attributes = termios.tcgetattr(fd)
+            speed = getattr(termios, f'B{self.baud}', None)
+            if speed is None:
+                raise ValueError(f'parameter baud: unsupported rate {self.baud}')
+            attributes[4] = attributes[5] = speed
+            termios.tcsetattr(fd, termios.TCSANOW, attributes)
+        except (termios.error, OSError) as error:
+            os.close(fd)
+            self.get_logger().error(f'{self.device} is not a serial device: {error}')
+            return
+        self.fd = fd
+        self.parser = protocol.FrameParser()
+        self.get_logger().info(f'connected to {self.device} at {self.baud} baud; saying hello')
+        self.write(protocol.hello(self.next_sequence()))
+
+    def disconnect(self, reason: str) -> None:
+        if self.fd is not None:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+        self.fd = None
+        self.get_logger().warn(f'serial device {self.device} lost ({reason}); reconnecting')
+
+    def next_sequence(self) -> int:
+        self.sequence = (self.sequence + 1) & 0xFF
+        return self.sequence
+
+    def write(self, payload: bytes) -> None:
+        if self.fd is None:
+            return
+        try:
+            os.write(self.fd, protocol.encode_frame(payload))
+        except BlockingIOError:
+            pass  # output buffer full: this setpoint is lost, the next one follows in 20 ms
+        except OSError as error:
+            self.disconnect(error.strerror or str(error))
+
+    def poll_serial(self) -> None:
+        if self.fd is None:
+            return
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(self.fd, 4096)
+            except BlockingIOError:
+                break
+            except OSError as error:
+                self.disconnect(error.strerror or str(error))
+                return
+            if not chunk:
+                break
+            chunks.append(chunk)
+        for payload in self.parser.feed(b''.join(chunks)):
+            message = protocol.decode(payload)
+            if isinstance(message, protocol.HelloAck):
+                self.on_hello(message)
+            elif isinstance(message, protocol.Telemetry):
+                self.on_telemetry(message)
+            elif isinstance(message, protocol.Fault):
+                self.on_faults(message.faults, message.channel)
+
+    # ------------------------------------------------------------------ messages
+    def on_hello(self, ack: protocol.HelloAck) -> None:
+        self.firmware_version, self.counts_per_rev = ack.version, ack.counts_per_rev
+        if ack.protocol != protocol.PROTOCOL_VERSION:
+            self.get_logger().error(f'firmware speaks protocol {ack.protocol}, bridge {protocol.PROTOCOL_VERSION}')
+            return
+        # Speed-loop gains from the robot description: feedforward through the motor's no-load speed.
+        self.write(protocol.set_gains(self.next_sequence(), 0.3, 3.0, 0.0, 1.0 / self.drive.wheel_no_load_speed,
+                                      self.watchdog_ms))
+        self.get_logger().info(f'firmware {ack.version}, {ack.channels} channels, {ack.loop_hz} Hz loop, '
+                               f'{ack.counts_per_rev} counts/rev')
+
+    def on_telemetry(self, telemetry: protocol.Telemetry) -> None:
+        now = self.get_clock().now()
+        if self.counts_per_rev == 0:
+            self.write(protocol.hello(self.next_sequence()))  # telemetry before our hello was answered
+            return
+        if telemetry.faults & protocol.FAULT_RESET and self.last_telemetry is not None \
+                and not self.last_telemetry.faults & protocol.FAULT_RESET:
+            self.get_logger().warn('the MCU has reset; saying hello again')
+            self.write(protocol.hello(self.next_sequence()))
+        self.on_faults(telemetry.faults, None)
+        self.last_telemetry, self.last_telemetry_time = telemetry, now
+        self.link_was_alive = True
+        positions = {w.joint: telemetry.encoder[i] * 2 * math.pi / self.counts_per_rev for i, w in enumerate(self.wheels)}
+        self.odometry.update(now.nanoseconds * 1e-9, positions)
+        stamp = now.to_msg()
+        names = [w.joint for w in self.wheels]
+        self.joint_pub.publish(convert.joint_state(
+            names, [positions[w.joint] for w in self.wheels], telemetry.velocity[:len(self.wheels)],
+            [d * self.drive.wheel_max_torque for d in telemetry.duty[:len(self.wheels)]], stamp))
+        odom = self.odometry
+        footprint, odom_frame = self.frame(self.model.footprint_link), self.frame('odom')
+        self.odom_pub.publish(convert.planar_odometry(odom_frame, footprint, odom.x, odom.y, odom.yaw, odom.linear,
+                                                      odom.angular, stamp, ODOM_VARIANCE, ODOM_VARIANCE))
+        self.tf_pub.publish(TFMessage(transforms=[convert.transform(
+            odom_frame, footprint, (odom.x, odom.y, 0.0), convert.yaw_quaternion(odom.yaw), stamp)]))
+
+    def on_faults(self, faults: int, channel: int | None) -> None:
+        self.faults = faults
+        new = faults & ~self.reported_faults & ~protocol.FAULT_RESET
+        for bit, name in protocol.FAULT_NAMES.items():
+            if new & bit:
+                where = f' on channel {channel} ({self.wheels[channel].joint})' if channel is not None \
+                    and channel < len(self.wheels) else ''
+                self.get_logger().error(f'firmware fault: {name}{where}')
+        self.reported_faults = faults
+
+    def on_cmd_vel(self, twist) -> None:
+        linear, angular = twist.linear.x, twist.angular.z
+        if not (math.isfinite(linear) and math.isfinite(angular)):
+            self.rejected_commands += 1
+            self.get_logger().warn(f'rejected non-finite cmd_vel; {self.rejected_commands} rejected so far',
+                                   throttle_duration_sec=2.0)
+            return
+        d = self.drive
+        self.command = (max(-d.max_linear_speed, min(d.max_linear_speed, linear)),
+                        max(-d.max_yaw_rate, min(d.max_yaw_rate, angular)))
+        self.command_time = self.get_clock().now()
+
+    def send_setpoints(self) -> None:
+        if self.fd is None or self.counts_per_rev == 0:
+            return
+        now = self.get_clock().now()
+        fresh = self.command_time is not None and (now - self.command_time).nanoseconds * 1e-9 <= self.command_timeout
+        linear, angular = self.command if fresh else (0.0, 0.0)
+        targets = inverse_kinematics(self.drive, linear, angular)
+        self.write(protocol.set_velocity(self.next_sequence(), [targets.wheel_speeds[w.joint] for w in self.wheels]))
+
+    # ------------------------------------------------------------------ diagnostics
+    def publish_diagnostics(self) -> None:
+        now = self.get_clock().now()
+        alive = self.last_telemetry_time is not None and \
+            (now - self.last_telemetry_time).nanoseconds * 1e-9 <= self.telemetry_timeout
+        if self.link_was_alive and not alive:
+            self.link_timeouts += 1
+            self.link_was_alive = False
+            self.get_logger().error(f'no telemetry from the MCU for more than {self.telemetry_timeout} s')
+        telemetry = self.last_telemetry
+        if self.fd is None:
+            level, message = DiagnosticStatus.ERROR, f'serial device {self.device} not connected'
+        elif not alive:
+            level, message = DiagnosticStatus.ERROR, 'link down: no telemetry'
+        elif self.faults & ~protocol.FAULT_RESET:
+            level = DiagnosticStatus.ERROR
+            message = 'firmware fault: ' + ', '.join(n for b, n in protocol.FAULT_NAMES.items() if self.faults & b)
+        elif telemetry is not None and telemetry.status & protocol.STATUS_WATCHDOG_BRAKING:
+            level, message = DiagnosticStatus.OK, 'idle: firmware watchdog braking'
+        else:
+            level, message = DiagnosticStatus.OK, 'ok'
+        values = {
+            'device': self.device, 'firmware_version': self.firmware_version,
+            'frames_ok': self.parser.frames_ok, 'crc_errors': self.parser.errors,
+            'mcu_rx_frames_ok': telemetry.rx_frames_ok if telemetry else 0,
+            'mcu_rx_errors': telemetry.rx_errors if telemetry else 0,
+            'link_timeouts': self.link_timeouts, 'fault_flags': f'0x{self.faults:04x}',
+            'status_flags': f'0x{telemetry.status:04x}' if telemetry else 'n/a',
+            'rejected_commands': self.rejected_commands,
+        }
+        status = DiagnosticStatus(level=level, name=f'{self.get_name()}: base MCU link', message=message,
+                                  hardware_id=self.device,
+                                  values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
+        array = DiagnosticArray(status=[status])
+        array.header.stamp = now.to_msg()
+        self.diagnostics_pub.publish(array)
+
+
+def main(args=None) -> int:
+    rclpy.init(args=args)
+    try:
+        node = MotorBridge()
+    except (DescriptionError, ValueError) as error:
+        print(f'motor_bridge: error: {error}', file=sys.stderr)
+        rclpy.try_shutdown()
+        return 2
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""Firmware in the loop (ROS-free): the real C firmware drives simulated wheels.
+
+Each physics tick: the wheel angles become encoder counts (with any injected encoder fault),
+the serial link moves the tick's bytes between the pty and the MCU, the firmware runs for
+exactly the tick's sim time, and its PWM duties go back to the motors.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .host_library import CHANNELS, HostFirmware
+from .virtual_serial import PtyLink
+
+FAULTS = ('encoder_stuck', 'encoder_noise', 'motor_dead', 'link_drop', 'link_down', 'mcu_reset', 'clear')
+
+
+def wrap_int32(value: int) -> int:
+    return (value + 2**31) % 2**32 - 2**31
+
+
+class FirmwareInTheLoop:
+    def __init__(self, channels: int, link_path: str | None = None, seed: int = 0, baud: int = 115200):
+        if not 1 <= channels <= CHANNELS:
+            raise ValueError(f'the firmware drives 1 to {CHANNELS} wheels, the robot has {channels} driven wheels')
+        self.channels = channels
+        self.mcu = HostFirmware()
+        self.link = PtyLink(link_path, baud)
+        self.counts_per_radian = self.mcu.counts_per_rev / (2 * math.pi)
+        self.reset(seed)
+
+    @property
+    def device_path(self) -> str:
+        return self.link.path
+
+    def reset(self, seed: int = 0) -> None:
+        """Power-on: the MCU reboots, injected faults are cleared, encoder noise restarts from the seed."""
+        self.rng = np.random.default_rng(seed)
+        self.stuck: dict[int, int] = {}
+        self.noise: dict[int, int] = {}
+        self.dead: set[int] = set()
+        self.link.down, self.link.drop_every = False, 0
+        self.mcu.reset()
+
+    def step(self, wheel_angles: np.ndarray, dt_ns: int) -> np.ndarray:
+        plant = self.mcu.plant
+        for channel in range(self.channels):
+            count = wrap_int32(math.floor(wheel_angles[channel] * self.counts_per_radian))
+            if channel in self.stuck:
+                count = self.stuck[channel]
+            elif channel in self.noise:
+                amplitude = self.noise[channel]
+                count = wrap_int32(count + int(self.rng.integers(-amplitude, amplitude + 1)))
+            plant.encoder[channel] = count
+        from_host = self.link.transfer(self.mcu.transmitted(), dt_ns * 1e-9)
+        if from_host:
+            self.mcu.receive(from_host)
+        self.mcu.advance(dt_ns)
+        duties = np.array([plant.duty[channel] for channel in range(self.channels)])
+        for channel in self.dead:
+            duties[channel] = 0.0
+        return duties
+
+    def inject(self, fault: str, channel: int = 0, value: float = 0.0) -> str | None:
+        """Apply a fault; returns an error message for a bad request (nothing changes then)."""
+        if fault not in FAULTS:
+            return f'unknown fault {fault!r}; expected one of {", ".join(FAULTS)}'
+        if fault in ('encoder_stuck', 'encoder_noise', 'motor_dead') and not 0 <= channel < self.channels:
+            return f'channel {channel} out of range 0..{self.channels - 1}'
+        if fault == 'encoder_stuck':
+            self.stuck[channel] = int(self.mcu.plant.encoder[channel])
+        elif fault == 'encoder_noise':
+            if value < 1:
+                return 'encoder_noise needs value >= 1 (counts)'
+            self.noise[channel] = int(value)
+        elif fault == 'motor_dead':
+            self.dead.add(channel)
+        elif fault == 'link_drop':
+            if value < 2:
+                return 'link_drop needs value >= 2 (every value-th frame is lost)'
+            self.link.drop_every = int(value)
+        elif fault == 'link_down':
+            self.link.down = True
+        elif fault == 'mcu_reset':
+            self.mcu.reset()
+        else:
+            self.stuck.clear()
+            self.noise.clear()
+            self.dead.clear()
+            self.link.down, self.link.drop_every = False, 0
+        return None
+
+    def close(self) -> None:
+        self.link.close()

@@ -1,0 +1,170 @@
+"""Firmware in the loop: the real C firmware (host build) drives the simulated wheels through a
+pty, and the motor bridge node, which knows nothing of the simulator, closes the loop."""
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import Twist
+from nav_msgs.msg import Odometry
+from sensor_msgs.msg import JointState
+
+from robotsim_msgs.srv import InjectFault
+from rostest_helpers import RELIABLE, WORKSPACE, NodeProcess, Observer, stamp_seconds
+
+WORLDS = WORKSPACE / 'tests' / 'data' / 'worlds'
+
+
+@pytest.fixture
+def link(tmp_path) -> str:
+    return str(tmp_path / 'ttyMCU')
+
+
+def start(link: str, world: str = 'wall_ahead.yaml', **extra):
+    sim = NodeProcess('robotsim_sim', 'sim_node', {'world': str(WORLDS / world), 'cameras': False, 'firmware': True,
+                                                   'serial_link': link, 'real_time_factor': 1.0, **extra})
+    bridge = NodeProcess('robotsim_firmware', 'motor_bridge', {'device': link, 'use_sim_time': True,
+                                                               'reconnect_period': 0.2})
+    return sim, bridge
+
+
+def observer() -> Observer:
+    obs = Observer('fil_test')
+    obs.watch('/sim/ground_truth', Odometry, RELIABLE)
+    obs.watch('/odom', Odometry, RELIABLE)
+    obs.watch('/joint_states', JointState, RELIABLE)
+    obs.watch('/diagnostics', DiagnosticArray, RELIABLE)
+    return obs
+
+
+def sim_now(obs) -> float:
+    return stamp_seconds(obs.messages['/sim/ground_truth'][-1].header.stamp)
+
+
+def drive(obs, linear: float, seconds: float) -> None:
+    publisher = obs.node.create_publisher(Twist, '/cmd_vel', 10)
+    message = Twist()
+    message.linear.x = linear
+    end = sim_now(obs) + seconds
+    deadline = time.monotonic() + 60
+    while sim_now(obs) < end and time.monotonic() < deadline:
+        publisher.publish(message)
+        obs.spin_for(0.05)
+
+
+def diagnostics(obs) -> dict:
+    status = obs.messages['/diagnostics'][-1].status[0]
+    return {'level': status.level, 'message': status.message, **{kv.key: kv.value for kv in status.values}}
+
+
+def wait_connected(obs) -> None:
+    assert obs.spin_until(lambda: obs.messages['/odom'] and obs.messages['/sim/ground_truth']
+                          and obs.messages['/diagnostics'], 60), 'bridge never produced odometry'
+
+
+def test_closed_loop_drive_through_the_real_firmware(link):
+    obs = observer()
+    sim, bridge = start(link, world='wall_ahead.yaml')
+    try:
+        wait_connected(obs)
+        start_truth = obs.messages['/sim/ground_truth'][-1].pose.pose.position.x
+        start_odom = obs.messages['/odom'][-1].pose.pose.position.x
+        drive(obs, 0.3, 5.0)
+        obs.spin_for(1.0)
+        truth = obs.messages['/sim/ground_truth'][-1].pose.pose.position.x - start_truth
+        odom = obs.messages['/odom'][-1].pose.pose.position.x - start_odom
+        state = diagnostics(obs)
+        wheel_joints = obs.messages['/joint_states'][-1]
+    finally:
+        bridge.stop()
+        sim.stop()
+        obs.close()
+    assert truth == pytest.approx(1.5, abs=0.15), truth
+    assert odom == pytest.approx(truth, abs=0.05), 'encoder odometry agrees on a grippy floor'
+    assert state['firmware_version'] == '1.0.0' and int(state['frames_ok']) > 100
+    assert int(state['crc_errors']) == 0 and int(state['mcu_rx_errors']) == 0
+    assert set(wheel_joints.name) == {'front_left_wheel_joint', 'front_right_wheel_joint',
+                                      'rear_left_wheel_joint', 'rear_right_wheel_joint'}
+    assert 'connected to' in bridge.output() and 'firmware 1.0.0' in bridge.output()
+
+
+def test_link_down_stops_the_robot_and_is_reported(link):
+    obs = observer()
+    sim, bridge = start(link)
+    try:
+        wait_connected(obs)
+        drive(obs, 0.3, 2.0)
+        fault = obs.call(InjectFault, '/sim/inject_fault', InjectFault.Request(fault='link_down'))
+        assert fault.success, fault.message
+        cut = sim_now(obs)
+        publisher = obs.node.create_publisher(Twist, '/cmd_vel', 10)
+        message = Twist()
+        message.linear.x = 0.3
+        speeds = []
+        while sim_now(obs) < cut + 2.0:  # keep commanding: only the firmware watchdog can stop it
+            publisher.publish(message)
+            obs.spin_for(0.05)
+            truth = obs.messages['/sim/ground_truth'][-1]
+            speeds.append((stamp_seconds(truth.header.stamp) - cut, truth.twist.twist.linear.x))
+        obs.spin_for(1.5)
+        state = diagnostics(obs)
+    finally:
+        bridge.stop()
+        sim.stop()
+        obs.close()
+    # Watchdog 300 ms, then the wheels brake: stopped well within a second of sim time.
+    assert all(abs(v) < 0.03 for t, v in speeds if t > 0.8), speeds[-5:]
+    assert state['level'] == DiagnosticStatus_ERROR and state['message'] == 'link down: no telemetry'
+    assert int(state['link_timeouts']) >= 1
+    assert 'no telemetry from the MCU' in bridge.output()
+
+
+DiagnosticStatus_ERROR = bytes([2])
+
+
+def test_stuck_encoder_runaway_is_detected(link):
+    obs = observer()
+    sim, bridge = start(link)
+    try:
+        wait_connected(obs)
+        drive(obs, 0.2, 1.0)
+        assert obs.call(InjectFault, '/sim/inject_fault',
+                        InjectFault.Request(fault='encoder_stuck', channel=0)).success
+        drive(obs, 0.2, 2.0)
+        obs.spin_for(1.5)
+        state = diagnostics(obs)
+    finally:
+        bridge.stop()
+        sim.stop()
+        obs.close()
+    assert state['level'] == DiagnosticStatus_ERROR and 'encoder stall' in state['message']
+    assert int(state['fault_flags'], 16) & 1
+    assert 'firmware fault: encoder stall' in bridge.output() and 'front_left_wheel_joint' in bridge.output()
+
+
+def test_bridge_imports_nothing_of_the_simulator():
+    probe = ('import sys, robotsim_firmware.bridge_node; '
+             'print(sorted(m for m in sys.modules if m.split(".")[0] in '
+             '("mujoco", "robotsim_sim", "robotsim_sensors")))')
+    output = subprocess.run([sys.executable, '-c', probe], capture_output=True, text=True, check=True).stdout
+    assert output.strip() == '[]'
+
+
+def test_mcu_cross_build_and_size_report(tmp_path):
+    if shutil.which('arm-none-eabi-gcc') is None:
+        pytest.fail('arm-none-eabi-gcc missing: scripts/setup.sh installs gcc-arm-none-eabi')
+    firmware = WORKSPACE / 'src' / 'robotsim_firmware' / 'firmware'
+    result = subprocess.run(['make', '-C', str(firmware), 'mcu', f'BUILD={tmp_path}'], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    elf = tmp_path / 'robotsim_fw.elf'
+    header = elf.read_bytes()[:20]
+    assert header[:4] == b'\x7fELF' and header[18] == 40, 'an ARM ELF'  # e_machine 40 = EM_ARM
+    size = (tmp_path / 'robotsim_fw.size.txt').read_text().split('\n')[1].split()
+    text, data, bss = map(int, size[:3])
+    assert 1000 < text < 64 * 1024 and bss < 16 * 1024
+    print(f'MCU build: text {text} B, data {data} B, bss {bss} B')
