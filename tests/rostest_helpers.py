@@ -77,6 +77,7 @@ class Observer:
         self.executor.add_node(self.node)
         self.messages: dict[str, list] = defaultdict(list)
         self.watched: set[str] = set()
+        self.clients: dict = {}
 
     def watch(self, topic: str, msg_type, qos=RELIABLE, raw: bool = False) -> None:
         """Record ``topic`` (``raw``: the serialized bytes as they came off the wire); watching a
@@ -101,12 +102,13 @@ class Observer:
             self.executor.spin_once(timeout_sec=0.02)
 
     def call(self, srv_type, name: str, request, timeout: float = 30.0):
-        client = self.node.create_client(srv_type, name)
+        # One client per service, kept for the observer's life (destroying a client the executor
+        # still waits on aborts the process).
+        client = self.clients.get(name) or self.clients.setdefault(name, self.node.create_client(srv_type, name))
         assert client.wait_for_service(timeout_sec=timeout), f'service {name} not available'
         future = client.call_async(request)
         self.executor.spin_until_future_complete(future, timeout_sec=timeout)
         assert future.done(), f'service {name} did not answer'
-        self.node.destroy_client(client)
         return future.result()
 
     def close(self) -> None:

@@ -79,7 +79,7 @@ def test_closed_loop_drive_through_the_real_firmware(link):
         truth = obs.messages['/sim/ground_truth'][-1].pose.pose.position.x - start_truth
         odom = obs.messages['/odom'][-1].pose.pose.position.x - start_odom
         state = diagnostics(obs)
-        wheel_joints = obs.messages['/joint_states'][-1]
+        joint_messages = list(obs.messages['/joint_states'])
     finally:
         bridge.stop()
         sim.stop()
@@ -88,8 +88,11 @@ def test_closed_loop_drive_through_the_real_firmware(link):
     assert odom == pytest.approx(truth, abs=0.05), 'encoder odometry agrees on a grippy floor'
     assert state['firmware_version'] == '1.0.0' and int(state['frames_ok']) > 100
     assert int(state['crc_errors']) == 0 and int(state['mcu_rx_errors']) == 0
-    assert set(wheel_joints.name) == {'front_left_wheel_joint', 'front_right_wheel_joint',
-                                      'rear_left_wheel_joint', 'rear_right_wheel_joint'}
+    wheels = {'front_left_wheel_joint', 'front_right_wheel_joint', 'rear_left_wheel_joint', 'rear_right_wheel_joint'}
+    # The bridge publishes the wheels (from telemetry), the simulator the arm: never both in one message.
+    assert any(set(m.name) == wheels for m in joint_messages)
+    assert any('arm_base_joint' in m.name for m in joint_messages)
+    assert not any(wheels & set(m.name) and 'arm_base_joint' in m.name for m in joint_messages)
     assert 'connected to' in bridge.output() and 'firmware 1.0.0' in bridge.output()
 
 
@@ -168,3 +171,101 @@ def test_mcu_cross_build_and_size_report(tmp_path):
     text, data, bss = map(int, size[:3])
     assert 1000 < text < 64 * 1024 and bss < 16 * 1024
     print(f'MCU build: text {text} B, data {data} B, bss {bss} B')
+
+
+def test_every_fault_is_detected_and_reported(link):
+    """Frame drops, an MCU reset, encoder noise and dead motors, one after the other."""
+    obs = observer()
+    sim, bridge = start(link)
+
+    def inject(fault, channel=0, value=0.0):
+        response = obs.call(InjectFault, '/sim/inject_fault', InjectFault.Request(fault=fault, channel=channel,
+                                                                                  value=float(value)))
+        assert response.success, response.message
+
+    def settle():
+        obs.spin_for(1.2)  # the next 1 Hz diagnostics message
+        return diagnostics(obs)
+
+    try:
+        wait_connected(obs)
+        inject('link_drop', value=4.0)
+        drive(obs, 0.2, 2.0)
+        dropped = settle()
+        inject('clear')
+        inject('mcu_reset')
+        drive(obs, 0.2, 2.0)
+        moved_after_reset = abs(obs.messages['/sim/ground_truth'][-1].twist.twist.linear.x)
+        after_reset = settle()
+        inject('encoder_noise', channel=1, value=1000.0)
+        drive(obs, 0.2, 1.0)
+        noisy = settle()
+        inject('clear')
+        inject('motor_dead', channel=0)
+        inject('motor_dead', channel=2)  # both left motors
+        drive(obs, 0.3, 2.0)
+        dead = settle()
+        rejected = obs.call(InjectFault, '/sim/inject_fault', InjectFault.Request(fault='gremlins'))
+    finally:
+        bridge.stop()
+        sim.stop()
+        obs.close()
+    assert int(dropped['frames_lost']) > 10 and dropped['level'] == bytes([1]), dropped
+    assert int(after_reset['mcu_resets']) >= 1 and 'the MCU has reset' in bridge.output()
+    assert moved_after_reset > 0.1, 'the bridge says hello again and driving resumes'
+    assert int(noisy['encoder_glitches']) > 0 and noisy['level'] in (bytes([1]), bytes([2]))
+    assert dead['level'] == DiagnosticStatus_ERROR and 'front_left_wheel_joint' in dead['message'], dead
+    assert not rejected.success and 'unknown fault' in rejected.message
+
+
+def test_bridge_reconnects_when_the_device_comes_back(link):
+    obs = observer()
+    bridge = NodeProcess('robotsim_firmware', 'motor_bridge', {'device': link, 'use_sim_time': True,
+                                                               'reconnect_period': 0.2})
+    try:
+        obs.spin_for(1.0)  # no device yet
+        sim = NodeProcess('robotsim_sim', 'sim_node', {'world': str(WORLDS / 'wall_ahead.yaml'), 'cameras': False,
+                                                       'firmware': True, 'serial_link': link})
+        wait_connected(obs)
+        sim.stop()  # the device disappears
+        obs.spin_for(1.5)
+        assert not os.path.lexists(link)
+        obs.messages['/odom'].clear()
+        sim = NodeProcess('robotsim_sim', 'sim_node', {'world': str(WORLDS / 'wall_ahead.yaml'), 'cameras': False,
+                                                       'firmware': True, 'serial_link': link})
+        assert obs.spin_until(lambda: obs.messages['/odom'], 60), 'no odometry after the device came back'
+        sim.stop()
+    finally:
+        bridge.stop()
+        obs.close()
+    log = bridge.output()
+    assert 'cannot open' in log and log.count('connected to') >= 2 and 'lost' in log
+
+
+def topic_graph(params: dict, with_bridge: bool, link: str) -> dict[str, list[str]]:
+    obs = Observer('graph_probe')
+    sim = NodeProcess('robotsim_sim', 'sim_node', {'world': str(WORLDS / 'wall_ahead.yaml'), 'serial_link': link,
+                                                   **params})
+    bridge = NodeProcess('robotsim_firmware', 'motor_bridge', {'device': link, 'use_sim_time': True}) \
+        if with_bridge else None
+    try:
+        obs.spin_until(lambda: obs.node.count_publishers('/odom') > 0 and obs.node.count_publishers('/scan') > 0, 60)
+        obs.spin_for(2.0)
+        graph = {name: types for name, types in obs.node.get_topic_names_and_types()
+                 if obs.node.count_publishers(name) > 0}
+    finally:
+        if bridge:
+            bridge.stop()
+        sim.stop()
+        obs.close()
+    return graph
+
+
+def test_both_base_control_modes_publish_the_same_topics(link):
+    builtin = topic_graph({'firmware': False}, False, link)
+    firmware = topic_graph({'firmware': True}, True, link)
+    robot_topics = {'/odom', '/tf', '/joint_states', '/scan', '/imu/data', '/camera/image_raw', '/clock'}
+    for topic in robot_topics:
+        assert builtin.get(topic) == firmware.get(topic), topic
+        assert builtin.get(topic), topic
+    assert '/diagnostics' in firmware

@@ -30,12 +30,15 @@ from tf2_msgs.msg import TFMessage
 from robotsim_core import ros_common as convert
 from robotsim_core.contract import RELIABLE_QOS, TF_QOS
 from robotsim_core.description import load_robot
-from robotsim_core.drive import WheelOdometry, inverse_kinematics
+from robotsim_core.drive import VelocityLimiter, WheelOdometry, inverse_kinematics
 from robotsim_core.errors import DescriptionError
 
 from . import protocol
 
 ODOM_VARIANCE = 1e-3
+IN_FLIGHT_FRAMES = 3
+SETPOINT_PERIOD = 0.02  # s: setpoints at 50 Hz, well inside the firmware watchdog
+TRACKING_FRAMES = 50  # 0.5 s of telemetry: a wheel off its setpoint this long is not following
 
 
 class MotorBridge(Node):
@@ -56,20 +59,35 @@ class MotorBridge(Node):
         if self.model.drive is None or self.model.drive.type != 'differential':
             raise DescriptionError(self.model.source, 'drive.type', 'the motor bridge drives differential bases')
         self.drive = self.model.drive
+        # Twice what a motor's stall torque can do to its rotor inertia alone: faster changes of
+        # measured wheel speed are encoder glitches, not motion.
+        self.max_wheel_acceleration = 2.0 * self.drive.wheel_max_torque / self.drive.wheel_armature
         self.wheels = list(self.drive.driven_wheels)  # channel i drives wheels[i]
         self.odometry = WheelOdometry(self.drive)
+        self.limiter = VelocityLimiter(self.drive)  # the drive's speed/acceleration limits, as in the sim
         self.parser = protocol.FrameParser()
         self.fd: int | None = None
         self.sequence = 0
         self.firmware_version = 'unknown'
         self.counts_per_rev = 0
         self.last_telemetry = None
+        self.mcu_frames_offset = 0   # frames_sent when the MCU last (re)started counting
+        self.mcu_frames_seen = 0     # frames the MCU received since then (unwrapped)
+        self.mcu_frames_raw = 0
         self.last_telemetry_time = None
         self.link_timeouts = 0
         self.link_was_alive = False
         self.faults = 0
         self.reported_faults = 0
         self.rejected_commands = 0
+        self.frames_sent = 0
+        self.mcu_resets = 0
+        self.encoder_glitches = 0
+        self.reported_lost = 0       # counters at the previous diagnostics message
+        self.reported_glitches = 0
+        self.setpoints = [0.0] * len(self.wheels)
+        self.off_setpoint = [0] * len(self.wheels)
+        self.not_tracking: set[int] = set()
         self.command = (0.0, 0.0)
         self.command_time = None
 
@@ -80,7 +98,7 @@ class MotorBridge(Node):
         self.create_subscription(TwistStamped if stamped else Twist, 'cmd_vel',
                                  lambda msg: self.on_cmd_vel(msg.twist if stamped else msg), 10)
         self.create_timer(0.005, self.poll_serial)
-        self.create_timer(0.02, self.send_setpoints)
+        self.create_timer(SETPOINT_PERIOD, self.send_setpoints)
         self.create_timer(1.0, self.publish_diagnostics)
         self.create_timer(reconnect_period, self.ensure_connected)
         self.ensure_connected()
@@ -95,7 +113,7 @@ class MotorBridge(Node):
         try:
             fd = os.open(self.device, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
         except OSError as error:
-            self.get_logger().warn(f'cannot open {self.device}: {error.strerror}; retrying',
+            self.get_logger().warning(f'cannot open {self.device}: {error.strerror}; retrying',
                                    throttle_duration_sec=10.0)
             return
         try:
@@ -122,7 +140,7 @@ class MotorBridge(Node):
             except OSError:
                 pass
         self.fd = None
-        self.get_logger().warn(f'serial device {self.device} lost ({reason}); reconnecting')
+        self.get_logger().warning(f'serial device {self.device} lost ({reason}); reconnecting')
 
     def next_sequence(self) -> int:
         self.sequence = (self.sequence + 1) & 0xFF
@@ -133,6 +151,7 @@ class MotorBridge(Node):
             return
         try:
             os.write(self.fd, protocol.encode_frame(payload))
+            self.frames_sent += 1
         except BlockingIOError:
             pass  # output buffer full: this setpoint is lost, the next one follows in 20 ms
         except OSError as error:
@@ -179,11 +198,29 @@ class MotorBridge(Node):
         if self.counts_per_rev == 0:
             self.write(protocol.hello(self.next_sequence()))  # telemetry before our hello was answered
             return
-        if telemetry.faults & protocol.FAULT_RESET and self.last_telemetry is not None \
-                and not self.last_telemetry.faults & protocol.FAULT_RESET:
-            self.get_logger().warn('the MCU has reset; saying hello again')
+        previous = self.last_telemetry
+        if telemetry.faults & protocol.FAULT_RESET and previous is not None \
+                and not previous.faults & protocol.FAULT_RESET:
+            self.mcu_resets += 1
+            self.get_logger().warning('the MCU has reset; saying hello again')
             self.write(protocol.hello(self.next_sequence()))
+            self.mcu_frames_offset = self.frames_sent  # its receive counter restarted from zero
+        # The MCU's receive counters are 16 bits: accumulate their increments.
+        raw = (telemetry.rx_frames_ok + telemetry.rx_errors) % 65536
+        if telemetry.faults & protocol.FAULT_RESET and (previous is None or not previous.faults & protocol.FAULT_RESET):
+            self.mcu_frames_seen, self.mcu_frames_raw = 0, 0
+        self.mcu_frames_seen += (raw - self.mcu_frames_raw) % 65536
+        self.mcu_frames_raw = raw
+        if previous is not None:
+            # A wheel cannot change speed by more than MAX_WHEEL_ACCELERATION between two telemetry
+            # frames: larger jumps are encoder glitches (noise, missed or extra counts).
+            dt = max((telemetry.time_ms - previous.time_ms) * 1e-3, 1e-3)
+            jumps = [abs(a - b) / dt for a, b in zip(telemetry.velocity, previous.velocity)]
+            if max(jumps[:len(self.wheels)]) > self.max_wheel_acceleration:
+                self.encoder_glitches += 1
+                self.get_logger().warning('implausible wheel acceleration: encoder glitch', throttle_duration_sec=5.0)
         self.on_faults(telemetry.faults, None)
+        self.check_tracking(telemetry)
         self.last_telemetry, self.last_telemetry_time = telemetry, now
         self.link_was_alive = True
         positions = {w.joint: telemetry.encoder[i] * 2 * math.pi / self.counts_per_rev for i, w in enumerate(self.wheels)}
@@ -200,6 +237,21 @@ class MotorBridge(Node):
         self.tf_pub.publish(TFMessage(transforms=[convert.transform(
             odom_frame, footprint, (odom.x, odom.y, 0.0), convert.yaw_quaternion(odom.yaw), stamp)]))
 
+    def check_tracking(self, telemetry: protocol.Telemetry) -> None:
+        """A driven wheel far from its setpoint for TRACKING_FRAMES in a row is not following it: a
+        dead motor dragged along, a stalled wheel, or a wheel spinning on ice."""
+        braking = telemetry.status & protocol.STATUS_WATCHDOG_BRAKING
+        for channel, wheel in enumerate(self.wheels):
+            setpoint, measured = self.setpoints[channel], telemetry.velocity[channel]
+            off = not braking and abs(measured - setpoint) > 0.25 * abs(setpoint) + 0.5
+            self.off_setpoint[channel] = self.off_setpoint[channel] + 1 if off else 0
+            if self.off_setpoint[channel] >= TRACKING_FRAMES and channel not in self.not_tracking:
+                self.not_tracking.add(channel)
+                self.get_logger().error(f'wheel {wheel.joint} (channel {channel}) is not following its setpoint: '
+                                        f'{measured:.2f} rad/s for {setpoint:.2f} rad/s')
+            elif self.off_setpoint[channel] == 0:
+                self.not_tracking.discard(channel)
+
     def on_faults(self, faults: int, channel: int | None) -> None:
         self.faults = faults
         new = faults & ~self.reported_faults & ~protocol.FAULT_RESET
@@ -214,7 +266,7 @@ class MotorBridge(Node):
         linear, angular = twist.linear.x, twist.angular.z
         if not (math.isfinite(linear) and math.isfinite(angular)):
             self.rejected_commands += 1
-            self.get_logger().warn(f'rejected non-finite cmd_vel; {self.rejected_commands} rejected so far',
+            self.get_logger().warning(f'rejected non-finite cmd_vel; {self.rejected_commands} rejected so far',
                                    throttle_duration_sec=2.0)
             return
         d = self.drive
@@ -227,9 +279,10 @@ class MotorBridge(Node):
             return
         now = self.get_clock().now()
         fresh = self.command_time is not None and (now - self.command_time).nanoseconds * 1e-9 <= self.command_timeout
-        linear, angular = self.command if fresh else (0.0, 0.0)
+        linear, angular = self.limiter(*(self.command if fresh else (0.0, 0.0)), SETPOINT_PERIOD)
         targets = inverse_kinematics(self.drive, linear, angular)
-        self.write(protocol.set_velocity(self.next_sequence(), [targets.wheel_speeds[w.joint] for w in self.wheels]))
+        self.setpoints = [targets.wheel_speeds[w.joint] for w in self.wheels]
+        self.write(protocol.set_velocity(self.next_sequence(), self.setpoints))
 
     # ------------------------------------------------------------------ diagnostics
     def publish_diagnostics(self) -> None:
@@ -241,6 +294,12 @@ class MotorBridge(Node):
             self.link_was_alive = False
             self.get_logger().error(f'no telemetry from the MCU for more than {self.telemetry_timeout} s')
         telemetry = self.last_telemetry
+        # Frames the MCU never saw: sent since its last reset minus what it counted (good or bad);
+        # a few may still be in flight.
+        frames_lost = max(0, self.frames_sent - self.mcu_frames_offset - self.mcu_frames_seen - IN_FLIGHT_FRAMES)
+        new_lost = max(0, frames_lost - self.reported_lost)
+        new_glitches = self.encoder_glitches - self.reported_glitches
+        self.reported_lost, self.reported_glitches = frames_lost, self.encoder_glitches
         if self.fd is None:
             level, message = DiagnosticStatus.ERROR, f'serial device {self.device} not connected'
         elif not alive:
@@ -248,6 +307,14 @@ class MotorBridge(Node):
         elif self.faults & ~protocol.FAULT_RESET:
             level = DiagnosticStatus.ERROR
             message = 'firmware fault: ' + ', '.join(n for b, n in protocol.FAULT_NAMES.items() if self.faults & b)
+        elif self.not_tracking:
+            level = DiagnosticStatus.ERROR
+            message = 'wheels not following their setpoints: ' + ', '.join(
+                self.wheels[c].joint for c in sorted(self.not_tracking))
+        elif new_glitches or new_lost > 5:
+            level = DiagnosticStatus.WARN
+            message = (f'link or encoder degraded in the last second: {new_lost} frames lost, '
+                       f'{new_glitches} encoder glitches')
         elif telemetry is not None and telemetry.status & protocol.STATUS_WATCHDOG_BRAKING:
             level, message = DiagnosticStatus.OK, 'idle: firmware watchdog braking'
         else:
@@ -259,7 +326,8 @@ class MotorBridge(Node):
             'mcu_rx_errors': telemetry.rx_errors if telemetry else 0,
             'link_timeouts': self.link_timeouts, 'fault_flags': f'0x{self.faults:04x}',
             'status_flags': f'0x{telemetry.status:04x}' if telemetry else 'n/a',
-            'rejected_commands': self.rejected_commands,
+            'rejected_commands': self.rejected_commands, 'frames_sent': self.frames_sent,
+            'frames_lost': frames_lost, 'mcu_resets': self.mcu_resets, 'encoder_glitches': self.encoder_glitches,
         }
         status = DiagnosticStatus(level=level, name=f'{self.get_name()}: base MCU link', message=message,
                                   hardware_id=self.device,

@@ -226,7 +226,7 @@ class SimNode(Node):
         twist = msg.twist if self.cmd_vel_stamped else msg
         if not self.sim.command_base(0, twist.linear.x, twist.angular.z):
             self.rejected_commands += 1
-            self.get_logger().warn(f'rejected non-finite cmd_vel (linear.x={twist.linear.x}, angular.z={twist.angular.z});'
+            self.get_logger().warning(f'rejected non-finite cmd_vel (linear.x={twist.linear.x}, angular.z={twist.angular.z});'
                                    f' {self.rejected_commands} rejected so far', throttle_duration_sec=2.0)
 
     def on_trajectory(self, msg: JointTrajectory) -> None:
@@ -236,7 +236,7 @@ class SimNode(Node):
             start = (msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec - self.time_offset_ns) * 1e-9
         error = self.sim.command_arm(0, [n.removeprefix(self.frame_prefix) for n in msg.joint_names], points, start)
         if error:
-            self.get_logger().warn(f'rejected arm trajectory: {error}', throttle_duration_sec=2.0)
+            self.get_logger().warning(f'rejected arm trajectory: {error}', throttle_duration_sec=2.0)
 
     def on_pause(self, request, response):
         self.paused = request.paused
