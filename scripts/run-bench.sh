@@ -7,3 +7,4 @@ source "$ws/scripts/env.sh"
 "$ws/scripts/build.sh"
 cd "$ws"
 python bench/bench_sim.py --write-readme "$@"
+python bench/honest_encoders.py --write-readme

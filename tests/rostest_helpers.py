@@ -3,6 +3,7 @@ with a plain rclpy node in the test process."""
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import signal
@@ -16,6 +17,11 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 WORKSPACE = Path(__file__).resolve().parents[1]
+
+
+def _die_with_parent() -> None:
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL('libc.so.6', use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def executable(package: str, name: str) -> str:
@@ -34,7 +40,10 @@ class NodeProcess:
             args += ['-r', f'__ns:=/{namespace}']
         self.log_path = Path(os.environ.get('PYTEST_TMPDIR', '/tmp')) / f'{name}-{os.getpid()}-{time.monotonic_ns()}.log'
         self.log = open(self.log_path, 'w+')
-        self.process = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, text=True)
+        # If the test process dies (even by abort), the kernel stops the node too: no orphans
+        # left to load the machine for the tests after.
+        self.process = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, text=True,
+                                        preexec_fn=_die_with_parent)
 
     def output(self) -> str:
         if not self.log.closed:

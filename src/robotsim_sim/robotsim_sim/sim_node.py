@@ -32,6 +32,7 @@ from trajectory_msgs.msg import JointTrajectory
 from robotsim_core.contract import IMAGE_TOPIC_STEMS
 from robotsim_core.description import load_robot
 from robotsim_core.errors import DescriptionError
+from robotsim_firmware.host_library import FirmwareBuildError
 from robotsim_msgs.msg import SimStatus
 from robotsim_msgs.srv import InjectFault, Pause, Reset, SetEntityPose, Step
 from robotsim_sensors import ros_messages as convert
@@ -316,7 +317,7 @@ def main(args=None) -> int:
     rclpy.init(args=args)
     try:
         node = SimNode()
-    except (DescriptionError, RenderUnavailable, ParameterError) as error:
+    except (DescriptionError, RenderUnavailable, ParameterError, FirmwareBuildError) as error:
         print(f'robotsim_sim: error: {error}', file=sys.stderr)
         rclpy.try_shutdown()
         return 2

@@ -17,6 +17,7 @@ import numpy as np
 
 from robotsim_core.contract import Contract, robot_contract
 from robotsim_core.drive import WheelOdometry
+from robotsim_core.errors import DescriptionError
 from robotsim_firmware.in_the_loop import FirmwareInTheLoop
 from robotsim_sensors.camera import Camera, CameraRenderer
 from robotsim_sensors.imu import Imu
@@ -194,7 +195,8 @@ class Simulation:
             robot.wheel_qpos = np.array([m.jnt_qposadr[m.joint(prefix + w.joint).id] for w in driven], dtype=int)
             if self.options.firmware:
                 if model.drive.type != 'differential':
-                    raise ValueError(f'firmware in the loop drives differential bases; {model.name} is {model.drive.type}')
+                    raise DescriptionError(model.source, 'drive.type', 'firmware in the loop drives differential bases; '
+                                           f'{model.name} is {model.drive.type} (run it with firmware:=false)')
                 links = self.options.serial_links or []
                 robot.firmware = FirmwareInTheLoop(len(driven), links[index] if index < len(links) else None,
                                                    self.options.seed, self.options.baud)
