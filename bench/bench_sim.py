@@ -9,7 +9,6 @@ by some percent between runs.
 from __future__ import annotations
 
 import argparse
-import copy
 import os
 import platform
 import re
@@ -194,7 +193,7 @@ def main() -> int:
     header = ['| measure | this machine | target |', '|---|---|---|']
     block = '\n'.join([
         f'Measured by `make bench` on {time.strftime("%Y-%m-%d")}: {machine()}; GL renderer: {renderer}.',
-        f'Default sensor set: rover in the room world, 500 Hz physics, 360-beam lidar at 10 Hz, 320x240 RGB-D at 15 Hz,',
+        'Default sensor set: rover in the room world, 500 Hz physics, 360-beam lidar at 10 Hz, 320x240 RGB-D at 15 Hz,',
         'IMU at 100 Hz, joint states/odometry/TF at 50 Hz. RTF is simulated seconds per wall second over '
         f'{SIM_SECONDS:.0f} s of sim time, as fast as possible; "sim_node" runs the ROS node with no subscriber.',
         '', *header, *rows])

@@ -11,11 +11,9 @@ import math
 import os
 import sys
 import tempfile
-import termios
 import tty
 from pathlib import Path
 
-import numpy as np
 import yaml
 
 from robotsim_core.description import load_robot
@@ -126,13 +124,12 @@ def main() -> int:
         host.run(1.0, forward_speeds(host, 0.2))
         start, x0 = host.telemetry.encoder, sim.ground_truth_pose()[0][0]
         sim.robots[0].firmware.inject('encoder_stuck', 0)
-        stuck_at = sim.time
         detected = host.run(3.0, forward_speeds(host, 0.2), until=lambda: host.faults & protocol.FAULT_ENCODER_STALL)
         wheel_speed = abs(sim.data.qvel[sim.robots[0].wheel_dofs[0]])
         host.run(1.0, forward_speeds(host, 0.2))
         _, yaw = sim.ground_truth_pose()
         believed, actual = host.encoder_distance(start), sim.ground_truth_pose()[0][0] - x0
-        rows.append((f'encoder of front_left stuck while driving at 0.2 m/s', believed, actual,
+        rows.append(('encoder of front_left stuck while driving at 0.2 m/s', believed, actual,
                      f'runaway: that wheel reached {wheel_speed:.1f} rad/s (setpoint 4.4); firmware stall fault after '
                      f'{detected:.2f} s, wheel braked; heading error {math.degrees(yaw):.1f} deg'))
         host.close()

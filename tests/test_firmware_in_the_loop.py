@@ -1,15 +1,15 @@
 """Firmware in the loop: the real C firmware (host build) drives the simulated wheels through a
 pty, and the motor bridge node, which knows nothing of the simulator, closes the loop."""
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
-from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
@@ -25,12 +25,20 @@ def link(tmp_path) -> str:
     return str(tmp_path / 'ttyMCU')
 
 
-def start(link: str, world: str = 'wall_ahead.yaml', **extra):
+@contextlib.contextmanager
+def running(link: str, world: str = 'wall_ahead.yaml'):
+    """Simulator with firmware in the loop + motor bridge + an observer; all stopped on exit."""
+    obs = observer()
     sim = NodeProcess('robotsim_sim', 'sim_node', {'world': str(WORLDS / world), 'cameras': False, 'firmware': True,
-                                                   'serial_link': link, 'real_time_factor': 1.0, **extra})
+                                                   'serial_link': link, 'real_time_factor': 1.0})
     bridge = NodeProcess('robotsim_firmware', 'motor_bridge', {'device': link, 'use_sim_time': True,
                                                                'reconnect_period': 0.2})
-    return sim, bridge
+    try:
+        yield obs, sim, bridge
+    finally:
+        bridge.stop()
+        sim.stop()
+        obs.close()
 
 
 def observer() -> Observer:
@@ -68,9 +76,7 @@ def wait_connected(obs) -> None:
 
 
 def test_closed_loop_drive_through_the_real_firmware(link):
-    obs = observer()
-    sim, bridge = start(link, world='wall_ahead.yaml')
-    try:
+    with running(link) as (obs, sim, bridge):
         wait_connected(obs)
         start_truth = obs.messages['/sim/ground_truth'][-1].pose.pose.position.x
         start_odom = obs.messages['/odom'][-1].pose.pose.position.x
@@ -80,10 +86,6 @@ def test_closed_loop_drive_through_the_real_firmware(link):
         odom = obs.messages['/odom'][-1].pose.pose.position.x - start_odom
         state = diagnostics(obs)
         joint_messages = list(obs.messages['/joint_states'])
-    finally:
-        bridge.stop()
-        sim.stop()
-        obs.close()
     assert truth == pytest.approx(1.5, abs=0.15), truth
     assert odom == pytest.approx(truth, abs=0.05), 'encoder odometry agrees on a grippy floor'
     assert state['firmware_version'] == '1.0.0' and int(state['frames_ok']) > 100
@@ -97,9 +99,7 @@ def test_closed_loop_drive_through_the_real_firmware(link):
 
 
 def test_link_down_stops_the_robot_and_is_reported(link):
-    obs = observer()
-    sim, bridge = start(link)
-    try:
+    with running(link) as (obs, sim, bridge):
         wait_connected(obs)
         drive(obs, 0.3, 2.0)
         fault = obs.call(InjectFault, '/sim/inject_fault', InjectFault.Request(fault='link_down'))
@@ -116,24 +116,16 @@ def test_link_down_stops_the_robot_and_is_reported(link):
             speeds.append((stamp_seconds(truth.header.stamp) - cut, truth.twist.twist.linear.x))
         obs.spin_for(1.5)
         state = diagnostics(obs)
-    finally:
-        bridge.stop()
-        sim.stop()
-        obs.close()
     # Watchdog 300 ms, then the wheels brake: stopped well within a second of sim time.
     assert all(abs(v) < 0.03 for t, v in speeds if t > 0.8), speeds[-5:]
-    assert state['level'] == DiagnosticStatus_ERROR and state['message'] == 'link down: no telemetry'
+    assert state['level'] == DiagnosticStatus.ERROR and state['message'] == 'link down: no telemetry'
     assert int(state['link_timeouts']) >= 1
     assert 'no telemetry from the MCU' in bridge.output()
 
 
-DiagnosticStatus_ERROR = bytes([2])
-
 
 def test_stuck_encoder_runaway_is_detected(link):
-    obs = observer()
-    sim, bridge = start(link)
-    try:
+    with running(link) as (obs, sim, bridge):
         wait_connected(obs)
         drive(obs, 0.2, 1.0)
         assert obs.call(InjectFault, '/sim/inject_fault',
@@ -141,11 +133,7 @@ def test_stuck_encoder_runaway_is_detected(link):
         drive(obs, 0.2, 2.0)
         obs.spin_for(1.5)
         state = diagnostics(obs)
-    finally:
-        bridge.stop()
-        sim.stop()
-        obs.close()
-    assert state['level'] == DiagnosticStatus_ERROR and 'encoder stall' in state['message']
+    assert state['level'] == DiagnosticStatus.ERROR and 'encoder stall' in state['message']
     assert int(state['fault_flags'], 16) & 1
     assert 'firmware fault: encoder stall' in bridge.output() and 'front_left_wheel_joint' in bridge.output()
 
@@ -175,9 +163,6 @@ def test_mcu_cross_build_and_size_report(tmp_path):
 
 def test_every_fault_is_detected_and_reported(link):
     """Frame drops, an MCU reset, encoder noise and dead motors, one after the other."""
-    obs = observer()
-    sim, bridge = start(link)
-
     def inject(fault, channel=0, value=0.0):
         response = obs.call(InjectFault, '/sim/inject_fault', InjectFault.Request(fault=fault, channel=channel,
                                                                                   value=float(value)))
@@ -187,7 +172,7 @@ def test_every_fault_is_detected_and_reported(link):
         obs.spin_for(1.2)  # the next 1 Hz diagnostics message
         return diagnostics(obs)
 
-    try:
+    with running(link) as (obs, sim, bridge):
         wait_connected(obs)
         inject('link_drop', value=4.0)
         drive(obs, 0.2, 2.0)
@@ -206,15 +191,12 @@ def test_every_fault_is_detected_and_reported(link):
         drive(obs, 0.3, 2.0)
         dead = settle()
         rejected = obs.call(InjectFault, '/sim/inject_fault', InjectFault.Request(fault='gremlins'))
-    finally:
-        bridge.stop()
-        sim.stop()
-        obs.close()
-    assert int(dropped['frames_lost']) > 10 and dropped['level'] == bytes([1]), dropped
+    assert int(dropped['frames_lost']) > 10 and dropped['level'] == DiagnosticStatus.WARN, dropped
     assert int(after_reset['mcu_resets']) >= 1 and 'the MCU has reset' in bridge.output()
     assert moved_after_reset > 0.1, 'the bridge says hello again and driving resumes'
-    assert int(noisy['encoder_glitches']) > 0 and noisy['level'] in (bytes([1]), bytes([2]))
-    assert dead['level'] == DiagnosticStatus_ERROR and 'front_left_wheel_joint' in dead['message'], dead
+    assert int(noisy['encoder_glitches']) > 0 and noisy['level'] in (DiagnosticStatus.WARN, DiagnosticStatus.ERROR)
+    # Both left motors are dead; whichever left wheel falls behind its setpoint first is named.
+    assert dead['level'] == DiagnosticStatus.ERROR and '_left_wheel_joint' in dead['message'], dead
     assert not rejected.success and 'unknown fault' in rejected.message
 
 

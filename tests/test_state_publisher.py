@@ -3,7 +3,6 @@ transient-local, and /tf from /joint_states that reproduces the simulator's body
 
 import mujoco
 import numpy as np
-import pytest
 import transforms3d.quaternions as t3q
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String

@@ -8,6 +8,8 @@ nanoseconds; quaternions in ROS order (x, y, z, w).
 from __future__ import annotations
 
 import array
+import sys
+from collections.abc import Callable
 
 import numpy as np
 from builtin_interfaces.msg import Time
@@ -74,3 +76,27 @@ def transform(parent: str, child: str, translation, quaternion_xyzw, stamp: Time
     r.x, r.y, r.z, r.w = (float(v) for v in quaternion_xyzw)
     return msg
 
+
+
+def run_node(program: str, make_node: Callable, expected_errors: tuple[type[Exception], ...], args=None,
+             run: Callable | None = None) -> int:
+    """Create and spin a node the way every robotsim executable does: a bad configuration
+    (``expected_errors``) prints one line and exits 2, Ctrl-C / SIGTERM is a normal stop."""
+    import rclpy
+    from rclpy.executors import ExternalShutdownException
+
+    rclpy.init(args=args)
+    try:
+        node = make_node()
+    except expected_errors as error:
+        print(f'{program}: error: {error}', file=sys.stderr)
+        rclpy.try_shutdown()
+        return 2
+    try:
+        (run or rclpy.spin)(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0

@@ -6,7 +6,7 @@ wheel /joint_states, encoder /odom and its odom -> base_footprint transform, and
 (termios raw, baud) and reconnects when the device disappears and comes back.
 
 Only the device path differs between the worlds: in simulation it is the simulator's pty link,
-on the robot /dev/ttyACM0. This module imports no simulator code (tests/test_layering.py).
+on the robot /dev/ttyACM0. This module imports no simulator code (tests/test_firmware_in_the_loop.py checks it).
 """
 
 from __future__ import annotations
@@ -17,12 +17,10 @@ import sys
 import termios
 import tty
 
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from tf2_msgs.msg import TFMessage
@@ -338,21 +336,7 @@ class MotorBridge(Node):
 
 
 def main(args=None) -> int:
-    rclpy.init(args=args)
-    try:
-        node = MotorBridge()
-    except (DescriptionError, ValueError) as error:
-        print(f'motor_bridge: error: {error}', file=sys.stderr)
-        rclpy.try_shutdown()
-        return 2
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return convert.run_node('motor_bridge', MotorBridge, (DescriptionError, ValueError), args)
 
 
 if __name__ == '__main__':

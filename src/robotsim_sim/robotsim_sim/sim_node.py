@@ -21,7 +21,7 @@ import rclpy
 from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, Imu, JointState, LaserScan, PointCloud2
@@ -32,6 +32,7 @@ from trajectory_msgs.msg import JointTrajectory
 from robotsim_core.contract import IMAGE_TOPIC_STEMS
 from robotsim_core.description import load_robot
 from robotsim_core.errors import DescriptionError
+from robotsim_core.ros_common import run_node
 from robotsim_firmware.host_library import FirmwareBuildError
 from robotsim_msgs.msg import SimStatus
 from robotsim_msgs.srv import InjectFault, Pause, Reset, SetEntityPose, Step
@@ -313,27 +314,20 @@ class SimNode(Node):
                     executor.spin_once(timeout_sec=delay)
 
 
-def main(args=None) -> int:
-    rclpy.init(args=args)
-    try:
-        node = SimNode()
-    except (DescriptionError, RenderUnavailable, ParameterError, FirmwareBuildError) as error:
-        print(f'robotsim_sim: error: {error}', file=sys.stderr)
-        rclpy.try_shutdown()
-        return 2
+def _run(node: SimNode) -> None:
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     started = time.monotonic()
     try:
         node.run(executor)
-    except (KeyboardInterrupt, ExternalShutdownException):  # Ctrl-C / SIGTERM: a normal stop
-        pass
     finally:
         node.get_logger().info(node.report(time.monotonic() - started))
         node.sim.close()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+
+
+def main(args=None) -> int:
+    return run_node('robotsim_sim', SimNode,
+                            (DescriptionError, RenderUnavailable, ParameterError, FirmwareBuildError), args, _run)
 
 
 if __name__ == '__main__':

@@ -12,9 +12,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-import rclpy
 import transforms3d.quaternions as t3q
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -85,21 +83,7 @@ class StatePublisher(Node):
 
 
 def main(args=None) -> int:
-    rclpy.init(args=args)
-    try:
-        node = StatePublisher()
-    except DescriptionError as error:
-        print(f'state_publisher: error: {error}', file=sys.stderr)
-        rclpy.try_shutdown()
-        return 2
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):  # Ctrl-C / SIGTERM: a normal stop
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return convert.run_node('state_publisher', StatePublisher, (DescriptionError,), args)
 
 
 if __name__ == '__main__':
