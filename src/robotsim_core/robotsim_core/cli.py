@@ -1,6 +1,7 @@
 """The ``robotsim`` command line (bare machine and full ROS install alike).
 
     robotsim describe ROBOT [--urdf OUT] [--mjcf OUT]
+    robotsim contract check [--robot ROBOT] [--duration S] [--namespace NS] [--real]
 
 ROBOT is a YAML path or a name under config/robots. Bad input prints one line naming the
 file, the key path and what was expected, and exits with status 2 (no traceback).
@@ -59,6 +60,18 @@ def describe(args: argparse.Namespace) -> int:
     return 0
 
 
+def contract_check(args: argparse.Namespace) -> int:
+    from .contract import robot_contract
+    from .contract_check import format_table
+    from .description import load_robot
+    from .ros_contract_probe import probe
+
+    contract = robot_contract(load_robot(args.robot))
+    rows = probe(contract, args.duration, args.namespace, args.frame_prefix, include_sim_only=not args.real)
+    print(format_table(rows))
+    return 0 if all(row.ok for row in rows) else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog='robotsim', description='robotsim command line')
     commands = parser.add_subparsers(dest='command', required=True)
@@ -67,6 +80,15 @@ def build_parser() -> argparse.ArgumentParser:
     describe_parser.add_argument('--urdf', help='write the URDF here')
     describe_parser.add_argument('--mjcf', help='write the MuJoCo MJCF here')
     describe_parser.set_defaults(handler=describe)
+    contract_parser = commands.add_parser('contract', help="check a live ROS graph against a robot's topic contract")
+    contract_parser.add_argument('action', choices=['check'])
+    contract_parser.add_argument('--robot', default='rover', help='robot YAML path or name in config/robots')
+    contract_parser.add_argument('--duration', type=float, default=5.0, help='seconds to watch the graph')
+    contract_parser.add_argument('--namespace', default='', help="the robot's ROS namespace")
+    contract_parser.add_argument('--frame-prefix', default='', help='prefix of every frame id (multi-robot)')
+    contract_parser.add_argument('--real', action='store_true',
+                                 help='a real robot: skip simulator-only topics; stamps must be wall time')
+    contract_parser.set_defaults(handler=contract_check)
     return parser
 
 

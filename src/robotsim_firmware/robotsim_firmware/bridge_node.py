@@ -35,6 +35,7 @@ from . import protocol
 
 ODOM_VARIANCE = 1e-3
 IN_FLIGHT_FRAMES = 3
+PUBLISH_PERIOD_MS = 20  # joint states, odometry and TF at 50 Hz (telemetry arrives at 100 Hz)
 SETPOINT_PERIOD = 0.02  # s: setpoints at 50 Hz, well inside the firmware watchdog
 TRACKING_FRAMES = 50  # 0.5 s of telemetry: a wheel off its setpoint this long is not following
 
@@ -69,6 +70,7 @@ class MotorBridge(Node):
         self.firmware_version = 'unknown'
         self.counts_per_rev = 0
         self.last_telemetry = None
+        self.mcu_time_offset: int | None = None  # ROS time minus MCU time (ns)
         self.mcu_frames_offset = 0   # frames_sent when the MCU last (re)started counting
         self.mcu_frames_seen = 0     # frames the MCU received since then (unwrapped)
         self.mcu_frames_raw = 0
@@ -220,10 +222,18 @@ class MotorBridge(Node):
         self.on_faults(telemetry.faults, None)
         self.check_tracking(telemetry)
         self.last_telemetry, self.last_telemetry_time = telemetry, now
+        # Stamp with the MCU's sample time mapped onto ROS time: the smallest (now - MCU time) seen
+        # is the offset with the least transport delay, so stamps keep the MCU's even spacing.
+        offset = now.nanoseconds - telemetry.time_ms * 1_000_000
+        if self.mcu_time_offset is None or offset < self.mcu_time_offset or telemetry.faults & protocol.FAULT_RESET:
+            self.mcu_time_offset = offset
+        sample_ns = telemetry.time_ms * 1_000_000 + self.mcu_time_offset
         self.link_was_alive = True
         positions = {w.joint: telemetry.encoder[i] * 2 * math.pi / self.counts_per_rev for i, w in enumerate(self.wheels)}
-        self.odometry.update(now.nanoseconds * 1e-9, positions)
-        stamp = now.to_msg()
+        self.odometry.update(sample_ns * 1e-9, positions)
+        if telemetry.time_ms % PUBLISH_PERIOD_MS:
+            return  # odometry integrates every frame; topics go out at the contract's 50 Hz
+        stamp = convert.stamp_msg(sample_ns)
         names = [w.joint for w in self.wheels]
         self.joint_pub.publish(convert.joint_state(
             names, [positions[w.joint] for w in self.wheels], telemetry.velocity[:len(self.wheels)],
@@ -242,7 +252,8 @@ class MotorBridge(Node):
         for channel, wheel in enumerate(self.wheels):
             setpoint, measured = self.setpoints[channel], telemetry.velocity[channel]
             off = not braking and abs(measured - setpoint) > 0.25 * abs(setpoint) + 0.5
-            self.off_setpoint[channel] = self.off_setpoint[channel] + 1 if off else 0
+            # Leaky count: a dragged wheel that touches its setpoint now and then is still flagged.
+            self.off_setpoint[channel] = max(0, self.off_setpoint[channel] + (1 if off else -1))
             if self.off_setpoint[channel] >= TRACKING_FRAMES and channel not in self.not_tracking:
                 self.not_tracking.add(channel)
                 self.get_logger().error(f'wheel {wheel.joint} (channel {channel}) is not following its setpoint: '
