@@ -92,26 +92,25 @@ def copy_external(tmp_path: Path) -> Path:
     return target
 
 
-def test_urdf_with_kinematic_loop(tmp_path):
-    robot = copy_external(tmp_path)
-    urdf = robot / 'urdf' / 'trike.urdf'
+LOOPS = {
     # A second parent for arm_3 closes a loop mast -> arm_1 -> arm_2 -> arm_3 <- mast.
-    urdf.write_text(urdf.read_text().replace('</robot>', '''
-  <joint name="loop_joint" type="fixed"><parent link="mast"/><child link="arm_3"/></joint>
-</robot>'''))
-    assert_clean_error(describe(robot / 'trike_overlay.yaml'), urdf, 'joint[loop_joint]',
-                       "link 'arm_3' already has parent joint 'arm_3_joint': a robot must be a tree")
+    'second parent': ('<parent link="mast"/><child link="arm_3"/>', 'joint[extra_joint]',
+                      "link 'arm_3' already has parent joint 'arm_3_joint': a robot must be a tree"),
+    # base_link gets a parent too: no root remains.
+    'no root': ('<parent link="arm_3"/><child link="base_link"/>', 'links',
+                'expected exactly one root link, found 0 (a link closes a kinematic loop)'),
+}
 
 
-def test_urdf_with_pure_cycle(tmp_path):
+@pytest.mark.parametrize('case', sorted(LOOPS))
+def test_urdf_with_kinematic_loop(tmp_path, case):
+    ends, key_path, expected = LOOPS[case]
     robot = copy_external(tmp_path)
     urdf = robot / 'urdf' / 'trike.urdf'
-    # base_link gets a parent too: no root remains.
-    urdf.write_text(urdf.read_text().replace('</robot>', '''
-  <joint name="cycle_joint" type="fixed"><parent link="arm_3"/><child link="base_link"/></joint>
+    urdf.write_text(urdf.read_text().replace('</robot>', f'''
+  <joint name="extra_joint" type="fixed">{ends}</joint>
 </robot>'''))
-    assert_clean_error(describe(robot / 'trike_overlay.yaml'), urdf, 'links',
-                       'expected exactly one root link, found 0 (a link closes a kinematic loop)')
+    assert_clean_error(describe(robot / 'trike_overlay.yaml'), urdf, key_path, expected)
 
 
 def test_urdf_with_missing_mesh(tmp_path):
