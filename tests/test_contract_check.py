@@ -3,11 +3,23 @@ broken set-ups, plus the ROS-free evaluation on synthetic observations."""
 
 import subprocess
 
+from nav_msgs.msg import Odometry
+
 from robotsim_core.contract import SENSOR_QOS, Contract, QosSpec, TopicSpec
 from robotsim_core.contract_check import TopicObservation, evaluate
-from rostest_helpers import WORKSPACE, NodeProcess
+from rostest_helpers import RELIABLE, WORKSPACE, NodeProcess, Observer
 
 WORLD = str(WORKSPACE / 'tests' / 'data' / 'worlds' / 'wall_ahead.yaml')
+
+
+def wait_until_publishing(topic: str, msg_type, count: int = 10) -> None:
+    """Start the check only once the robot is up (the simulator and the bridge take a moment)."""
+    obs = Observer('contract_wait')
+    try:
+        obs.watch(topic, msg_type, RELIABLE)
+        assert obs.spin_until(lambda: len(obs.messages[topic]) >= count, 60), f'{topic} never came up'
+    finally:
+        obs.close()
 
 
 def check(*extra: str) -> subprocess.CompletedProcess:
@@ -24,6 +36,7 @@ def test_simulator_passes_in_both_base_control_modes(tmp_path):
             nodes.append(NodeProcess('robotsim_firmware', 'motor_bridge', {'device': link, 'use_sim_time': True,
                                                                            'reconnect_period': 0.2}))
         try:
+            wait_until_publishing('/odom', Odometry)
             result = check()
         finally:
             for node in nodes:
@@ -36,6 +49,7 @@ def test_broken_setups_fail_with_a_clear_line():
     nodes = [NodeProcess('robotsim_sim', 'state_publisher', {'use_sim_time': True}),
              NodeProcess('robotsim_sim', 'sim_node', {'world': WORLD, 'cameras': False, 'frame_prefix': 'wrong/'})]
     try:
+        wait_until_publishing('/sim/ground_truth', Odometry)
         result = check()
     finally:
         for node in nodes:
