@@ -71,6 +71,7 @@ class MotorBridge(Node):
         self.counts_per_rev = 0
         self.last_telemetry = None
         self.mcu_time_offset: int | None = None  # ROS time minus MCU time (ns)
+        self.hello_sent = None
         self.mcu_frames_offset = 0   # frames_sent when the MCU last (re)started counting
         self.mcu_frames_seen = 0     # frames the MCU received since then (unwrapped)
         self.mcu_frames_raw = 0
@@ -132,6 +133,7 @@ class MotorBridge(Node):
         self.parser = protocol.FrameParser()
         self.get_logger().info(f'connected to {self.device} at {self.baud} baud; saying hello')
         self.write(protocol.hello(self.next_sequence()))
+        self.hello_sent = self.get_clock().now()
 
     def disconnect(self, reason: str) -> None:
         if self.fd is not None:
@@ -196,7 +198,10 @@ class MotorBridge(Node):
     def on_telemetry(self, telemetry: protocol.Telemetry) -> None:
         now = self.get_clock().now()
         if self.counts_per_rev == 0:
-            self.write(protocol.hello(self.next_sequence()))  # telemetry before our hello was answered
+            # Telemetry but no answer to our hello yet: ask again, at most twice a second.
+            if self.hello_sent is None or (now - self.hello_sent).nanoseconds > 500_000_000:
+                self.write(protocol.hello(self.next_sequence()))
+                self.hello_sent = now
             return
         previous = self.last_telemetry
         if telemetry.faults & protocol.FAULT_RESET and previous is not None \
