@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Bare-machine simulator run (until the bringup launcher lands), headless, on this workspace's
-# ROS domain: the simulator node, the state publisher and, with firmware in the loop (the default
-# for differential robots), the motor bridge on the simulator's serial link.
+# ROS domain: the simulator node, the state publisher, the demo driver (a lidar wanderer, DEMO=0
+# to drive yourself) and, with firmware in the loop (the default for differential robots), the
+# motor bridge on the simulator's serial link.
 # Ctrl-C (or DURATION seconds of sim time) stops everything.
-#   ROBOT=rover WORLD=room SEED=0 RTF=1.0 DURATION=0 FIRMWARE=1 scripts/run-sim.sh
+#   ROBOT=rover WORLD=room SEED=0 RTF=1.0 DURATION=0 FIRMWARE=1 DEMO=1 scripts/run-sim.sh
 set -euo pipefail
 ws="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck disable=SC1091
@@ -24,6 +25,11 @@ echo "[robotsim] ROS_DOMAIN_ID=$ROS_DOMAIN_ID (discovery: $ROS_AUTOMATIC_DISCOVE
 "$sim_lib/state_publisher" --ros-args -p "robot:=$robot" -p use_sim_time:=true \
   > >(sed -u 's/^/[state_publisher] /') 2>&1 &
 children+=($!)
+if [[ "${DEMO:-1}" == 1 ]]; then
+  "$ws/install/robotsim_learning/lib/robotsim_learning/wander" --ros-args -p use_sim_time:=true \
+    > >(sed -u 's/^/[wander] /') 2>&1 &
+  children+=($!)
+fi
 if [[ $firmware == 1 ]]; then
   "$ws/install/robotsim_firmware/lib/robotsim_firmware/motor_bridge" --ros-args -p "robot:=$robot" \
     -p "device:=$link" -p use_sim_time:=true -p reconnect_period:=0.2 > >(sed -u 's/^/[motor_bridge] /') 2>&1 &

@@ -16,5 +16,7 @@ setup(
     maintainer_email='dev@robotsim.invalid',
     description='Rosbag recording, dataset generation, policy training and closed-loop evaluation for robotsim.',
     license='Apache-2.0',
-    entry_points={},
+    entry_points={
+        'console_scripts': ['wander = robotsim_learning.wander_node:main'],
+    },
 )

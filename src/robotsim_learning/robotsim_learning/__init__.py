@@ -1,4 +1,4 @@
 """robotsim recording, datasets, policies and closed-loop evaluation.
 
-Empty until a learning issue lands.
+Today: the reactive lidar wanderer (:mod:`.wander`), the demo driver of ``make sim``.
 """
