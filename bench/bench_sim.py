@@ -119,7 +119,7 @@ def publish_overhead() -> dict[str, float]:
     from tf2_msgs.msg import TFMessage
 
     from robotsim_sensors import ros_messages as convert
-    from robotsim_sim.sim_node import MESSAGE_TYPES
+    from robotsim_core.ros_common import message_class
 
     os.environ['ROS_DOMAIN_ID'] = str(200 + os.getpid() % 30)
     rclpy.init()
@@ -153,7 +153,7 @@ def publish_overhead() -> dict[str, float]:
     }
     results = {}
     for label, (kind, make) in cases.items():
-        publisher = node.create_publisher(MESSAGE_TYPES[kind], f'bench/topic_{len(results)}', 10)
+        publisher = node.create_publisher(message_class(kind), f'bench/topic_{len(results)}', 10)
         repeats = 200 if 'Image' in label or 'Cloud' in label else 2000
         for _ in range(20):
             publisher.publish(make())

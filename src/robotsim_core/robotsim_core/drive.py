@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .description.model import DriveRole, WheelRole
+from .description.model import DriveRole
 
 
 @dataclass(frozen=True)
@@ -130,7 +130,3 @@ class WheelOdometry:
         if dt > 0:
             self.linear, self.angular = distance / dt, turn / dt
         self._last, self._last_time = dict(wheel_positions), time
-
-
-def wheel_by_joint(drive: DriveRole) -> dict[str, WheelRole]:
-    return {w.joint: w for w in drive.wheels}

@@ -8,6 +8,7 @@ nanoseconds; quaternions in ROS order (x, y, z, w).
 from __future__ import annotations
 
 import array
+import importlib
 import sys
 from collections.abc import Callable
 
@@ -19,6 +20,12 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
 from .contract import QosSpec
+
+
+def message_class(type_name: str):
+    """'sensor_msgs/msg/LaserScan' -> the generated Python class (the contract names types so)."""
+    package, _, name = type_name.split('/')
+    return getattr(importlib.import_module(f'{package}.msg'), name)
 
 
 def qos_profile(spec: QosSpec) -> QoSProfile:

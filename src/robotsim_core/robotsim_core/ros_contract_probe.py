@@ -8,7 +8,6 @@ simulator (reference time: /clock) and the real robot (reference time: the wall 
 
 from __future__ import annotations
 
-import importlib
 import struct
 import time
 
@@ -16,17 +15,12 @@ from .contract import Contract, QosSpec
 from .contract_check import TopicObservation, evaluate
 
 
-def _message_class(type_name: str):
-    package, _, name = type_name.split('/')
-    return getattr(importlib.import_module(f'{package}.msg'), name)
-
-
 def probe(contract: Contract, duration: float, namespace: str = '', frame_prefix: str = '',
           include_sim_only: bool = True):
     import rclpy
     from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
 
-    from .ros_common import qos_profile
+    from .ros_common import message_class, qos_profile
 
     context = rclpy.Context()
     rclpy.init(context=context)
@@ -66,15 +60,15 @@ def probe(contract: Contract, duration: float, namespace: str = '', frame_prefix
             continue
         name = ('/' if topic.name in ('clock',) else prefix) + topic.name
         observations[name] = TopicObservation()
-        message_class = _message_class(topic.type)
+        msg_type = message_class(topic.type)
         # The contract's reliability and durability (an incompatible publisher then delivers
         # nothing), with a deep queue so a busy probe does not drop what it came to count.
         qos = qos_profile(topic.qos)
         qos.depth = max(qos.depth, 100)
-        if next(iter(message_class.get_fields_and_field_types()), '') == 'header':
-            node.create_subscription(message_class, name, record_header(name), qos, raw=True)
+        if next(iter(msg_type.get_fields_and_field_types()), '') == 'header':
+            node.create_subscription(msg_type, name, record_header(name), qos, raw=True)
         else:
-            node.create_subscription(message_class, name, record(name), qos)
+            node.create_subscription(msg_type, name, record(name), qos)
     try:
         deadline = time.monotonic() + duration
         while time.monotonic() < deadline:

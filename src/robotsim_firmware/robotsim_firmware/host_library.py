@@ -126,8 +126,11 @@ class HostFirmware:
         head, tail = plant.tx_head, plant.tx_tail
         if head == tail:
             return b''
-        raw = bytes(plant.tx)
-        data = raw[tail:head] if head > tail else raw[tail:] + raw[:head]
+        start = ctypes.addressof(plant.tx)
+        if head > tail:
+            data = ctypes.string_at(start + tail, head - tail)
+        else:  # the ring wrapped
+            data = ctypes.string_at(start + tail, UART_BUFFER - tail) + ctypes.string_at(start, head)
         plant.tx_tail = head
         return data
 

@@ -24,7 +24,6 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import CameraInfo, Image, Imu, JointState, LaserScan, PointCloud2
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 from trajectory_msgs.msg import JointTrajectory
@@ -32,7 +31,7 @@ from trajectory_msgs.msg import JointTrajectory
 from robotsim_core.contract import IMAGE_TOPIC_STEMS
 from robotsim_core.description import load_robot
 from robotsim_core.errors import DescriptionError
-from robotsim_core.ros_common import run_node
+from robotsim_core.ros_common import message_class, run_node
 from robotsim_firmware.host_library import FirmwareBuildError
 from robotsim_msgs.msg import SimStatus
 from robotsim_msgs.srv import InjectFault, Pause, Reset, SetEntityPose, Step
@@ -42,12 +41,6 @@ from robotsim_sensors.gl_backend import RenderUnavailable
 from .scene import RobotPlacement, load_world, resolve_world_path
 from .simulation import SimOptions, Simulation
 
-MESSAGE_TYPES = {'sensor_msgs/msg/LaserScan': LaserScan, 'sensor_msgs/msg/PointCloud2': PointCloud2,
-                 'sensor_msgs/msg/Image': Image, 'sensor_msgs/msg/CameraInfo': CameraInfo,
-                 'sensor_msgs/msg/Imu': Imu, 'sensor_msgs/msg/JointState': JointState,
-                 'nav_msgs/msg/Odometry': Odometry, 'tf2_msgs/msg/TFMessage': TFMessage,
-                 'rosgraph_msgs/msg/Clock': Clock, 'std_msgs/msg/String': String,
-                 'robotsim_msgs/msg/SimStatus': SimStatus}
 ODOM_POSE_VARIANCE = 1e-3
 
 
@@ -95,8 +88,9 @@ class SimNode(Node):
                 continue  # the state publisher owns these (robot_state_publisher on a full install)
             if topic.sensor and topic.sensor not in {item.channel for item in self.robot.schedule}:
                 continue  # e.g. cameras disabled
-            self.pubs[topic.name] = self.create_publisher(MESSAGE_TYPES[topic.type], topic.name,
+            self.pubs[topic.name] = self.create_publisher(message_class(topic.type), topic.name,
                                                           convert.qos_profile(topic.qos))
+        self.sensors = {s.name: s for s in model.sensors}
         self.sensor_topics = {s.name: [t for t in contract.topics if t.sensor == s.name] for s in model.sensors}
         labels = json.dumps({str(label): name for label, name in sorted(self.sim.labels.items())})
         for topic in contract.topics:
@@ -171,7 +165,7 @@ class SimNode(Node):
         elif channel == 'base_state':
             self.publish_base_state(reading, stamp)
         else:
-            sensor = next(s for s in self.model.sensors if s.name == channel)
+            sensor = self.sensors[channel]
             frame = self.frame(sensor.frame)
             topics = self.sensor_topics[channel]
             if sensor.type == 'lidar':
