@@ -7,7 +7,8 @@ OUT ?= out
 .PHONY: help setup build sim test describe bench clean
 
 help:
-	@echo "make sim      set up if needed, then run the simulator headless (ROBOT=, WORLD=, RTF=, DURATION=)"
+	@echo "make sim      set up if needed, then run the simulator bringup headless (ROBOT= WORLD= FLEET= RTF= DURATION="
+	@echo "              FIRMWARE= DEMO= REPORT=, or ARGS='name:=value ...' with any launch argument)"
 	@echo "make test     set up if needed, then run every test"
 	@echo "make describe generate $(ROBOT)'s URDF and MuJoCo model into $(OUT)/"
 	@echo "make bench    measure the simulator on this machine and write the figures into README.md"
@@ -19,10 +20,11 @@ setup:
 
 build: setup
 
-# The simulator, headless: the simulator node and the state publisher (Ctrl-C stops them).
+# The simulator bringup, headless (robotsim launch sim ...): sim node, firmware in the loop, motor
+# bridge, state publisher, demo driver, live summary and a run report PNG (Ctrl-C stops everything).
 # DURATION=<sim seconds> stops by itself; RTF=0 runs as fast as possible.
 sim: setup
-	@ROBOT=$(ROBOT) scripts/run-sim.sh
+	@ROBOT=$(ROBOT) scripts/run-sim.sh $(ARGS)
 
 describe: setup
 	@source scripts/env.sh && robotsim describe $(ROBOT) --urdf $(OUT)/$(ROBOT).urdf --mjcf $(OUT)/$(ROBOT).xml

@@ -34,6 +34,8 @@ case ":$PATH:" in *":$ROBOTSIM_WS/install/robotsim_core/lib/robotsim_core:"*) ;;
 export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST   # Jazzy and newer
 export ROS_LOCALHOST_ONLY=1                      # Humble (ignored by newer distros)
 export RMW_IMPLEMENTATION="${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}"
+# Larger shared-memory segment (no best-effort image drops between processes), UDP on loopback only.
+export FASTDDS_DEFAULT_PROFILES_FILE="${FASTDDS_DEFAULT_PROFILES_FILE:-$ROBOTSIM_WS/config/dds/fastdds_localhost.xml}"
 # One domain per workspace by default, so a second clone (CI, a colleague's test run)
 # does not see this one; tests pick their own per-run domain on top of this.
 if [[ -z "${ROS_DOMAIN_ID:-}" ]]; then

@@ -17,6 +17,9 @@ setup(
     description='Rosbag recording, dataset generation, policy training and closed-loop evaluation for robotsim.',
     license='Apache-2.0',
     entry_points={
-        'console_scripts': ['wander = robotsim_learning.wander_node:main'],
+        'console_scripts': [
+            'wander = robotsim_learning.wander_node:main',
+            'recorder = robotsim_learning.recorder_node:main',
+        ],
     },
 )

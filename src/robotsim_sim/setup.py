@@ -20,6 +20,7 @@ setup(
         'console_scripts': [
             'sim_node = robotsim_sim.sim_main:main',
             'state_publisher = robotsim_sim.state_publisher:main',
+            'monitor = robotsim_sim.monitor_node:main',
         ],
     },
 )

@@ -2,6 +2,7 @@
 
     robotsim describe ROBOT [--urdf OUT] [--mjcf OUT]
     robotsim contract check [--robot ROBOT] [--duration S] [--namespace NS] [--real]
+    robotsim launch sim|real|robot [name:=value ...]   (the launch files' arguments)
 
 ROBOT is a YAML path or a name under config/robots. Bad input prints one line naming the
 file, the key path and what was expected, and exits with status 2 (no traceback).
@@ -72,6 +73,33 @@ def contract_check(args: argparse.Namespace) -> int:
     return 0 if all(row.ok for row in rows) else 1
 
 
+def launch_command(args: argparse.Namespace) -> int:
+    from .bringup import config_from_arguments, node_graph
+    from .launcher import LaunchError, launch, say
+
+    arguments = {}
+    for item in args.arguments:
+        name, separator, value = item.partition(':=')
+        if not separator:
+            raise DescriptionError('command line', item, 'expected name:=value (a launch argument)')
+        arguments[name] = value
+    overrides = {}
+    if args.mode != 'robot':
+        if 'use_sim' in arguments:
+            raise DescriptionError('command line', 'use_sim', f'only for `robotsim launch robot` (the mode is {args.mode})')
+        overrides['use_sim'] = args.mode == 'sim'
+    config = config_from_arguments(arguments, **overrides)
+    nodes = node_graph(config)
+    say(f'ROS_DOMAIN_ID={os.environ.get("ROS_DOMAIN_ID", "0")}, discovery '
+        f'{os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE", "(default)")}; {len(nodes)} nodes, '
+        f'{"simulator" if config.use_sim else "real drivers"}')
+    try:
+        return launch(nodes)
+    except LaunchError as error:
+        print(f'robotsim: error: {error}', file=sys.stderr)
+        return 2
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog='robotsim', description='robotsim command line')
     commands = parser.add_subparsers(dest='command', required=True)
@@ -89,6 +117,11 @@ def build_parser() -> argparse.ArgumentParser:
     contract_parser.add_argument('--real', action='store_true',
                                  help='a real robot: skip simulator-only topics; stamps must be wall time')
     contract_parser.set_defaults(handler=contract_check)
+    launch_parser = commands.add_parser('launch', help='bare-machine launcher: start a bringup without `launch`')
+    launch_parser.add_argument('mode', choices=['sim', 'real', 'robot'],
+                               help='sim.launch.py, real.launch.py or robot.launch.py (use_sim:=true|false)')
+    launch_parser.add_argument('arguments', nargs='*', metavar='name:=value', help='launch arguments')
+    launch_parser.set_defaults(handler=launch_command)
     return parser
 
 

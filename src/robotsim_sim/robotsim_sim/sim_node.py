@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
-import tempfile
 import time
+from dataclasses import dataclass, field
 
 import rclpy
 from geometry_msgs.msg import Twist, TwistStamped
@@ -28,8 +27,10 @@ from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 from trajectory_msgs.msg import JointTrajectory
 
-from robotsim_core.contract import IMAGE_TOPIC_STEMS
+from robotsim_core.bringup import default_serial_link
+from robotsim_core.contract import IMAGE_TOPIC_STEMS, RELIABLE_QOS
 from robotsim_core.description import load_robot
+from robotsim_core.fleet import load_fleet, single_robot
 from robotsim_core.errors import DescriptionError
 from robotsim_core.ros_common import message_class, run_node
 from robotsim_firmware.host_library import FirmwareBuildError
@@ -38,24 +39,49 @@ from robotsim_msgs.srv import InjectFault, Pause, Reset, SetEntityPose, Step
 from robotsim_sensors import ros_messages as convert
 from robotsim_sensors.gl_backend import RenderUnavailable
 
+from .world_spec import SpawnSpec
 from .scene import RobotPlacement, load_world, resolve_world_path
 from .simulation import SimOptions, Simulation
 
 ODOM_POSE_VARIANCE = 1e-3
+ODOM_TWIST_VARIANCE = 1e-3
 
 
 class ParameterError(ValueError):
     """A node parameter has a value the node cannot use."""
 
 
-ODOM_TWIST_VARIANCE = 1e-3
+@dataclass
+class RobotPorts:
+    """One robot's ROS side: its namespace, frame prefix, publishers and per-sensor lookups."""
+    index: int
+    namespace: str
+    frame_prefix: str
+    model: object
+    pubs: dict = field(default_factory=dict)
+    sensors: dict = field(default_factory=dict)
+    sensor_topics: dict = field(default_factory=dict)
+    camera_infos: dict = field(default_factory=dict)
+    wheel_joints: set = field(default_factory=set)
+
+    def frame(self, name: str) -> str:
+        return f'{self.frame_prefix}{name}'
+
+    def topic(self, name: str) -> str:
+        return f'{self.namespace}/{name}' if self.namespace else name
+
+    def ros_joint_name(self, name: str) -> str:
+        """Joint names on the wire are the URDF's (robot_state_publisher resolves them), not MuJoCo's prefixed ones."""
+        return name.removeprefix(f'{self.namespace}/') if self.namespace else name
 
 
 class SimNode(Node):
     def __init__(self):
         super().__init__('robotsim_sim')
         declare = self.declare_parameter
-        self.robot_name = declare('robot', 'rover').value
+        robot_name = declare('robot', 'rover').value
+        namespace = declare('namespace', '').value
+        fleet_name = declare('fleet', '').value
         self.world_name = declare('world', 'room').value
         seed = int(self.number_parameter('seed', 0, minimum=0))
         self.real_time_factor = self.number_parameter('real_time_factor', 1.0, minimum=0.0)
@@ -63,51 +89,34 @@ class SimNode(Node):
         self.cmd_vel_stamped = declare('cmd_vel_stamped', False).value
         command_timeout = self.number_parameter('command_timeout', 0.5, minimum=1e-3)
         self.clock_rate = self.number_parameter('clock_rate', 250.0, minimum=1e-3)
-        self.frame_prefix = declare('frame_prefix', '').value
+        frame_prefix = declare('frame_prefix', '').value
         self.firmware = declare('firmware', False).value
-        default_link = os.path.join(tempfile.gettempdir(), f'robotsim-{os.getuid()}',
-                                    f'ttyMCU-{os.environ.get("ROS_DOMAIN_ID", "0")}{self.get_namespace().replace("/", "-")}')
-        self.serial_link = declare('serial_link', default_link).value
+        serial_link = declare('serial_link', '').value
         # With firmware in the loop the motor bridge publishes odometry, its TF and the wheel joints.
         self.publish_base = declare('publish_base', not self.firmware).value
         self.duration = self.number_parameter('duration', 0.0, minimum=0.0)
         start_paused = declare('start_paused', False).value
         log_period = self.number_parameter('log_period', 5.0, minimum=0.1)
 
-        model = load_robot(self.robot_name)
+        fleet = load_fleet(fleet_name) if fleet_name else single_robot(robot_name, namespace)
+        if serial_link and len(fleet.robots) > 1:
+            raise ParameterError('parameter serial_link: only for a single robot (a fleet uses one default link per namespace)')
+        placements = [RobotPlacement(load_robot(entry.robot), entry.namespace,
+                                     SpawnSpec(entry.xyz, entry.yaw) if entry.xyz is not None else None)
+                      for entry in fleet.robots]
+        self.serial_links = [serial_link or default_serial_link(entry.namespace) for entry in fleet.robots]
         world = load_world(resolve_world_path(self.world_name))
-        self.sim = Simulation(world, [RobotPlacement(model)], SimOptions(
+        self.sim = Simulation(world, placements, SimOptions(
             seed=seed, cameras=cameras, command_timeout=command_timeout, firmware=self.firmware,
-            serial_links=[self.serial_link]))
-        self.robot = self.sim.robots[0]
-        self.model = model
-        contract = self.robot.contract
-        self.pubs = {}
-        for topic in contract.topics:
-            if topic.name in ('tf_static', 'robot_description'):
-                continue  # the state publisher owns these (robot_state_publisher on a full install)
-            if topic.sensor and topic.sensor not in {item.channel for item in self.robot.schedule}:
-                continue  # e.g. cameras disabled
-            self.pubs[topic.name] = self.create_publisher(message_class(topic.type), topic.name,
-                                                          convert.qos_profile(topic.qos))
-        self.sensors = {s.name: s for s in model.sensors}
-        self.sensor_topics = {s.name: [t for t in contract.topics if t.sensor == s.name] for s in model.sensors}
-        labels = json.dumps({str(label): name for label, name in sorted(self.sim.labels.items())})
-        for topic in contract.topics:
-            if topic.name.endswith('segmentation/labels') and topic.name in self.pubs:
-                self.pubs[topic.name].publish(String(data=labels))
-        self.camera_infos = {s.name: convert.camera_info(s.spec, self.frame(s.frame))
-                             for s in model.sensors if s.type == 'camera'}
-        self.wheel_joints = {w.joint for w in model.drive.wheels} if model.drive else set()
-
-        twist_type = TwistStamped if self.cmd_vel_stamped else Twist
-        self.create_subscription(twist_type, 'cmd_vel', self.on_cmd_vel, 10)
-        self.create_subscription(JointTrajectory, 'arm_controller/joint_trajectory', self.on_trajectory, 10)
+            serial_links=self.serial_links))
+        self.ports = [self.make_ports(index, entry, frame_prefix if len(fleet.robots) == 1 and frame_prefix
+                                      else entry.frame_prefix)
+                      for index, entry in enumerate(fleet.robots)]
+        self.clock_pub = self.create_publisher(Clock, '/clock', convert.qos_profile(RELIABLE_QOS))
         self.create_service(Pause, 'sim/pause', self.on_pause)
         self.create_service(Step, 'sim/step', self.on_step)
         self.create_service(Reset, 'sim/reset', self.on_reset)
         self.create_service(SetEntityPose, 'sim/set_entity_pose', self.on_set_entity_pose)
-        self.create_service(InjectFault, 'sim/inject_fault', self.on_inject_fault)
 
         self.paused = start_paused
         self.time_offset_ns = 0
@@ -119,11 +128,42 @@ class SimNode(Node):
         self._pace_origin = (time.monotonic(), self.sim.time_ns)
         self.create_timer(0.5, self.publish_status)
         self.create_timer(log_period, self.log_progress)
-        self.get_logger().info(
-            f'robot {model.name} in world {world.name}: {len(self.pubs)} topics, seed {seed}, '
-            f'real_time_factor {self.real_time_factor}, {"paused" if self.paused else "running"}, '
-            + (f'firmware in the loop on {self.serial_link} -> {self.robot.firmware.link.device}'
-               if self.firmware else 'built-in base controller'))
+        for ports, robot in zip(self.ports, self.sim.robots):
+            self.get_logger().info(
+                f'robot {ports.model.name} {"in /" + ports.namespace + " " if ports.namespace else ""}'
+                f'in world {world.name}: {len(ports.pubs)} topics, seed {seed}, '
+                f'real_time_factor {self.real_time_factor}, {"paused" if self.paused else "running"}, '
+                + (f'firmware in the loop on {self.serial_links[ports.index]} -> {robot.firmware.link.device}'
+                   if self.firmware else 'built-in base controller'))
+
+    def make_ports(self, index: int, entry, frame_prefix: str) -> RobotPorts:
+        robot = self.sim.robots[index]
+        model = robot.model
+        ports = RobotPorts(index, entry.namespace, frame_prefix, model)
+        scheduled = {item.channel for item in robot.schedule}
+        for topic in robot.contract.topics:
+            if topic.name in ('clock', 'tf_static', 'robot_description'):
+                continue  # /clock is the world's; the state publisher owns the other two
+            if topic.sensor and topic.sensor not in scheduled:
+                continue  # e.g. cameras disabled
+            ports.pubs[topic.name] = self.create_publisher(message_class(topic.type), ports.topic(topic.name),
+                                                           convert.qos_profile(topic.qos))
+        ports.sensors = {s.name: s for s in model.sensors}
+        ports.sensor_topics = {s.name: [t for t in robot.contract.topics if t.sensor == s.name] for s in model.sensors}
+        labels = json.dumps({str(label): name for label, name in sorted(self.sim.labels.items())})
+        for topic in robot.contract.topics:
+            if topic.name.endswith('segmentation/labels') and topic.name in ports.pubs:
+                ports.pubs[topic.name].publish(String(data=labels))
+        ports.camera_infos = {s.name: convert.camera_info(s.spec, ports.frame(s.frame))
+                              for s in model.sensors if s.type == 'camera'}
+        ports.wheel_joints = {w.joint for w in model.drive.wheels} if model.drive else set()
+        twist_type = TwistStamped if self.cmd_vel_stamped else Twist
+        self.create_subscription(twist_type, ports.topic('cmd_vel'), lambda msg: self.on_cmd_vel(ports, msg), 10)
+        self.create_subscription(JointTrajectory, ports.topic('arm_controller/joint_trajectory'),
+                                 lambda msg: self.on_trajectory(ports, msg), 10)
+        self.create_service(InjectFault, ports.topic('sim/inject_fault'),
+                            lambda request, response: self.on_inject_fault(ports, request, response))
+        return ports
 
     # ------------------------------------------------------------------ helpers
     def number_parameter(self, name: str, default: float, minimum: float) -> float:
@@ -133,15 +173,12 @@ class SimNode(Node):
             raise ParameterError(f'parameter {name!r}: expected a finite number >= {minimum}, got {value!r}')
         return float(value)
 
-    def frame(self, name: str) -> str:
-        return f'{self.frame_prefix}{name}'
-
     def stamp_ns(self, episode_ns: int) -> int:
         return self.time_offset_ns + episode_ns
 
     def publish_clock(self, now_ns: int) -> None:
         if now_ns > self.last_clock_ns:
-            self.pubs['clock'].publish(Clock(clock=convert.stamp_msg(now_ns)))
+            self.clock_pub.publish(Clock(clock=convert.stamp_msg(now_ns)))
             self.last_clock_ns = now_ns
 
     # ------------------------------------------------------------------ stepping
@@ -151,40 +188,42 @@ class SimNode(Node):
         if events or now - self.last_clock_ns >= self.clock_period_ns:
             self.publish_clock(now)  # before data stamped with this time
         for event in events:
-            self.publish_event(event.channel, event.reading)
+            self.publish_event(self.ports[event.robot], event.channel, event.reading)
 
-    def publish_event(self, channel: str, reading) -> None:
+    def publish_event(self, ports: RobotPorts, channel: str, reading) -> None:
         stamp = convert.stamp_msg(self.stamp_ns(reading.stamp))
+        pubs = ports.pubs
         if channel == 'joint_states':
-            names, positions, velocities, efforts = reading.names, reading.positions, reading.velocities, reading.efforts
+            names = [ports.ros_joint_name(n) for n in reading.names]
+            positions, velocities, efforts = reading.positions, reading.velocities, reading.efforts
             if not self.publish_base:  # the motor bridge publishes the wheels
-                keep = [i for i, n in enumerate(names) if n not in self.wheel_joints]
+                keep = [i for i, n in enumerate(names) if n not in ports.wheel_joints]
                 names = [names[i] for i in keep]
                 positions, velocities, efforts = positions[keep], velocities[keep], efforts[keep]
-            self.pubs['joint_states'].publish(convert.joint_state(names, positions, velocities, efforts, stamp))
+            pubs['joint_states'].publish(convert.joint_state(names, positions, velocities, efforts, stamp))
         elif channel == 'base_state':
-            self.publish_base_state(reading, stamp)
+            self.publish_base_state(ports, reading, stamp)
         else:
-            sensor = self.sensors[channel]
-            frame = self.frame(sensor.frame)
-            topics = self.sensor_topics[channel]
+            sensor = ports.sensors[channel]
+            frame = ports.frame(sensor.frame)
+            topics = ports.sensor_topics[channel]
             if sensor.type == 'lidar':
                 message = (convert.laser_scan(reading, frame, stamp) if sensor.spec.channels == 1
                            else convert.point_cloud(reading, frame, stamp))
-                self.pubs[topics[0].name].publish(message)
+                pubs[topics[0].name].publish(message)
             elif sensor.type == 'imu':
-                self.pubs[topics[0].name].publish(convert.imu(reading, frame, stamp))
+                pubs[topics[0].name].publish(convert.imu(reading, frame, stamp))
             elif sensor.type == 'camera':
                 images = convert.camera_images(reading, frame, stamp)
-                info = self.camera_infos[channel]
+                info = ports.camera_infos[channel]
                 info.header.stamp = stamp
                 for kind, image in images.items():
                     stem = IMAGE_TOPIC_STEMS[kind]
-                    self.pubs[f'{channel}/{stem}image_raw'].publish(image)
-                    self.pubs[f'{channel}/{stem}camera_info'].publish(info)
+                    pubs[f'{channel}/{stem}image_raw'].publish(image)
+                    pubs[f'{channel}/{stem}camera_info'].publish(info)
 
-    def publish_base_state(self, reading, stamp) -> None:
-        footprint = self.frame(self.model.footprint_link)
+    def publish_base_state(self, ports: RobotPorts, reading, stamp) -> None:
+        footprint = ports.frame(ports.model.footprint_link)
         w, x, y, z = reading.true_quaternion
         truth = Odometry()
         truth.header.stamp, truth.header.frame_id, truth.child_frame_id = stamp, 'world', footprint
@@ -194,16 +233,16 @@ class SimNode(Node):
         twist = truth.twist.twist
         twist.linear.x, twist.linear.y, twist.linear.z = (float(v) for v in reading.true_linear_velocity)
         twist.angular.x, twist.angular.y, twist.angular.z = (float(v) for v in reading.true_angular_velocity)
-        self.pubs['sim/ground_truth'].publish(truth)
+        ports.pubs['sim/ground_truth'].publish(truth)
         if not self.publish_base:
             return
         ox, oy, oyaw = reading.odom_pose
         linear, angular = reading.odom_twist
-        odom_frame = self.frame('odom')
-        self.pubs['odom'].publish(convert.planar_odometry(odom_frame, footprint, ox, oy, oyaw, linear, angular,
+        odom_frame = ports.frame('odom')
+        ports.pubs['odom'].publish(convert.planar_odometry(odom_frame, footprint, ox, oy, oyaw, linear, angular,
                                                           stamp, ODOM_POSE_VARIANCE, ODOM_TWIST_VARIANCE))
         # REP 105: odom -> the URDF root (base_footprint, itself the parent of base_link).
-        self.pubs['tf'].publish(TFMessage(transforms=[convert.transform(
+        ports.pubs['tf'].publish(TFMessage(transforms=[convert.transform(
             odom_frame, footprint, (ox, oy, 0.0), convert.yaw_quaternion(oyaw), stamp)]))
 
     def publish_status(self) -> None:
@@ -212,25 +251,27 @@ class SimNode(Node):
         if wall > start_wall and not self.paused:
             self.measured_rtf = (sim_ns - start_sim) * 1e-9 / (wall - start_wall)
         self._rtf_window = (wall, sim_ns)
-        self.pubs['sim/status'].publish(SimStatus(
+        status = SimStatus(
             sim_time=convert.stamp_msg(self.stamp_ns(sim_ns)), real_time_factor=self.measured_rtf,
             target_real_time_factor=self.real_time_factor, paused=self.paused,
-            step_count=self.sim.step_count, physics_timestep=self.sim.model.opt.timestep, seed=self.sim.seed))
+            step_count=self.sim.step_count, physics_timestep=self.sim.model.opt.timestep, seed=self.sim.seed)
+        for ports in self.ports:
+            ports.pubs['sim/status'].publish(status)
 
     # ------------------------------------------------------------------ callbacks
-    def on_cmd_vel(self, msg) -> None:
+    def on_cmd_vel(self, ports: RobotPorts, msg) -> None:
         twist = msg.twist if self.cmd_vel_stamped else msg
-        if not self.sim.command_base(0, twist.linear.x, twist.angular.z):
+        if not self.sim.command_base(ports.index, twist.linear.x, twist.angular.z):
             self.rejected_commands += 1
             self.get_logger().warning(f'rejected non-finite cmd_vel (linear.x={twist.linear.x}, angular.z={twist.angular.z});'
                                    f' {self.rejected_commands} rejected so far', throttle_duration_sec=2.0)
 
-    def on_trajectory(self, msg: JointTrajectory) -> None:
+    def on_trajectory(self, ports: RobotPorts, msg: JointTrajectory) -> None:
         points = [(p.time_from_start.sec + p.time_from_start.nanosec * 1e-9, list(p.positions)) for p in msg.points]
         start = None
         if msg.header.stamp.sec or msg.header.stamp.nanosec:
             start = (msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec - self.time_offset_ns) * 1e-9
-        error = self.sim.command_arm(0, [n.removeprefix(self.frame_prefix) for n in msg.joint_names], points, start)
+        error = self.sim.command_arm(ports.index, [n.removeprefix(ports.frame_prefix) for n in msg.joint_names], points, start)
         if error:
             self.get_logger().warning(f'rejected arm trajectory: {error}', throttle_duration_sec=2.0)
 
@@ -269,8 +310,8 @@ class SimNode(Node):
         response.success, response.message = error is None, error or 'ok'
         return response
 
-    def on_inject_fault(self, request, response):
-        firmware = self.robot.firmware
+    def on_inject_fault(self, ports: RobotPorts, request, response):
+        firmware = self.sim.robots[ports.index].firmware
         error = 'firmware is not in the loop (start with firmware:=true)' if firmware is None else \
             firmware.inject(request.fault, request.channel, request.value)
         response.success, response.message = error is None, error or f'{request.fault} applied'

@@ -1,0 +1,299 @@
+"""The node graph of every bringup, defined once (ROS-free, no ``launch`` import).
+
+:func:`node_graph` turns a :class:`BringupConfig` (the launch arguments) into the list of nodes
+to start: package, executable, node name, namespace, parameters, remappings and whether the run
+ends when the node dies. Two thin consumers read it and nothing else:
+
+* the ROS 2 launch files in ``launch/`` (through :mod:`robotsim_core.launch_adapter`), and
+* the bare-machine launcher ``robotsim launch`` (:mod:`robotsim_core.launcher`).
+
+Sim mode: one simulator node hosts the world and every robot of the fleet; each robot gets its
+state publisher, its motor bridge (firmware in the loop) and optionally the demo driver, all in the
+robot's namespace. Real mode: the drivers named in ``config/real/<robot>.yaml``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config_schema import load_yaml, parse_spec, spec_field
+from .contract import robot_contract
+from .errors import DescriptionError
+from .fleet import FleetSpec, load_fleet, single_robot
+
+
+@dataclass
+class NodeSpec:
+    package: str
+    executable: str
+    name: str
+    namespace: str = ''
+    parameters: dict[str, Any] = field(default_factory=dict)
+    remappings: list[tuple[str, str]] = field(default_factory=list)
+    arguments: list[str] = field(default_factory=list)
+    """Command-line arguments before ``--ros-args`` (e.g. rviz2 -d FILE)."""
+    required: bool = False
+    """The whole bringup stops when this node exits (non-zero exit status if it failed)."""
+    optional: bool = False
+    """Started only when installed (rviz2 on a bare machine is skipped with a note)."""
+    full_install_command: list[str] = field(default_factory=list)
+    """On a full ROS install the launch files run this command instead (``ros2 bag record``)."""
+
+    @property
+    def label(self) -> str:
+        return f'{self.namespace}/{self.name}' if self.namespace else self.name
+
+
+@dataclass
+class BringupConfig:
+    """The launch arguments; the same names work for ``ros2 launch`` and ``robotsim launch``."""
+    use_sim: bool = True
+    """true: the MuJoCo simulator; false: the real drivers of config/real/<robot>.yaml."""
+    robot: str = 'rover'
+    """Robot name in config/robots (or a robot YAML path)."""
+    world: str = 'room'
+    """World name in config/worlds (or a world YAML path); sim only."""
+    namespace: str = ''
+    """ROS namespace of the robot (topics /<ns>/..., frames <ns>/...); '' for none."""
+    fleet: str = ''
+    """Fleet name in config/fleets (several robots, each with its namespace); overrides robot/namespace."""
+    firmware: str = 'auto'
+    """Base control in sim: true (C firmware in the loop + motor bridge), false (built-in), auto (firmware for differential bases)."""
+    rviz: bool = False
+    """Start RViz with config/rviz/robotsim.rviz when rviz2 is installed."""
+    record: bool = False
+    """Record the contract's topics to an MCAP rosbag2 bag."""
+    bag: str = ''
+    """Output folder of the bag ('' = ./robotsim_bag; it must not exist yet)."""
+    demo: bool = False
+    """Start the demo driver (reactive lidar wanderer publishing cmd_vel) for every robot."""
+    report: str = ''
+    """Sim: path of the run report PNG written at the end ('' = no live summary, no report)."""
+    seed: int = 0
+    """Seed of every random stream of the simulation."""
+    real_time_factor: float = 1.0
+    """Sim pacing (0 = as fast as possible)."""
+    duration: float = 0.0
+    """Sim seconds after which the simulator stops and the bringup ends (0 = run until Ctrl-C)."""
+    cameras: bool = True
+    """Render the cameras (false: no camera topics)."""
+    real_config: str = ''
+    """Real mode: the driver configuration ('' = config/real/<robot>.yaml)."""
+
+    @property
+    def use_sim_time(self) -> bool:
+        """Derived from the mode: every node of a sim bringup runs on /clock."""
+        return self.use_sim
+
+
+def config_from_arguments(arguments: dict[str, str], source: str = 'launch arguments', **overrides) -> BringupConfig:
+    """``{'robot': 'rover', 'rviz': 'true', ...}`` (strings, as launch passes them) -> BringupConfig."""
+    fields = {f.name: f for f in dataclasses.fields(BringupConfig)}
+    values: dict[str, Any] = dict(overrides)
+    for key, text in arguments.items():
+        if key == 'use_sim_time':
+            continue  # derived from the mode; accepted so `use_sim_time:=true` is not an error
+        if key not in fields:
+            raise DescriptionError(source, key, f'unknown launch argument; expected one of: '
+                                                f'{", ".join(sorted(fields))}, use_sim_time')
+        kind = fields[key].type
+        try:
+            if kind == 'bool':
+                if text.lower() not in ('true', 'false', '1', '0'):
+                    raise ValueError
+                values[key] = text.lower() in ('true', '1')
+            elif kind == 'int':
+                values[key] = int(text)
+            elif kind == 'float':
+                values[key] = float(text)
+            else:
+                values[key] = text
+        except ValueError:
+            raise DescriptionError(source, key, f'expected {kind}, got {text!r}') from None
+    config = BringupConfig(**values)
+    if config.firmware not in ('auto', 'true', 'false'):
+        raise DescriptionError(source, 'firmware', f'expected true, false or auto, got {config.firmware!r}')
+    return config
+
+
+def launch_arguments() -> list[tuple[str, str, str]]:
+    """(name, default as text, description) of every launch argument, for both consumers."""
+    out = []
+    for spec in dataclasses.fields(BringupConfig):
+        default = spec.default
+        text = str(default).lower() if isinstance(default, bool) else str(default)
+        out.append((spec.name, text, _field_doc(spec.name)))
+    out.append(('use_sim_time', '', 'derived from the mode (true in sim); accepted and ignored'))
+    return out
+
+
+def _field_doc(name: str) -> str:
+    import inspect
+    source = inspect.getsource(BringupConfig)
+    lines = source.splitlines()
+    for index, line in enumerate(lines):
+        if line.strip().startswith(f'{name}:') and index + 1 < len(lines):
+            return lines[index + 1].strip().strip('"')
+    return ''
+
+
+def default_serial_link(namespace: str = '') -> str:
+    """Where the simulated MCU's serial port appears (a symlink to its pty): per user, domain, robot."""
+    suffix = f'-{namespace}' if namespace else ''
+    return os.path.join(tempfile.gettempdir(), f'robotsim-{os.getuid()}',
+                        f'ttyMCU-{os.environ.get("ROS_DOMAIN_ID", "0")}{suffix}')
+
+
+def share_path(*parts: str) -> str:
+    """A file under the robotsim share directory (installed) or the source workspace."""
+    from .description.load import robot_config_dir
+    return os.path.join(os.path.dirname(os.path.dirname(robot_config_dir())), *parts)
+
+
+def fleet_of(config: BringupConfig) -> FleetSpec:
+    return load_fleet(config.fleet) if config.fleet else single_robot(config.robot, config.namespace)
+
+
+def firmware_in_the_loop(config: BringupConfig, fleet: FleetSpec) -> bool:
+    if config.firmware != 'auto':
+        return config.firmware == 'true'
+    from .description import load_robot
+    drives = [load_robot(entry.robot).drive for entry in fleet.robots]
+    return all(drive is not None and drive.type == 'differential' for drive in drives)
+
+
+def recorded_topics(config: BringupConfig, fleet: FleetSpec) -> list[tuple[str, str]]:
+    """(absolute topic, type) of every contract topic of every robot, /clock once."""
+    from .description import load_robot
+    topics = {}
+    for entry in fleet.robots:
+        contract = robot_contract(load_robot(entry.robot))
+        for topic in contract.topics:
+            if topic.sim_only and not config.use_sim:
+                continue
+            if topic.sensor and not config.cameras and topic.type in ('sensor_msgs/msg/Image',
+                                                                      'sensor_msgs/msg/CameraInfo'):
+                continue
+            if topic.name.endswith('segmentation/labels') and not config.cameras:
+                continue
+            name = '/clock' if topic.name == 'clock' else (
+                f'/{entry.namespace}/{topic.name}' if entry.namespace else f'/{topic.name}')
+            topics[name] = topic.type
+    return sorted(topics.items())
+
+
+def node_graph(config: BringupConfig) -> list[NodeSpec]:
+    """Every node of the bringup, in start order."""
+    fleet = fleet_of(config)
+    nodes = _sim_nodes(config, fleet) if config.use_sim else _real_nodes(config, fleet)
+    use_sim_time = config.use_sim_time
+    if config.record:
+        topics = recorded_topics(config, fleet)
+        bag = config.bag or 'robotsim_bag'
+        nodes.append(NodeSpec(
+            'robotsim_learning', 'recorder', 'robotsim_recorder',
+            parameters={'output': bag, 'topics': [name for name, _ in topics], 'use_sim_time': use_sim_time},
+            required=True,
+            full_install_command=['ros2', 'bag', 'record', '--storage', 'mcap', '--output', bag,
+                                  *(['--use-sim-time'] if use_sim_time else []), *[name for name, _ in topics]]))
+    if config.rviz:
+        nodes.append(NodeSpec('rviz2', 'rviz2', 'rviz2', arguments=['-d', share_path('config', 'rviz', 'robotsim.rviz')],
+                              parameters={'use_sim_time': use_sim_time}, optional=True))
+    return nodes
+
+
+def _sim_nodes(config: BringupConfig, fleet: FleetSpec) -> list[NodeSpec]:
+    firmware = firmware_in_the_loop(config, fleet)
+    sim_parameters: dict[str, Any] = {
+        'world': config.world, 'seed': config.seed, 'real_time_factor': float(config.real_time_factor),
+        'duration': float(config.duration), 'cameras': config.cameras, 'firmware': firmware,
+        'use_sim_time': False,  # the simulator is the clock
+    }
+    if config.fleet:
+        sim_parameters['fleet'] = config.fleet
+    else:
+        sim_parameters.update(robot=config.robot, namespace=fleet.robots[0].namespace)
+    nodes = [NodeSpec('robotsim_sim', 'sim_node', 'robotsim_sim', parameters=sim_parameters, required=True)]
+    for entry in fleet.robots:
+        ns, prefix = entry.namespace, entry.frame_prefix
+        nodes.append(NodeSpec('robotsim_sim', 'state_publisher', 'robot_state_publisher', ns,
+                              {'robot': entry.robot, 'frame_prefix': prefix, 'use_sim_time': True}, required=True))
+        if firmware:
+            nodes.append(NodeSpec('robotsim_firmware', 'motor_bridge', 'motor_bridge', ns,
+                                  {'robot': entry.robot, 'device': default_serial_link(ns), 'frame_prefix': prefix,
+                                   'reconnect_period': 0.2, 'use_sim_time': True}, required=True))
+        if config.demo:
+            nodes.append(NodeSpec('robotsim_learning', 'wander', 'wander', ns, {'use_sim_time': True}))
+    if config.report:
+        nodes.append(NodeSpec('robotsim_sim', 'monitor', 'robotsim_monitor', parameters={
+            'report': config.report, 'world': config.world,
+            'namespaces': [entry.namespace or '/' for entry in fleet.robots],
+            'robots': [entry.robot for entry in fleet.robots], 'use_sim_time': True}))
+    return nodes
+
+
+# ----------------------------------------------------------------------------- real mode
+@dataclass
+class DriverSpec:
+    name: str
+    """Node name of the driver."""
+    package: str
+    """ROS package that provides the driver (edit this YAML for other hardware)."""
+    executable: str
+    """Executable in that package."""
+    parameters: dict[str, Any] = spec_field(default_factory=dict)
+    """Driver parameters; strings may use {robot}, {namespace}, {frame_prefix}, {serial_device}, {robot_description}."""
+    remappings: dict[str, str] = spec_field(default_factory=dict)
+    """Driver topic -> contract topic (relative names, so the robot namespace applies)."""
+    provides: dict[str, str] = spec_field(default_factory=dict)
+    """Contract topics this driver publishes (after remapping) -> ROS type."""
+    required: bool = True
+    """The bringup stops when this driver dies."""
+
+
+@dataclass
+class RealBringupSpec:
+    drivers: list[DriverSpec] = spec_field(non_empty=True)
+    """The driver nodes of the real robot."""
+    serial_device: str = '/dev/ttyACM0'
+    """The base MCU's serial device (USB CDC)."""
+
+
+def real_config_path(config: BringupConfig, robot: str) -> str:
+    return config.real_config or share_path('config', 'real', f'{os.path.splitext(os.path.basename(robot))[0]}.yaml')
+
+
+def load_real_config(path: str) -> RealBringupSpec:
+    return parse_spec(RealBringupSpec, load_yaml(path), path)
+
+
+def _real_nodes(config: BringupConfig, fleet: FleetSpec) -> list[NodeSpec]:
+    from .description import load_robot
+    from .urdf import tree_to_urdf
+    nodes = []
+    for entry in fleet.robots:
+        path = real_config_path(config, entry.robot)
+        real = load_real_config(path)
+        values = {'robot': entry.robot, 'namespace': entry.namespace, 'frame_prefix': entry.frame_prefix,
+                  'serial_device': real.serial_device}
+        for index, driver in enumerate(real.drivers):
+            parameters = {}
+            for key, value in driver.parameters.items():
+                if isinstance(value, str) and '{robot_description}' in value:
+                    value = value.replace('{robot_description}', tree_to_urdf(load_robot(entry.robot).tree))
+                elif isinstance(value, str):
+                    try:
+                        value = value.format_map(values)
+                    except (KeyError, ValueError) as error:
+                        raise DescriptionError(path, f'drivers[{index}].parameters.{key}',
+                                               f'unknown placeholder {error}; expected one of '
+                                               f'{{{", ".join(sorted(values))}, robot_description}}') from None
+                parameters[key] = value
+            parameters['use_sim_time'] = False
+            nodes.append(NodeSpec(driver.package, driver.executable, driver.name, entry.namespace, parameters,
+                                  list(driver.remappings.items()), required=driver.required))
+    return nodes

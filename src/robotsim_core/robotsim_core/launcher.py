@@ -1,0 +1,150 @@
+"""Bare-machine launcher: runs a :func:`robotsim_core.bringup.node_graph` as processes.
+
+For machines without the ``launch`` package (the PyPI wheels do not ship it). Like ``ros2
+launch``: each node is started from ``<prefix>/lib/<package>/<executable>`` found through
+AMENT_PREFIX_PATH, with its node name, namespace, parameters (a params file, so any value type
+survives) and remappings; its output is prefixed ``[name]``; Ctrl-C / SIGTERM are forwarded;
+when a required node exits, everything stops and the launcher returns that node's status
+(non-zero if it failed).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import yaml
+
+from .bringup import NodeSpec
+
+
+class LaunchError(RuntimeError):
+    """A node of the graph cannot be started (executable not installed)."""
+
+
+def find_executable(package: str, executable: str) -> str | None:
+    for prefix in filter(None, os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep)):
+        candidate = os.path.join(prefix, 'lib', package, executable)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def params_document(spec: NodeSpec) -> dict:
+    """The node's parameters as a ROS 2 params file (``/**`` matches the node whatever its namespace)."""
+    return {'/**': {'ros__parameters': dict(spec.parameters)}}
+
+
+def command_line(spec: NodeSpec, executable: str, params_file: str) -> list[str]:
+    args = [executable, *spec.arguments, '--ros-args', '-r', f'__node:={spec.name}']
+    if spec.namespace:
+        args += ['-r', f'__ns:=/{spec.namespace.strip("/")}']
+    if spec.parameters:
+        args += ['--params-file', params_file]
+    for source, target in spec.remappings:
+        args += ['-r', f'{source}:={target}']
+    return args
+
+
+def _die_with_parent() -> None:
+    os.setsid()  # Ctrl-C in the terminal reaches the launcher only; it forwards it once
+    ctypes.CDLL('libc.so.6', use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+class _Running:
+    def __init__(self, spec: NodeSpec, process: subprocess.Popen):
+        self.spec, self.process = spec, process
+        self.pump = threading.Thread(target=self._prefix_output, daemon=True)
+        self.pump.start()
+
+    def _prefix_output(self) -> None:
+        tag = f'[{self.spec.label}] '
+        for line in self.process.stdout:
+            sys.stdout.write(tag + line if line.endswith('\n') else tag + line + '\n')
+            sys.stdout.flush()
+
+
+def say(message: str) -> None:
+    print(f'[robotsim] {message}', flush=True)
+
+
+def launch(nodes: list[NodeSpec], stop_timeout: float = 10.0) -> int:
+    """Run ``nodes`` until a required one exits or a signal arrives; return the exit status."""
+    plan = []
+    for spec in nodes:
+        path = find_executable(spec.package, spec.executable)
+        if path is None:
+            if spec.optional:
+                say(f'{spec.package}/{spec.executable} is not installed: {spec.label} not started')
+                continue
+            raise LaunchError(f'node {spec.label}: executable {spec.executable!r} of package {spec.package!r} '
+                              f'not found under AMENT_PREFIX_PATH (is the package built and sourced?)')
+        plan.append((spec, path))
+    run_dir = tempfile.mkdtemp(prefix='robotsim-launch-')
+    running: list[_Running] = []
+    stop_requested = threading.Event()
+
+    def on_signal(signum, _frame):
+        if not stop_requested.is_set():
+            say(f'{signal.Signals(signum).name}: stopping {len(running)} nodes')
+        stop_requested.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    status = 0
+    try:
+        for index, (spec, path) in enumerate(plan):
+            params_file = os.path.join(run_dir, f'{index:02d}_{spec.name}.yaml')
+            with open(params_file, 'w', encoding='utf-8') as stream:
+                yaml.safe_dump(params_document(spec), stream)
+            process = subprocess.Popen(command_line(spec, path, params_file), stdout=subprocess.PIPE,
+                                       stderr=subprocess.STDOUT, text=True, bufsize=1, preexec_fn=_die_with_parent)
+            running.append(_Running(spec, process))
+            say(f'started {spec.label} ({spec.package}/{spec.executable}, pid {process.pid})')
+        reported = set()
+        while not stop_requested.is_set():
+            for item in running:
+                code = item.process.poll()
+                if code is None or item in reported:
+                    continue
+                reported.add(item)
+                if item.spec.required:
+                    say(f'required node {item.spec.label} exited with status {code}: shutting down')
+                    status = code if code > 0 else (1 if code < 0 else 0)
+                    stop_requested.set()
+                else:
+                    say(f'node {item.spec.label} exited with status {code}')
+            stop_requested.wait(0.1)
+    finally:
+        _stop_all(running, stop_timeout)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return status
+
+
+def _stop_all(running: list[_Running], timeout: float) -> None:
+    """SIGINT (a clean rclpy shutdown) to every node, then SIGTERM, then SIGKILL."""
+    for signum, grace in ((signal.SIGINT, timeout), (signal.SIGTERM, 3.0), (signal.SIGKILL, 3.0)):
+        alive = [item for item in running if item.process.poll() is None]
+        if not alive:
+            break
+        for item in alive:
+            try:
+                item.process.send_signal(signum)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + grace
+        for item in alive:
+            try:
+                item.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+        if signum != signal.SIGINT:
+            say(f'sent {signal.Signals(signum).name} to {", ".join(i.spec.label for i in alive)}')
+    for item in running:
+        item.pump.join(timeout=1.0)
