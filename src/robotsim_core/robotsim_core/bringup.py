@@ -81,6 +81,8 @@ class BringupConfig:
     """Sim seconds after which the simulator stops and the bringup ends (0 = run until Ctrl-C)."""
     cameras: bool = True
     """Render the cameras (false: no camera topics)."""
+    paused: bool = False
+    """Start the simulation paused (resume with the /sim/pause service), e.g. to attach a recorder first."""
     real_config: str = ''
     """Real mode: the driver configuration ('' = config/real/<robot>.yaml)."""
 
@@ -118,6 +120,18 @@ def config_from_arguments(arguments: dict[str, str], source: str = 'launch argum
     if config.firmware not in ('auto', 'true', 'false'):
         raise DescriptionError(source, 'firmware', f'expected true, false or auto, got {config.firmware!r}')
     return config
+
+
+def graph_for(mode: str, arguments: dict[str, str], source: str = 'launch arguments') -> list['NodeSpec']:
+    """The nodes of ``<mode>.launch.py`` (sim, real, robot) with these ``name:=value`` arguments."""
+    if mode not in ('sim', 'real', 'robot'):
+        raise DescriptionError(source, 'mode', f'expected sim, real or robot, got {mode!r}')
+    overrides = {}
+    if mode != 'robot':
+        if 'use_sim' in arguments:
+            raise DescriptionError(source, 'use_sim', f'only for robot.launch.py (this is {mode}.launch.py)')
+        overrides['use_sim'] = mode == 'sim'
+    return node_graph(config_from_arguments(arguments, source, **overrides))
 
 
 def launch_arguments() -> list[tuple[str, str, str]]:
@@ -201,8 +215,13 @@ def node_graph(config: BringupConfig) -> list[NodeSpec]:
             full_install_command=['ros2', 'bag', 'record', '--storage', 'mcap', '--output', bag,
                                   *(['--use-sim-time'] if use_sim_time else []), *[name for name, _ in topics]]))
     if config.rviz:
-        nodes.append(NodeSpec('rviz2', 'rviz2', 'rviz2', arguments=['-d', share_path('config', 'rviz', 'robotsim.rviz')],
-                              parameters={'use_sim_time': use_sim_time}, optional=True))
+        # The first robot's view: its namespace resolves the file's relative topics, the fixed frame
+        # gets its prefix, and tf2 (which listens on the absolute /tf) is pointed at the robot's tf.
+        first = fleet.robots[0]
+        tf = [('/tf', 'tf'), ('/tf_static', 'tf_static')] if first.namespace else []
+        nodes.append(NodeSpec('rviz2', 'rviz2', 'rviz2', first.namespace, {'use_sim_time': use_sim_time}, tf,
+                              ['-d', share_path('config', 'rviz', 'robotsim.rviz'), '-f', f'{first.frame_prefix}odom'],
+                              optional=True))
     return nodes
 
 
@@ -211,6 +230,7 @@ def _sim_nodes(config: BringupConfig, fleet: FleetSpec) -> list[NodeSpec]:
     sim_parameters: dict[str, Any] = {
         'world': config.world, 'seed': config.seed, 'real_time_factor': float(config.real_time_factor),
         'duration': float(config.duration), 'cameras': config.cameras, 'firmware': firmware,
+        'start_paused': config.paused,
         'use_sim_time': False,  # the simulator is the clock
     }
     if config.fleet:

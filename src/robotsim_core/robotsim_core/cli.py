@@ -74,7 +74,7 @@ def contract_check(args: argparse.Namespace) -> int:
 
 
 def launch_command(args: argparse.Namespace) -> int:
-    from .bringup import config_from_arguments, node_graph
+    from .bringup import graph_for
     from .launcher import LaunchError, launch, say
 
     arguments = {}
@@ -83,16 +83,9 @@ def launch_command(args: argparse.Namespace) -> int:
         if not separator:
             raise DescriptionError('command line', item, 'expected name:=value (a launch argument)')
         arguments[name] = value
-    overrides = {}
-    if args.mode != 'robot':
-        if 'use_sim' in arguments:
-            raise DescriptionError('command line', 'use_sim', f'only for `robotsim launch robot` (the mode is {args.mode})')
-        overrides['use_sim'] = args.mode == 'sim'
-    config = config_from_arguments(arguments, **overrides)
-    nodes = node_graph(config)
+    nodes = graph_for(args.mode, arguments, 'command line')
     say(f'ROS_DOMAIN_ID={os.environ.get("ROS_DOMAIN_ID", "0")}, discovery '
-        f'{os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE", "(default)")}; {len(nodes)} nodes, '
-        f'{"simulator" if config.use_sim else "real drivers"}')
+        f'{os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE", "(default)")}; {len(nodes)} nodes')
     try:
         return launch(nodes)
     except LaunchError as error:

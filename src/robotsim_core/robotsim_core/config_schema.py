@@ -83,6 +83,8 @@ def _check_range(value: float, metadata: dict, source: str, path: str) -> None:
 
 
 def _parse_value(hint: Any, value: Any, source: str, path: str, metadata: dict) -> Any:
+    if hint is Any:
+        return value  # free-form (a driver's own parameters): passed through as YAML gave it
     origin = typing.get_origin(hint)
     if origin in (Union, types.UnionType):
         options = typing.get_args(hint)

@@ -9,7 +9,7 @@ record``). A required node's exit shuts the launch down, like the bare-machine l
 
 from __future__ import annotations
 
-from .bringup import NodeSpec, config_from_arguments, launch_arguments, node_graph
+from .bringup import NodeSpec, graph_for, launch_arguments
 
 
 def node_kwargs(spec: NodeSpec) -> dict:
@@ -48,9 +48,8 @@ def _actions(context, mode: str):
 
     names = [name for name, _, _ in launch_arguments() if not (mode != 'robot' and name == 'use_sim')]
     arguments = {name: LaunchConfiguration(name).perform(context) for name in names}
-    overrides = {} if mode == 'robot' else {'use_sim': mode == 'sim'}
     actions = []
-    for spec in node_graph(config_from_arguments(arguments, **overrides)):
+    for spec in graph_for(mode, arguments):
         if spec.optional and not _installed(spec.package):
             actions.append(LogInfo(msg=f'{spec.package} is not installed: {spec.label} not started'))
             continue

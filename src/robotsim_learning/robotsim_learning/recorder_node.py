@@ -42,6 +42,8 @@ class RecorderNode(Node):
             self.bag.add_topic(topic, msg_type)
             self.subscriptions_by_topic[topic] = self.create_subscription(
                 ros_common.message_class(msg_type), topic, self._writer(topic), self._qos(publishers), raw=True)
+            if len(self.subscriptions_by_topic) == len(self.wanted):
+                self.get_logger().info(f'subscribed to all {len(self.wanted)} topics')
 
     @staticmethod
     def _qos(publishers) -> QoSProfile:

@@ -171,7 +171,11 @@ class MonitorNode(Node):
         title = (f'robotsim run report: world {self.world.name}, {self.sim_seconds():.1f} s sim time, '
                  f'robots {", ".join(t.label for t in self.traces)}')
         write_report(self.report_path, self.world, self.traces, title)
-        print(f'run report written to {self.report_path}', flush=True)
+        contents = '; '.join(
+            f'{t.label}: {len(t.truth)} ground-truth poses, {len(t.odom)} odometry poses, {len(t.commands)} commands, '
+            f'{len(t.wheels)} wheel samples, last scan {"yes" if t.scan is not None else "no"}, '
+            f'camera frame {"yes" if t.image is not None else "no"}' for t in self.traces)
+        print(f'run report written to {self.report_path} ({contents})', flush=True)
 
 
 def _run(node: MonitorNode) -> None:

@@ -51,6 +51,17 @@ class ParameterError(ValueError):
     """A node parameter has a value the node cannot use."""
 
 
+class CountedPublisher:
+    """A publisher that counts what it sent (reported at exit: what a recording must contain)."""
+
+    def __init__(self, publisher):
+        self.publisher, self.count = publisher, 0
+
+    def publish(self, message) -> None:
+        self.publisher.publish(message)
+        self.count += 1
+
+
 @dataclass
 class RobotPorts:
     """One robot's ROS side: its namespace, frame prefix, publishers and per-sensor lookups."""
@@ -112,7 +123,7 @@ class SimNode(Node):
         self.ports = [self.make_ports(index, entry, frame_prefix if len(fleet.robots) == 1 and frame_prefix
                                       else entry.frame_prefix)
                       for index, entry in enumerate(fleet.robots)]
-        self.clock_pub = self.create_publisher(Clock, '/clock', convert.qos_profile(RELIABLE_QOS))
+        self.clock_pub = CountedPublisher(self.create_publisher(Clock, '/clock', convert.qos_profile(RELIABLE_QOS)))
         self.create_service(Pause, 'sim/pause', self.on_pause)
         self.create_service(Step, 'sim/step', self.on_step)
         self.create_service(Reset, 'sim/reset', self.on_reset)
@@ -146,8 +157,8 @@ class SimNode(Node):
                 continue  # /clock is the world's; the state publisher owns the other two
             if topic.sensor and topic.sensor not in scheduled:
                 continue  # e.g. cameras disabled
-            ports.pubs[topic.name] = self.create_publisher(message_class(topic.type), ports.topic(topic.name),
-                                                           convert.qos_profile(topic.qos))
+            ports.pubs[topic.name] = CountedPublisher(self.create_publisher(
+                message_class(topic.type), ports.topic(topic.name), convert.qos_profile(topic.qos)))
         ports.sensors = {s.name: s for s in model.sensors}
         ports.sensor_topics = {s.name: [t for t in robot.contract.topics if t.sensor == s.name] for s in model.sensors}
         labels = json.dumps({str(label): name for label, name in sorted(self.sim.labels.items())})
@@ -323,7 +334,10 @@ class SimNode(Node):
     def report(self, wall_seconds: float) -> str:
         sim_seconds = self.sim.time_ns * 1e-9
         rtf = sim_seconds / wall_seconds if wall_seconds > 0 else 0.0
-        return f'simulated {sim_seconds:.3f} s in {wall_seconds:.3f} s wall: real-time factor {rtf:.2f}'
+        publishers = [self.clock_pub] + [p for ports in self.ports for p in ports.pubs.values()]
+        counts = ', '.join(f'{p.publisher.topic_name} {p.count}' for p in publishers)
+        return (f'simulated {sim_seconds:.3f} s in {wall_seconds:.3f} s wall: real-time factor {rtf:.2f}; '
+                f'published messages: {counts}')
 
     def log_progress(self) -> None:
         self.get_logger().info(f'sim time {self.sim.time:.1f} s, real-time factor {self.measured_rtf:.2f}'

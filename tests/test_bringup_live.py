@@ -1,0 +1,223 @@
+"""The bare-machine launcher driving real nodes: `make sim`'s script end to end (live summary, run
+report), stop on Ctrl-C, stop when a required node dies, a two-robot world, and recording."""
+
+import math
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+
+import numpy as np
+from nav_msgs.msg import Odometry
+from PIL import Image as PilImage
+from rosbags.highlevel import AnyReader
+from sensor_msgs.msg import Image, LaserScan
+
+from rostest_helpers import RELIABLE, SENSOR, WORKSPACE, Observer, _die_with_parent
+from robotsim_msgs.srv import Pause
+
+
+class Launch:
+    """`robotsim launch ...` (or scripts/run-sim.sh) in a subprocess, its output collected live."""
+
+    def __init__(self, args: list[str], env: dict | None = None):
+        self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                        env={**os.environ, **(env or {})}, preexec_fn=_die_with_parent)
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.process.stdout:
+            self.lines.append(line.rstrip('\n'))
+
+    @property
+    def text(self) -> str:
+        return '\n'.join(self.lines)
+
+    def wait_for(self, pattern: str, timeout: float) -> re.Match:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in list(self.lines):
+                if (match := re.search(pattern, line)):
+                    return match
+            if self.process.poll() is not None and not self.reader.is_alive():
+                break
+            time.sleep(0.1)
+        raise AssertionError(f'no line matching {pattern!r} in:\n{self.text}')
+
+    def pid_of(self, label: str) -> int:
+        return int(self.wait_for(rf'started {re.escape(label)} \(.*pid (\d+)\)', 30).group(1))
+
+    def finish(self, timeout: float = 60) -> int:
+        code = self.process.wait(timeout=timeout)
+        self.reader.join(timeout=5)
+        return code
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is dead for our purpose
+        return open(f'/proc/{pid}/stat').read().split()[2] != 'Z'
+    except FileNotFoundError:
+        return False
+
+
+def wait_until_publishing(topic: str, msg_type=Odometry, count: int = 10) -> None:
+    obs = Observer('bringup_wait')
+    try:
+        obs.watch(topic, msg_type, RELIABLE)
+        assert obs.spin_until(lambda: len(obs.messages[topic]) >= count, 90), f'{topic} never came up'
+    finally:
+        obs.close()
+
+
+def test_make_sim_script_runs_the_demo_and_writes_the_report(tmp_path):
+    report = tmp_path / 'report.png'
+    run = Launch([str(WORKSPACE / 'scripts' / 'run-sim.sh')],
+                 {'DURATION': '20', 'REPORT': str(report), 'ROS_DOMAIN_ID': os.environ['ROS_DOMAIN_ID']})
+    try:
+        assert run.finish(timeout=180) == 0, run.text
+    finally:
+        run.stop()
+    text = run.text
+    for tag in ('[robotsim_sim]', '[robot_state_publisher]', '[motor_bridge]', '[wander]', '[robotsim_monitor]'):
+        assert any(line.startswith(tag) for line in run.lines), f'no {tag} output:\n{text}'
+    assert 'firmware in the loop' in text and 'connected to' in text
+    summaries = [line for line in run.lines if line.startswith('[robotsim_monitor] sim time')]
+    assert summaries and 'RTF' in summaries[-1] and '/scan' in summaries[-1] and '/odom' in summaries[-1], text
+    assert 'required node robotsim_sim exited with status 0' in text
+    written = run.wait_for(r'run report written to .*\((.*)\)', 5).group(1)
+    counts = dict(re.findall(r'(\d+) (ground-truth poses|odometry poses|commands|wheel samples)', written)[i][::-1]
+                  for i in range(4))
+    assert int(counts['ground-truth poses']) > 500 and int(counts['odometry poses']) > 500, written
+    assert int(counts['commands']) > 50 and int(counts['wheel samples']) > 500, written
+    assert 'last scan yes' in written and 'camera frame yes' in written, written
+    image = np.asarray(PilImage.open(report).convert('RGB'))
+    assert image.shape[:2] == (900, 1440) and image.std() > 10  # a figure, not a blank canvas
+
+
+def test_ctrl_c_stops_every_node_and_a_dead_required_node_stops_the_launch():
+    run = Launch(['robotsim', 'launch', 'sim', 'cameras:=false', 'firmware:=false', 'demo:=true'])
+    try:
+        pids = {label: run.pid_of(label) for label in ('robotsim_sim', 'robot_state_publisher', 'wander')}
+        wait_until_publishing('/odom')
+        run.process.send_signal(signal.SIGINT)
+        assert run.finish(timeout=40) == 0, run.text
+        assert not any(alive(pid) for pid in pids.values()), run.text
+    finally:
+        run.stop()
+
+    run = Launch(['robotsim', 'launch', 'sim', 'cameras:=false', 'firmware:=true'])
+    try:
+        sim, bridge = run.pid_of('robotsim_sim'), run.pid_of('motor_bridge')
+        wait_until_publishing('/odom')
+        os.kill(sim, signal.SIGKILL)
+        code = run.finish(timeout=40)
+        assert code != 0, run.text
+        assert 'required node robotsim_sim exited with status -9: shutting down' in run.text
+        assert not alive(bridge)
+    finally:
+        run.stop()
+
+
+def contract_check(namespace: str) -> subprocess.CompletedProcess:
+    return subprocess.run(['robotsim', 'contract', 'check', '--duration', '5', '--namespace', namespace,
+                           '--frame-prefix', f'{namespace}/'], capture_output=True, text=True, timeout=120)
+
+
+def test_two_robots_in_one_world(tmp_path):
+    run = Launch(['robotsim', 'launch', 'sim', 'fleet:=two_rovers'])
+    try:
+        wait_until_publishing('/robot1/odom')
+        wait_until_publishing('/robot2/odom')
+        for namespace in ('robot1', 'robot2'):
+            result = contract_check(namespace)
+            assert result.returncode == 0, (namespace, result.stdout, result.stderr)
+            assert 'FAIL' not in result.stdout and '18 of 18 checks pass' in result.stdout, result.stdout
+
+        obs = Observer('two_robots')
+        try:
+            for ns in ('robot1', 'robot2'):
+                obs.watch(f'/{ns}/scan', LaserScan, SENSOR)
+                obs.watch(f'/{ns}/camera/depth/image_raw', Image, SENSOR)
+                obs.watch(f'/{ns}/sim/ground_truth', Odometry, RELIABLE)
+            assert obs.spin_until(lambda: all(len(obs.messages[t]) >= 3 for t in obs.watched), 60)
+            # They face each other 2 m apart; without the other robot the wall behind it is 4 m away.
+            for ns in ('robot1', 'robot2'):
+                scan = obs.messages[f'/{ns}/scan'][-1]
+                ahead = np.asarray(scan.ranges)[round(-scan.angle_min / scan.angle_increment)]
+                assert 1.5 < ahead < 2.0, (ns, ahead)
+                depth = obs.messages[f'/{ns}/camera/depth/image_raw'][-1]
+                pixels = np.frombuffer(bytes(depth.data), np.float32).reshape(depth.height, depth.width)
+                centre = pixels[depth.height // 2, depth.width // 2]
+                assert 1.4 < centre < 2.0, (ns, centre)
+                assert scan.header.frame_id == f'{ns}/laser' and depth.header.frame_id.startswith(f'{ns}/')
+
+            def yaw(ns):
+                q = obs.messages[f'/{ns}/sim/ground_truth'][-1].pose.pose.orientation
+                return math.atan2(2 * (q.w * q.z + q.x * q.y), 1 - 2 * (q.y * q.y + q.z * q.z))
+
+            start = {ns: yaw(ns) for ns in ('robot1', 'robot2')}
+            from geometry_msgs.msg import Twist
+            publisher = obs.node.create_publisher(Twist, '/robot1/cmd_vel', 10)
+            turn = Twist()
+            turn.angular.z = 1.0
+            deadline = time.monotonic() + 3.0
+            while time.monotonic() < deadline:
+                publisher.publish(turn)
+                obs.spin_for(0.1)
+            turned = {ns: abs(math.remainder(yaw(ns) - start[ns], math.tau)) for ns in start}
+            assert turned['robot1'] > 0.5 and turned['robot2'] < 0.02, turned  # driven independently
+        finally:
+            obs.close()
+    finally:
+        run.stop()
+
+
+def test_recording_holds_every_published_message(tmp_path):
+    bag = tmp_path / 'bag'
+    run = Launch(['robotsim', 'launch', 'sim', 'record:=true', f'bag:={bag}', 'paused:=true', 'duration:=6',
+                  'firmware:=false'])
+    try:
+        run.wait_for(r'\[robotsim_recorder\].*subscribed to all \d+ topics', 90)
+        time.sleep(1.0)  # let the last subscriptions match their publishers
+        obs = Observer('recording_start')
+        try:
+            response = obs.call(Pause, '/sim/pause', Pause.Request(paused=False), timeout=20)
+            assert response.success
+        finally:
+            obs.close()
+        assert run.finish(timeout=120) == 0, run.text
+    finally:
+        run.stop()
+    published = dict((topic, int(count)) for topic, count in
+                     re.findall(r'(/[\w/]+) (\d+)', run.wait_for(r'published messages: (.*)', 5).group(1)))
+    with AnyReader([bag]) as reader:
+        recorded = {c.topic: (c.msgtype, c.msgcount) for c in reader.connections}
+        assert reader.connections and all(c.msgcount > 0 for c in reader.connections)
+    assert set(published) <= set(recorded), (published, recorded)
+    assert recorded['/scan'][0] == 'sensor_msgs/msg/LaserScan' and recorded['/odom'][0] == 'nav_msgs/msg/Odometry'
+    assert recorded['/sim/status'][0] == 'robotsim_msgs/msg/SimStatus'
+    for topic, count in published.items():
+        if topic == '/tf':  # the state publisher adds its own /tf messages
+            assert recorded[topic][1] >= count
+        elif topic == '/sim/status':  # a wall-time status, also sent before the recorder subscribed
+            assert 0 < recorded[topic][1] <= count
+        else:
+            assert recorded[topic][1] == count, (topic, recorded[topic][1], count)
+    assert recorded['/tf_static'][1] == 1 and recorded['/robot_description'][1] == 1
+    assert published['/camera/image_raw'] >= 80 and published['/scan'] >= 55  # 6 s at 15 Hz and 10 Hz
