@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config_schema import load_yaml, parse_spec, spec_field
-from .contract import robot_contract
+from .contract import resolve_topic, robot_contract
 from .errors import DescriptionError
 from .fleet import FleetSpec, load_fleet, single_robot
 
@@ -194,9 +194,7 @@ def recorded_topics(config: BringupConfig, fleet: FleetSpec) -> list[tuple[str, 
                 continue
             if topic.name.endswith('segmentation/labels') and not config.cameras:
                 continue
-            name = '/clock' if topic.name == 'clock' else (
-                f'/{entry.namespace}/{topic.name}' if entry.namespace else f'/{topic.name}')
-            topics[name] = topic.type
+            topics[resolve_topic(entry.namespace, topic.name)] = topic.type
     return sorted(topics.items())
 
 

@@ -48,6 +48,22 @@ class Contract:
         return next(t for t in self.topics if t.name == name)
 
 
+GLOBAL_TOPICS = ('clock',)  # the world's, shared by every robot: never under a robot namespace
+
+
+def resolve_topic(namespace: str, name: str) -> str:
+    """Absolute name of contract topic ``name`` for a robot in ``namespace`` ('' = none)."""
+    namespace = namespace.strip('/')
+    return f'/{name}' if name in GLOBAL_TOPICS or not namespace else f'/{namespace}/{name}'
+
+
+GLOBAL_FRAMES = ('world',)  # the simulated world's frame (ground truth): one for all robots, never prefixed
+
+
+def resolve_frame(frame_prefix: str, frame: str) -> str:
+    return frame if not frame or frame in GLOBAL_FRAMES else f'{frame_prefix}{frame}'
+
+
 IMAGE_TOPIC_STEMS = {'rgb': '', 'depth': 'depth/', 'segmentation': 'segmentation/'}
 
 

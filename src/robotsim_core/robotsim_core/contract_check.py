@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from .contract import Contract, QosSpec
+from .contract import Contract, QosSpec, resolve_frame, resolve_topic
 
 RATE_TOLERANCE = 0.3          # measured rate within +-30 % of nominal
 TIME_DOMAIN_TOLERANCE = 5.0   # s: stamps this close to the reference clock are in its time domain
@@ -55,11 +55,10 @@ def evaluate(contract: Contract, observations: dict[str, TopicObservation], tf_e
     """One row per contract topic and per required TF link. ``reference_time_ns`` is the latest
     /clock (simulation) or the wall time (real robot): header stamps must lie near it."""
     rows = []
-    prefix = f'/{namespace.strip("/")}/' if namespace.strip('/') else '/'
     for topic in contract.topics:
         if topic.sim_only and not include_sim_only:
             continue
-        name = prefix + topic.name
+        name = resolve_topic(namespace, topic.name)
         seen = observations.get(name, TopicObservation())
         problems = []
         if not seen.types:
@@ -73,7 +72,7 @@ def evaluate(contract: Contract, observations: dict[str, TopicObservation], tf_e
             problems.append(f'QoS {q.reliability}/{q.durability}, expected {topic.qos.reliability}/{topic.qos.durability}')
         if seen.count == 0:
             problems.append('no message received')
-        expected_frame = frame_prefix + topic.frame_id if topic.frame_id else ''
+        expected_frame = resolve_frame(frame_prefix, topic.frame_id)
         if expected_frame and seen.frame_ids and seen.frame_ids != {expected_frame}:
             problems.append(f'frame_id {", ".join(sorted(seen.frame_ids))}, expected {expected_frame}')
         stamps = seen.stamps_ns

@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 import time
 
-from .contract import Contract, QosSpec
+from .contract import Contract, QosSpec, resolve_topic
 from .contract_check import TopicObservation, evaluate
 
 
@@ -27,7 +27,6 @@ def probe(contract: Contract, duration: float, namespace: str = '', frame_prefix
     node = rclpy.create_node('robotsim_contract_check', context=context)
     executor = rclpy.executors.SingleThreadedExecutor(context=context)
     executor.add_node(node)
-    prefix = f'/{namespace.strip("/")}/' if namespace.strip('/') else '/'
     observations: dict[str, TopicObservation] = {}
     tf_edges: set[tuple[str, str]] = set()
     latest_clock = [None]
@@ -58,7 +57,7 @@ def probe(contract: Contract, duration: float, namespace: str = '', frame_prefix
     for topic in contract.topics:
         if topic.sim_only and not include_sim_only and topic.name != 'clock':
             continue
-        name = ('/' if topic.name in ('clock',) else prefix) + topic.name
+        name = resolve_topic(namespace, topic.name)
         observations[name] = TopicObservation()
         msg_type = message_class(topic.type)
         # The contract's reliability and durability (an incompatible publisher then delivers

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
@@ -26,7 +27,8 @@ class RecorderNode(Node):
         self.wanted = list(self.declare_parameter('topics', ['/clock']).value)
         self.bag = BagWriter(self.output)
         self.subscriptions_by_topic = {}
-        self.create_timer(0.5, self.discover)
+        # Wall-clock graph scan: with use_sim_time a paused simulation would otherwise stop discovery.
+        self.create_timer(0.5, self.discover, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.discover()
         self.get_logger().info(f'recording {len(self.wanted)} topics to {self.output} (MCAP)')
 

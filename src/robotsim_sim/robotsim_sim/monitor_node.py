@@ -23,7 +23,7 @@ from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import Image, JointState, LaserScan
 
 from robotsim_core import ros_common
-from robotsim_core.contract import robot_contract
+from robotsim_core.contract import resolve_topic, robot_contract
 from robotsim_core.description import load_robot
 from robotsim_core.errors import DescriptionError
 from robotsim_msgs.msg import SimStatus
@@ -66,15 +66,12 @@ class MonitorNode(Node):
     def sim_seconds(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
-    def topic(self, namespace: str, name: str) -> str:
-        return f'/{namespace}/{name}' if namespace else f'/{name}'
-
     def watch_robot(self, namespace: str, model) -> None:
         trace = RobotTrace(namespace or model.name)
         self.traces.append(trace)
         contract = robot_contract(model)
         for spec in contract.topics:
-            name = '/clock' if spec.name == 'clock' else self.topic(namespace, spec.name)
+            name = resolve_topic(namespace, spec.name)
             if name in self.counts:
                 continue
             self.counts[name] = 0
@@ -108,11 +105,11 @@ class MonitorNode(Node):
             trace.wheels.append((_seconds(msg.header.stamp), float(rim), float(effort)))
 
         reliable = ros_common.qos_profile(contract.topic('odom').qos)
-        self.create_subscription(Odometry, self.topic(namespace, 'sim/ground_truth'), on_truth, reliable)
-        self.create_subscription(Odometry, self.topic(namespace, 'odom'), on_odom, reliable)
-        self.create_subscription(Twist, self.topic(namespace, 'cmd_vel'), on_cmd, 10)
-        self.create_subscription(JointState, self.topic(namespace, 'joint_states'), on_joints, reliable)
-        self.create_subscription(SimStatus, self.topic(namespace, 'sim/status'), self.on_status, reliable)
+        self.create_subscription(Odometry, resolve_topic(namespace, 'sim/ground_truth'), on_truth, reliable)
+        self.create_subscription(Odometry, resolve_topic(namespace, 'odom'), on_odom, reliable)
+        self.create_subscription(Twist, resolve_topic(namespace, 'cmd_vel'), on_cmd, 10)
+        self.create_subscription(JointState, resolve_topic(namespace, 'joint_states'), on_joints, reliable)
+        self.create_subscription(SimStatus, resolve_topic(namespace, 'sim/status'), self.on_status, reliable)
 
     def _counter(self, name: str, spec, trace: RobotTrace):
         keep_scan = spec.type == 'sensor_msgs/msg/LaserScan'

@@ -157,6 +157,8 @@ class SimNode(Node):
                 continue  # /clock is the world's; the state publisher owns the other two
             if topic.sensor and topic.sensor not in scheduled:
                 continue  # e.g. cameras disabled
+            if topic.name in ('odom', 'tf') and not self.publish_base:
+                continue  # the motor bridge owns them: one publisher per topic, as on the robot
             ports.pubs[topic.name] = CountedPublisher(self.create_publisher(
                 message_class(topic.type), ports.topic(topic.name), convert.qos_profile(topic.qos)))
         ports.sensors = {s.name: s for s in model.sensors}
