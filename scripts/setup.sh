@@ -16,7 +16,7 @@ die() { printf '[robotsim setup] error: %s\n' "$*" >&2; exit 2; }
 # What the bare-machine mode needs from the OS: a C toolchain and CMake >= 3.24 for colcon
 # (interface packages, firmware host build), EGL and OSMesa for MuJoCo's offscreen CPU
 # rendering, the Arm cross compiler for the firmware's MCU build, venv for Python.
-debian_packages=(build-essential cmake libegl1 libegl-mesa0 libgl1 libgl1-mesa-dri libosmesa6 gcc-arm-none-eabi libnewlib-arm-none-eabi python3-venv)
+mapfile -t debian_packages < <(grep -v '^#' "$ws/requirements/debian.txt" | grep -v '^$')
 
 missing_debian_packages() {
   local pkg
@@ -57,7 +57,7 @@ command -v "$python_bin" >/dev/null || die "$python_bin not found; set ROBOTSIM_
 "$python_bin" -c 'import sys; sys.exit(not ((3, 10) <= sys.version_info[:2] <= (3, 13)))' \
   || die "$("$python_bin" --version 2>&1) is not supported: the ROS 2 Kilted wheels exist for Python 3.10-3.13 (set ROBOTSIM_PYTHON)"
 
-stamp_inputs=("$ws/requirements/bare.txt" "$ws/requirements/constraints.txt" "$ws/scripts/setup.sh")
+stamp_inputs=("$ws/requirements/bare.txt" "$ws/requirements/constraints.txt" "$ws/requirements/debian.txt" "$ws/scripts/setup.sh")
 want_stamp="$("$python_bin" --version 2>&1) $(cat "${stamp_inputs[@]}" | sha256sum | cut -c1-16)"
 have_stamp="$(cat "$venv/.robotsim-setup-stamp" 2>/dev/null || true)"
 

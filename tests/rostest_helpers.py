@@ -132,3 +132,14 @@ def stamp_seconds(stamp) -> float:
 
 def yaw_of(q) -> float:
     return math.atan2(2 * (q.w * q.z + q.x * q.y), 1 - 2 * (q.y * q.y + q.z * q.z))
+
+
+def wait_until_publishing(topic: str, msg_type, count: int = 10, timeout: float = 90) -> None:
+    """Return once ``topic`` has delivered ``count`` messages (the robot is up: simulator and bridge
+    take a moment to start)."""
+    obs = Observer('wait_until_publishing')
+    try:
+        obs.watch(topic, msg_type, RELIABLE)
+        assert obs.spin_until(lambda: len(obs.messages[topic]) >= count, timeout), f'{topic} never came up'
+    finally:
+        obs.close()

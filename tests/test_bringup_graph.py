@@ -174,3 +174,15 @@ def test_bad_launch_arguments_fail_with_one_clear_line(arguments, expected):
     result = subprocess.run(['robotsim', 'launch', 'sim', *arguments], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2, result.stdout + result.stderr
     assert expected in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_docker_images_reuse_the_project_setup_steps():
+    """No Docker engine here: check what can be checked without one."""
+    full_setup = WORKSPACE / 'scripts' / 'setup-full-install.sh'
+    assert subprocess.run(['bash', '-n', str(full_setup)]).returncode == 0
+    for name in ('desktop.Dockerfile', 'jetson.Dockerfile'):
+        text = (WORKSPACE / 'docker' / name).read_text()
+        assert 'scripts/setup-full-install.sh' in text and 'COPY . ' in text, name
+    for script in ('setup.sh', 'setup-full-install.sh'):  # one Debian package list for both modes
+        assert 'requirements/debian.txt' in (WORKSPACE / 'scripts' / script).read_text(), script
+    assert 'colcon build --base-paths src' in full_setup.read_text()  # compat/tf2_msgs stays out

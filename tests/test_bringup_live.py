@@ -15,7 +15,7 @@ from PIL import Image as PilImage
 from rosbags.highlevel import AnyReader
 from sensor_msgs.msg import Image, LaserScan
 
-from rostest_helpers import RELIABLE, SENSOR, WORKSPACE, Observer, _die_with_parent
+from rostest_helpers import RELIABLE, SENSOR, WORKSPACE, Observer, _die_with_parent, wait_until_publishing
 from robotsim_msgs.srv import Pause
 
 
@@ -76,15 +76,6 @@ def alive(pid: int) -> bool:
         return False
 
 
-def wait_until_publishing(topic: str, msg_type=Odometry, count: int = 10) -> None:
-    obs = Observer('bringup_wait')
-    try:
-        obs.watch(topic, msg_type, RELIABLE)
-        assert obs.spin_until(lambda: len(obs.messages[topic]) >= count, 90), f'{topic} never came up'
-    finally:
-        obs.close()
-
-
 def test_make_sim_script_runs_the_demo_and_writes_the_report(tmp_path):
     report = tmp_path / 'report.png'
     run = Launch([str(WORKSPACE / 'scripts' / 'run-sim.sh')],
@@ -114,7 +105,7 @@ def test_ctrl_c_stops_every_node_and_a_dead_required_node_stops_the_launch():
     run = Launch(['robotsim', 'launch', 'sim', 'cameras:=false', 'firmware:=false', 'demo:=true'])
     try:
         pids = {label: run.pid_of(label) for label in ('robotsim_sim', 'robot_state_publisher', 'wander')}
-        wait_until_publishing('/odom')
+        wait_until_publishing('/odom', Odometry)
         run.process.send_signal(signal.SIGINT)
         assert run.finish(timeout=40) == 0, run.text
         assert not any(alive(pid) for pid in pids.values()), run.text
@@ -124,7 +115,7 @@ def test_ctrl_c_stops_every_node_and_a_dead_required_node_stops_the_launch():
     run = Launch(['robotsim', 'launch', 'sim', 'cameras:=false', 'firmware:=true'])
     try:
         sim, bridge = run.pid_of('robotsim_sim'), run.pid_of('motor_bridge')
-        wait_until_publishing('/odom')
+        wait_until_publishing('/odom', Odometry)
         os.kill(sim, signal.SIGKILL)
         code = run.finish(timeout=40)
         assert code != 0, run.text
@@ -142,8 +133,8 @@ def contract_check(namespace: str) -> subprocess.CompletedProcess:
 def test_two_robots_in_one_world(tmp_path):
     run = Launch(['robotsim', 'launch', 'sim', 'fleet:=two_rovers'])
     try:
-        wait_until_publishing('/robot1/odom')
-        wait_until_publishing('/robot2/odom')
+        wait_until_publishing('/robot1/odom', Odometry)
+        wait_until_publishing('/robot2/odom', Odometry)
         for namespace in ('robot1', 'robot2'):
             result = contract_check(namespace)
             assert result.returncode == 0, (namespace, result.stdout, result.stderr)
@@ -176,12 +167,15 @@ def test_two_robots_in_one_world(tmp_path):
             publisher = obs.node.create_publisher(Twist, '/robot1/cmd_vel', 10)
             turn = Twist()
             turn.angular.z = 1.0
-            deadline = time.monotonic() + 3.0
-            while time.monotonic() < deadline:
+
+            def turned():
+                return {ns: abs(math.remainder(yaw(ns) - start[ns], math.tau)) for ns in start}
+
+            deadline = time.monotonic() + 60.0  # wall time: a loaded machine runs slower than real time
+            while time.monotonic() < deadline and turned()['robot1'] < 0.5:
                 publisher.publish(turn)
                 obs.spin_for(0.1)
-            turned = {ns: abs(math.remainder(yaw(ns) - start[ns], math.tau)) for ns in start}
-            assert turned['robot1'] > 0.5 and turned['robot2'] < 0.02, turned  # driven independently
+            assert turned()['robot1'] >= 0.5 and turned()['robot2'] < 0.02, turned()  # driven independently
         finally:
             obs.close()
     finally:

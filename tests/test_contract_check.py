@@ -7,19 +7,9 @@ from nav_msgs.msg import Odometry
 
 from robotsim_core.contract import SENSOR_QOS, Contract, QosSpec, TopicSpec
 from robotsim_core.contract_check import TopicObservation, evaluate
-from rostest_helpers import RELIABLE, WORKSPACE, NodeProcess, Observer
+from rostest_helpers import WORKSPACE, NodeProcess, wait_until_publishing
 
 WORLD = str(WORKSPACE / 'tests' / 'data' / 'worlds' / 'wall_ahead.yaml')
-
-
-def wait_until_publishing(topic: str, msg_type, count: int = 10) -> None:
-    """Start the check only once the robot is up (the simulator and the bridge take a moment)."""
-    obs = Observer('contract_wait')
-    try:
-        obs.watch(topic, msg_type, RELIABLE)
-        assert obs.spin_until(lambda: len(obs.messages[topic]) >= count, 60), f'{topic} never came up'
-    finally:
-        obs.close()
 
 
 def check(*extra: str) -> subprocess.CompletedProcess:

@@ -86,9 +86,10 @@ def transform(parent: str, child: str, translation, quaternion_xyzw, stamp: Time
 
 
 def run_node(program: str, make_node: Callable, expected_errors: tuple[type[Exception], ...], args=None,
-             run: Callable | None = None) -> int:
+             run: Callable | None = None, finish: Callable | None = None) -> int:
     """Create and spin a node the way every robotsim executable does: a bad configuration
-    (``expected_errors``) prints one line and exits 2, Ctrl-C / SIGTERM is a normal stop."""
+    (``expected_errors``) prints one line and exits 2, Ctrl-C / SIGTERM is a normal stop, and
+    ``finish(node)`` (closing a bag, writing a report) runs however the spin ended."""
     import rclpy
     from rclpy.executors import ExternalShutdownException
 
@@ -104,6 +105,8 @@ def run_node(program: str, make_node: Callable, expected_errors: tuple[type[Exce
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        if finish is not None:
+            finish(node)
         node.destroy_node()
         rclpy.try_shutdown()
     return 0

@@ -67,16 +67,8 @@ class RecorderNode(Node):
         print(f'[recorder] wrote {self.output}: {counts}', flush=True)
 
 
-def _run(node: RecorderNode) -> None:
-    import rclpy
-    try:
-        rclpy.spin(node)
-    finally:
-        node.close()
-
-
 def main(args=None) -> int:
-    return ros_common.run_node('recorder', RecorderNode, (BagError,), args, _run)
+    return ros_common.run_node('recorder', RecorderNode, (BagError,), args, finish=RecorderNode.close)
 
 
 if __name__ == '__main__':

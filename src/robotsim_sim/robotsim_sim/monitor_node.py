@@ -175,16 +175,8 @@ class MonitorNode(Node):
         print(f'run report written to {self.report_path} ({contents})', flush=True)
 
 
-def _run(node: MonitorNode) -> None:
-    import rclpy
-    try:
-        rclpy.spin(node)
-    finally:
-        node.write()
-
-
 def main(args=None) -> int:
-    return ros_common.run_node('monitor', MonitorNode, (DescriptionError,), args, _run)
+    return ros_common.run_node('monitor', MonitorNode, (DescriptionError,), args, finish=MonitorNode.write)
 
 
 if __name__ == '__main__':
