@@ -6,8 +6,10 @@ from __future__ import annotations
 import ctypes
 import math
 import os
+import re
 import signal
 import subprocess
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -143,3 +145,49 @@ def wait_until_publishing(topic: str, msg_type, count: int = 10, timeout: float 
         assert obs.spin_until(lambda: len(obs.messages[topic]) >= count, timeout), f'{topic} never came up'
     finally:
         obs.close()
+
+
+class Launch:
+    """A bringup (`robotsim launch ...` or scripts/run-sim.sh) in a subprocess, its output collected live."""
+
+    def __init__(self, args: list[str], env: dict | None = None):
+        self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                        env={**os.environ, **(env or {})}, preexec_fn=_die_with_parent)
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.process.stdout:
+            self.lines.append(line.rstrip('\n'))
+
+    @property
+    def text(self) -> str:
+        return '\n'.join(self.lines)
+
+    def wait_for(self, pattern: str, timeout: float) -> re.Match:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in list(self.lines):
+                if (match := re.search(pattern, line)):
+                    return match
+            if self.process.poll() is not None and not self.reader.is_alive():
+                break
+            time.sleep(0.1)
+        raise AssertionError(f'no line matching {pattern!r} in:\n{self.text}')
+
+    def pid_of(self, label: str) -> int:
+        return int(self.wait_for(rf'started {re.escape(label)} \(.*pid (\d+)\)', 30).group(1))
+
+    def finish(self, timeout: float = 60) -> int:
+        code = self.process.wait(timeout=timeout)
+        self.reader.join(timeout=5)
+        return code
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()

@@ -1,4 +1,4 @@
-"""`robotsim contract check` against the live simulator (both base-control modes) and against
+"""`robotsim contract check` against the sim bringup (both base-control modes) and against
 broken set-ups, plus the ROS-free evaluation on synthetic observations."""
 
 import subprocess
@@ -7,7 +7,7 @@ from nav_msgs.msg import Odometry
 
 from robotsim_core.contract import SENSOR_QOS, Contract, QosSpec, TopicSpec
 from robotsim_core.contract_check import TopicObservation, evaluate
-from rostest_helpers import WORKSPACE, NodeProcess, wait_until_publishing
+from rostest_helpers import WORKSPACE, Launch, NodeProcess, wait_until_publishing
 
 WORLD = str(WORKSPACE / 'tests' / 'data' / 'worlds' / 'wall_ahead.yaml')
 
@@ -17,22 +17,17 @@ def check(*extra: str) -> subprocess.CompletedProcess:
                           text=True, timeout=120)
 
 
-def test_simulator_passes_in_both_base_control_modes(tmp_path):
-    link = str(tmp_path / 'ttyMCU')
-    for firmware in (False, True):
-        nodes = [NodeProcess('robotsim_sim', 'state_publisher', {'use_sim_time': True}),
-                 NodeProcess('robotsim_sim', 'sim_node', {'world': WORLD, 'firmware': firmware, 'serial_link': link})]
-        if firmware:
-            nodes.append(NodeProcess('robotsim_firmware', 'motor_bridge', {'device': link, 'use_sim_time': True,
-                                                                           'reconnect_period': 0.2}))
+def test_sim_bringup_passes_in_both_base_control_modes():
+    for firmware in ('false', 'true'):
+        bringup = Launch(['robotsim', 'launch', 'sim', f'world:={WORLD}', f'firmware:={firmware}'])
         try:
             wait_until_publishing('/odom', Odometry)
             result = check()
         finally:
-            for node in nodes:
-                node.stop()
-        assert result.returncode == 0, (firmware, result.stdout, result.stderr)
+            bringup.stop()
+        assert result.returncode == 0, (firmware, result.stdout, result.stderr, bringup.text)
         assert 'FAIL' not in result.stdout and '18 of 18 checks pass' in result.stdout
+        assert ('firmware in the loop' in bringup.text) == (firmware == 'true')
 
 
 def test_broken_setups_fail_with_a_clear_line():

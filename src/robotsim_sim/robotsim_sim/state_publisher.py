@@ -4,7 +4,8 @@ Same interface as the real one: URDF from the ``robot_description`` parameter (o
 name/path via ``robot``), publishes ``/robot_description`` and one ``/tf_static`` message
 (both transient-local) for the fixed joints, and ``/tf`` for the moving joints of every
 ``/joint_states`` message, stamped with that message's stamp. Mimic joints follow their
-leader. On a full ROS install the launch files use the real robot_state_publisher instead.
+leader. The sim bringup uses it in both launchers (one node graph); the real bringup names
+robot_state_publisher in config/real/<robot>.yaml, and it is a drop-in replacement here too.
 """
 
 from __future__ import annotations
