@@ -69,13 +69,15 @@ def core_rtf(cameras: bool) -> float:
     return SIM_SECONDS / (time.perf_counter() - start)
 
 
-def node_rtf(cameras: bool) -> float:
+def node_rtf(cameras: bool, fleet: str = '') -> float:
     """The ROS node end to end (messages built and published, no subscriber), as fast as possible."""
     env = {**os.environ, 'ROS_DOMAIN_ID': str(200 + os.getpid() % 30)}
     command = [str(WORKSPACE / 'install/robotsim_sim/lib/robotsim_sim/sim_node'), '--ros-args',
                '-p', 'real_time_factor:=0.0', '-p', f'duration:={SIM_SECONDS}', '-p', f'cameras:={str(cameras).lower()}']
+    if fleet:
+        command += ['-p', f'fleet:={fleet}']
     output = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env).stderr
-    match = re.search(r'real-time factor ([0-9.]+)', output)
+    match = re.search(r'wall: real-time factor ([0-9.]+)', output)  # the end-of-run report
     if not match:
         raise RuntimeError(f'sim_node printed no report:\n{output}')
     return float(match.group(1))
@@ -181,6 +183,7 @@ def main() -> int:
     row('RTF, cameras off, simulation core (no ROS)', f'{core_rtf(False):.1f}')
     row('RTF, default sensors, sim_node publishing everything', f'{node_rtf(True):.1f}', '>= 3')
     row('RTF, cameras off, sim_node publishing everything', f'{node_rtf(False):.1f}', '>= 30')
+    row('RTF, two rovers (fleet two_rovers), default sensors, sim_node', f'{node_rtf(True, "two_rovers"):.1f}')
     row('lidar, 360 beams x 1 channel', f'{lidar_us_per_ray(1, 360, 0.0):.2f} us/ray', '<= 0.5 us/ray')
     row('lidar, 1024 beams x 16 channels', f'{lidar_us_per_ray(16, 1024, 0.5):.2f} us/ray', '<= 0.5 us/ray')
     small, renderer = camera_ms_per_frame(320, 240)

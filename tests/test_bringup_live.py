@@ -54,14 +54,17 @@ def test_make_sim_script_runs_the_demo_and_writes_the_report(tmp_path):
     assert image.shape[:2] == (900, 1440) and image.std() > 10  # a figure, not a blank canvas
 
 
-def test_ctrl_c_stops_every_node_and_a_dead_required_node_stops_the_launch():
-    run = Launch(['robotsim', 'launch', 'sim', 'cameras:=false', 'firmware:=false', 'demo:=true'])
+def test_ctrl_c_stops_every_node_and_a_dead_required_node_stops_the_launch(tmp_path):
+    report = tmp_path / 'report.png'
+    run = Launch(['robotsim', 'launch', 'sim', 'cameras:=false', 'firmware:=false', 'demo:=true', f'report:={report}'])
     try:
-        pids = {label: run.pid_of(label) for label in ('robotsim_sim', 'robot_state_publisher', 'wander')}
+        pids = {label: run.pid_of(label) for label in ('robotsim_sim', 'robot_state_publisher', 'wander',
+                                                       'robotsim_monitor')}
         wait_until_publishing('/odom', Odometry)
         run.process.send_signal(signal.SIGINT)
         assert run.finish(timeout=40) == 0, run.text
         assert not any(alive(pid) for pid in pids.values()), run.text
+        assert 'SIGINT: stopping 4 nodes' in run.text and report.is_file(), run.text  # the report on Ctrl-C too
     finally:
         run.stop()
 
