@@ -30,6 +30,17 @@ def executable(package: str, name: str) -> str:
     return str(WORKSPACE / 'install' / package / 'lib' / package / name)
 
 
+def interrupt(process: subprocess.Popen, timeout: float) -> None:
+    """Ctrl-C a process (a clean rclpy shutdown); SIGKILL if it is still there after ``timeout`` s."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 class NodeProcess:
     """A robotsim node in its own process; stopped with SIGINT (then SIGKILL) on exit."""
 
@@ -53,13 +64,7 @@ class NodeProcess:
         return self.log_path.read_text()
 
     def stop(self) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        interrupt(self.process, 10)
         self.log.close()
         return self.process.returncode
 
@@ -185,9 +190,4 @@ class Launch:
         return code
 
     def stop(self):
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+        interrupt(self.process, 30)
