@@ -77,6 +77,11 @@ def test_launch_files_and_launcher_start_the_same_nodes(mode, arguments, tmp_pat
         assert not any(s.parameters.get('use_sim_time') for s in graph)
 
 
+def test_every_launch_argument_is_described():
+    for name, _, description in launch_arguments():
+        assert len(description) > 10, f'launch argument {name} has no description'
+
+
 def test_robot_launch_equals_sim_and_real_launch(tmp_path):
     for use_sim, mode in (('true', 'sim'), ('false', 'real')):
         _, via_robot = load_launch_file(str(LAUNCH / 'robot.launch.py'), {'use_sim': use_sim, 'record': 'true'})

@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from .config_schema import load_yaml, parse_spec, spec_field
+from .config_schema import field_docs, load_yaml, parse_spec, spec_field
 from .contract import resolve_topic, robot_contract
 from .errors import DescriptionError
 from .fleet import FleetSpec, load_fleet, single_robot
@@ -136,23 +136,14 @@ def graph_for(mode: str, arguments: dict[str, str], source: str = 'launch argume
 
 def launch_arguments() -> list[tuple[str, str, str]]:
     """(name, default as text, description) of every launch argument, for both consumers."""
+    docs = field_docs(BringupConfig)
     out = []
     for spec in dataclasses.fields(BringupConfig):
         default = spec.default
         text = str(default).lower() if isinstance(default, bool) else str(default)
-        out.append((spec.name, text, _field_doc(spec.name)))
+        out.append((spec.name, text, docs.get(spec.name, '')))
     out.append(('use_sim_time', '', 'derived from the mode (true in sim); accepted and ignored'))
     return out
-
-
-def _field_doc(name: str) -> str:
-    import inspect
-    source = inspect.getsource(BringupConfig)
-    lines = source.splitlines()
-    for index, line in enumerate(lines):
-        if line.strip().startswith(f'{name}:') and index + 1 < len(lines):
-            return lines[index + 1].strip().strip('"')
-    return ''
 
 
 def default_serial_link(namespace: str = '') -> str:

@@ -183,3 +183,18 @@ def parse_spec(cls: type, data: Any, source: str, path: str = '') -> Any:
     if check is not None:
         check(source, path)
     return obj
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """The docstring under each field of a config dataclass (the convention of every spec here)."""
+    import ast
+    import inspect
+    import textwrap
+    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
+    docs = {}
+    for statement, following in zip(body, body[1:]):
+        if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) \
+                and isinstance(following, ast.Expr) and isinstance(following.value, ast.Constant) \
+                and isinstance(following.value.value, str):
+            docs[statement.target.id] = following.value.value.strip()
+    return docs
