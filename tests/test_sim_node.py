@@ -61,6 +61,12 @@ def step(observer: Observer, steps: int):
     return response
 
 
+def headless_sim(world: str, real_time_factor: float = 2.0) -> NodeProcess:
+    """The simulator in a test world without cameras (the base tests need no rendering)."""
+    return NodeProcess('robotsim_sim', 'sim_node', {'world': str(WORLDS / world), 'cameras': False,
+                                                   'real_time_factor': real_time_factor})
+
+
 def test_topics_types_frames_and_sim_time(observer):
     obs = fresh(observer)
     topics = {'/scan': (LaserScan, SENSOR, 'laser'), '/imu/data': (Imu, SENSOR, 'imu_link'),
@@ -154,8 +160,7 @@ def test_imu_at_rest_and_counter_clockwise_turn(observer):
     obs = fresh(observer)
     obs.watch('/imu/data', Imu, SENSOR)
     obs.watch('/sim/ground_truth', Odometry, RELIABLE)
-    with NodeProcess('robotsim_sim', 'sim_node', {'world': str(WORLDS / 'wall_ahead.yaml'), 'cameras': False,
-                                                  'real_time_factor': 2.0}):
+    with headless_sim('wall_ahead.yaml'):
         assert obs.spin_until(lambda: len(obs.messages['/imu/data']) > 100, 30)
         rest = np.array([[m.linear_acceleration.x, m.linear_acceleration.y, m.linear_acceleration.z]
                          for m in obs.messages['/imu/data'][20:]])
@@ -204,8 +209,7 @@ def test_drive_distance_and_watchdog(observer):
     obs = fresh(observer)
     obs.watch('/sim/ground_truth', Odometry, RELIABLE)
     obs.watch('/odom', Odometry, RELIABLE)
-    with NodeProcess('robotsim_sim', 'sim_node', {'world': str(WORLDS / 'wall_ahead.yaml'), 'cameras': False,
-                                                  'real_time_factor': 2.0}):
+    with headless_sim('wall_ahead.yaml'):
         obs.spin_until(lambda: obs.messages['/sim/ground_truth'], 30)
         start = obs.messages['/sim/ground_truth'][-1]
         drive(obs, 0.3, 5.0)
@@ -229,8 +233,7 @@ def test_wall_stops_the_base_while_wheels_turn_and_odometry_drifts(observer):
     obs.watch('/sim/ground_truth', Odometry, RELIABLE)
     obs.watch('/odom', Odometry, RELIABLE)
     obs.watch('/joint_states', JointState, RELIABLE)
-    with NodeProcess('robotsim_sim', 'sim_node', {'world': str(WORLDS / 'close_wall.yaml'), 'cameras': False,
-                                                  'real_time_factor': 2.0}):
+    with headless_sim('close_wall.yaml'):
         obs.spin_until(lambda: obs.messages['/sim/ground_truth'], 30)
         drive(obs, 0.3, 6.0)
     truth = obs.messages['/sim/ground_truth'][-1]
@@ -249,8 +252,7 @@ def test_wall_stops_the_base_while_wheels_turn_and_odometry_drifts(observer):
 def test_nan_commands_are_rejected(observer):
     obs = fresh(observer)
     obs.watch('/sim/ground_truth', Odometry, RELIABLE)
-    with NodeProcess('robotsim_sim', 'sim_node', {'world': str(WORLDS / 'wall_ahead.yaml'), 'cameras': False,
-                                                  'real_time_factor': 2.0}) as sim:
+    with headless_sim('wall_ahead.yaml') as sim:
         obs.spin_until(lambda: obs.messages['/sim/ground_truth'], 30)
         start = obs.messages['/sim/ground_truth'][-1].pose.pose.position.x
         drive(obs, float('nan'), 2.0)
@@ -266,8 +268,7 @@ def test_pause_step_reset_and_set_pose(observer):
     obs.watch('/clock', Clock, RELIABLE)
     obs.watch('/sim/status', SimStatus, RELIABLE)
     obs.watch('/sim/ground_truth', Odometry, RELIABLE)
-    with NodeProcess('robotsim_sim', 'sim_node', {'world': str(WORLDS / 'wall_ahead.yaml'), 'cameras': False,
-                                                  'real_time_factor': 1.0}):
+    with headless_sim('wall_ahead.yaml', real_time_factor=1.0):
         obs.spin_until(lambda: obs.messages['/clock'], 30)
         refused = obs.call(Step, '/sim/step', Step.Request(steps=10))
         assert not refused.success and 'paused' in refused.message

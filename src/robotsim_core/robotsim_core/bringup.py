@@ -289,11 +289,13 @@ def _real_nodes(config: BringupConfig, fleet: FleetSpec) -> list[NodeSpec]:
         real = load_real_config(path)
         values = {'robot': entry.robot, 'namespace': entry.namespace, 'frame_prefix': entry.frame_prefix,
                   'serial_device': real.serial_device}
+        urdf = None  # generated once per robot, only if a driver asks for it
         for index, driver in enumerate(real.drivers):
             parameters = {}
             for key, value in driver.parameters.items():
                 if isinstance(value, str) and '{robot_description}' in value:
-                    value = value.replace('{robot_description}', tree_to_urdf(load_robot(entry.robot).tree))
+                    urdf = urdf or tree_to_urdf(load_robot(entry.robot).tree)
+                    value = value.replace('{robot_description}', urdf)
                 elif isinstance(value, str):
                     try:
                         value = value.format_map(values)

@@ -6,6 +6,7 @@ converted at the message boundary only.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,6 +42,11 @@ def matrix_to_rpy(rotation: np.ndarray) -> tuple[float, float, float]:
 def rpy_to_quat(rpy) -> np.ndarray:
     """Unit quaternion (w, x, y, z) for a URDF rpy triple."""
     return t3q.mat2quat(rpy_to_matrix(rpy))
+
+
+def quat_to_yaw(w: float, x: float, y: float, z: float) -> float:
+    """Heading (rotation about z, rad) of a unit quaternion, REP 103."""
+    return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
 
 
 def homogeneous(rotation: np.ndarray, translation) -> np.ndarray:

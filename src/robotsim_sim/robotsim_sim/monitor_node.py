@@ -9,7 +9,6 @@ writes :func:`robotsim_sim.run_report.write_report` when it stops (Ctrl-C / SIGT
 
 from __future__ import annotations
 
-import math
 import struct
 import sys
 import time
@@ -26,6 +25,7 @@ from robotsim_core import ros_common
 from robotsim_core.contract import resolve_topic, robot_contract
 from robotsim_core.description import load_robot
 from robotsim_core.errors import DescriptionError
+from robotsim_core.geometry import quat_to_yaw
 from robotsim_msgs.msg import SimStatus
 
 from .run_report import RobotTrace, write_report
@@ -34,10 +34,6 @@ from .scene import load_world, resolve_world_path
 
 def _seconds(stamp) -> float:
     return stamp.sec + stamp.nanosec * 1e-9
-
-
-def _yaw(q) -> float:
-    return math.atan2(2 * (q.w * q.z + q.x * q.y), 1 - 2 * (q.y * q.y + q.z * q.z))
 
 
 class MonitorNode(Node):
@@ -87,8 +83,9 @@ class MonitorNode(Node):
         now = self.sim_seconds
 
         def on_truth(msg: Odometry):
-            trace.truth.append((_seconds(msg.header.stamp), msg.pose.pose.position.x, msg.pose.pose.position.y,
-                                _yaw(msg.pose.pose.orientation), msg.twist.twist.linear.x))
+            pose, q = msg.pose.pose.position, msg.pose.pose.orientation
+            trace.truth.append((_seconds(msg.header.stamp), pose.x, pose.y, quat_to_yaw(q.w, q.x, q.y, q.z),
+                                msg.twist.twist.linear.x))
 
         def on_odom(msg: Odometry):
             trace.odom.append((_seconds(msg.header.stamp), msg.pose.pose.position.x, msg.pose.pose.position.y))

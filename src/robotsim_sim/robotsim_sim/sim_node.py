@@ -16,6 +16,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
 import rclpy
 from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import Odometry
@@ -73,17 +74,16 @@ class RobotPorts:
     sensors: dict = field(default_factory=dict)
     sensor_topics: dict = field(default_factory=dict)
     camera_infos: dict = field(default_factory=dict)
-    wheel_joints: set = field(default_factory=set)
+    joint_names: list = field(default_factory=list)
+    """Joint names on the wire: the URDF's (robot_state_publisher resolves them), not MuJoCo's prefixed ones."""
+    joint_keep: object = None
+    """Indices of those joints in a JointStateReading (without the wheels when the motor bridge publishes them)."""
 
     def frame(self, name: str) -> str:
         return f'{self.frame_prefix}{name}'
 
     def topic(self, name: str) -> str:
         return f'{self.namespace}/{name}' if self.namespace else name
-
-    def ros_joint_name(self, name: str) -> str:
-        """Joint names on the wire are the URDF's (robot_state_publisher resolves them), not MuJoCo's prefixed ones."""
-        return name.removeprefix(f'{self.namespace}/') if self.namespace else name
 
 
 class SimNode(Node):
@@ -169,7 +169,9 @@ class SimNode(Node):
                 ports.pubs[topic.name].publish(String(data=labels))
         ports.camera_infos = {s.name: convert.camera_info(s.spec, ports.frame(s.frame))
                               for s in model.sensors if s.type == 'camera'}
-        ports.wheel_joints = {w.joint for w in model.drive.wheels} if model.drive else set()
+        wheels = {w.joint for w in model.drive.wheels} if model.drive and not self.publish_base else set()
+        keep = [i for i, name in enumerate(robot.joint_names) if name not in wheels]
+        ports.joint_names, ports.joint_keep = [robot.joint_names[i] for i in keep], np.array(keep, dtype=int)
         twist_type = TwistStamped if self.cmd_vel_stamped else Twist
         self.create_subscription(twist_type, ports.topic('cmd_vel'), lambda msg: self.on_cmd_vel(ports, msg), 10)
         self.create_subscription(JointTrajectory, ports.topic('arm_controller/joint_trajectory'),
@@ -207,13 +209,9 @@ class SimNode(Node):
         stamp = convert.stamp_msg(self.stamp_ns(reading.stamp))
         pubs = ports.pubs
         if channel == 'joint_states':
-            names = [ports.ros_joint_name(n) for n in reading.names]
-            positions, velocities, efforts = reading.positions, reading.velocities, reading.efforts
-            if not self.publish_base:  # the motor bridge publishes the wheels
-                keep = [i for i, n in enumerate(names) if n not in ports.wheel_joints]
-                names = [names[i] for i in keep]
-                positions, velocities, efforts = positions[keep], velocities[keep], efforts[keep]
-            pubs['joint_states'].publish(convert.joint_state(names, positions, velocities, efforts, stamp))
+            keep = ports.joint_keep
+            pubs['joint_states'].publish(convert.joint_state(ports.joint_names, reading.positions[keep],
+                                                             reading.velocities[keep], reading.efforts[keep], stamp))
         elif channel == 'base_state':
             self.publish_base_state(ports, reading, stamp)
         else:

@@ -9,7 +9,6 @@ with the same seed replays the same noise.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import mujoco
@@ -18,6 +17,7 @@ import numpy as np
 from robotsim_core.contract import Contract, robot_contract
 from robotsim_core.drive import WheelOdometry
 from robotsim_core.errors import DescriptionError
+from robotsim_core.geometry import quat_to_yaw
 from robotsim_firmware.in_the_loop import FirmwareInTheLoop
 from robotsim_sensors.camera import Camera, CameraRenderer
 from robotsim_sensors.imu import Imu
@@ -359,4 +359,4 @@ class Simulation:
         """(position, yaw) of a robot's root link in the world."""
         body = self.robots[robot].root_body
         w, x, y, z = self.data.xquat[body]
-        return self.data.xpos[body].copy(), math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+        return self.data.xpos[body].copy(), quat_to_yaw(w, x, y, z)
