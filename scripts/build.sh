@@ -7,19 +7,28 @@ ws="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ws/scripts/env.sh"
 cd "$ws"
 
+# One build at a time per workspace: two test runs (or a test run and `make sim`) started
+# together would otherwise write into the same build/ and install/ trees.
+mkdir -p "$ws/log"
+exec 9>"$ws/log/.robotsim-build.lock"
+flock 9
+
 stamp="$ws/install/.robotsim-build-stamp"
 sources=(src compat cmake launch config colcon.meta scripts/build.sh)
 if [[ -f "$stamp" ]] && [[ -z "$(find "${sources[@]}" -newer "$stamp" -print -quit 2>/dev/null)" ]]; then
   exit 0
 fi
 
+# Stamp the time the build starts from: a file edited while colcon runs is still newer next time.
+mkdir -p "$ws/install"; touch "$stamp.next"
 echo "[robotsim build] colcon build (log: $ws/log/latest_build)" >&2
-# --paths compat/tf2_msgs: tf2_msgs is not on PyPI; compat/ carries COLCON_IGNORE so a crawl
-#   (the default on a full ROS install) skips it, while this explicit path builds it here.
+# --paths compat/...: tf2_msgs and composition_interfaces (launch_ros needs it) are not on PyPI;
+#   compat/ carries COLCON_IGNORE so a crawl (the default on a full ROS install) skips them, while
+#   these explicit paths build them here.
 # CMAKE_PROJECT_TOP_LEVEL_INCLUDES: repairs the wheels' hard-coded /opt/python include paths,
 #   see cmake/ros_wheels_fixup.cmake.
 if ! colcon --log-base "$ws/log" build \
-      --base-paths src --paths compat/tf2_msgs \
+      --base-paths src --paths compat/tf2_msgs compat/composition_interfaces \
       --build-base "$ws/build" --install-base "$ws/install" \
       --event-handlers console_direct- console_stderr- summary+ \
       --cmake-args -DBUILD_TESTING=OFF \
@@ -30,4 +39,4 @@ if ! colcon --log-base "$ws/log" build \
   tail -n 40 "$ws"/log/latest_build/*/stdout_stderr.log >&2 || true
   exit 1
 fi
-touch "$stamp"
+mv "$stamp.next" "$stamp"

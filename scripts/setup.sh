@@ -5,6 +5,9 @@
 #
 # Usage: scripts/setup.sh            set up and build
 #        ROBOTSIM_SKIP_APT=1 ...     do not touch Debian packages (they must already be there)
+#        ROBOTSIM_ROS2_WHEELS=DIR ...
+#                                    also install the real launch/launch_ros/ros2cli wheels found in DIR
+#                                    (requirements/ros2_python.txt; not on PyPI: see the README)
 set -euo pipefail
 
 ws="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -58,7 +61,13 @@ command -v "$python_bin" >/dev/null || die "$python_bin not found; set ROBOTSIM_
   || die "$("$python_bin" --version 2>&1) is not supported: the ROS 2 Kilted wheels exist for Python 3.10-3.13 (set ROBOTSIM_PYTHON)"
 
 stamp_inputs=("$ws/requirements/bare.txt" "$ws/requirements/constraints.txt" "$ws/requirements/debian.txt" "$ws/scripts/setup.sh")
-want_stamp="$("$python_bin" --version 2>&1) $(cat "${stamp_inputs[@]}" | sha256sum | cut -c1-16)"
+ros2_wheels="${ROBOTSIM_ROS2_WHEELS:-}"
+if [[ -n "$ros2_wheels" ]]; then
+  [[ -d "$ros2_wheels" ]] || die "ROBOTSIM_ROS2_WHEELS=$ros2_wheels: not a folder (expected a folder of launch/ros2cli wheels)"
+  ros2_wheels="$(cd "$ros2_wheels" && pwd)"
+  stamp_inputs+=("$ws/requirements/ros2_python.txt")
+fi
+want_stamp="$("$python_bin" --version 2>&1) $(cat "${stamp_inputs[@]}" | sha256sum | cut -c1-16)${ros2_wheels:+ ros2-wheels}"
 have_stamp="$(cat "$venv/.robotsim-setup-stamp" 2>/dev/null || true)"
 
 if [[ "$want_stamp" != "$have_stamp" || ! -x "$venv/bin/python" ]]; then
@@ -68,6 +77,12 @@ if [[ "$want_stamp" != "$have_stamp" || ! -x "$venv/bin/python" ]]; then
   touch "$venv/COLCON_IGNORE"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check \
     -r "$ws/requirements/bare.txt" -c "$ws/requirements/constraints.txt"
+  if [[ -n "$ros2_wheels" ]]; then
+    log "installing the ROS 2 launch and command-line wheels from $ros2_wheels"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-index \
+      --find-links "$ros2_wheels" -r "$ws/requirements/ros2_python.txt" \
+      || die "ROBOTSIM_ROS2_WHEELS=$ros2_wheels: cannot install requirements/ros2_python.txt from it (pip's reason above)"
+  fi
   echo "$want_stamp" > "$venv/.robotsim-setup-stamp"
   rm -f "$ws/install/.robotsim-build-stamp"
 fi

@@ -1,6 +1,6 @@
-"""The node graph defined once: both consumers (launch files, bare-machine launcher) start the same
-nodes; the real-mode driver configuration covers the contract; the RViz file only names contract
-topics and frames; bad launch arguments fail with a clear line."""
+"""The node graph defined once (the launch files against the real `launch` library: test_ros2_launch.py);
+the real-mode driver configuration covers the contract; the RViz file only names contract topics and
+frames; bad launch arguments fail with a clear line."""
 
 import glob
 import os
@@ -9,84 +9,15 @@ import subprocess
 import pytest
 import yaml
 
-from launch_standin import load_launch_file
 from robotsim_core.bringup import graph_for, launch_arguments, load_real_config
 from robotsim_core.contract import robot_contract
 from robotsim_core.description import load_robot
-from robotsim_core.launcher import command_line, params_document
 from rostest_helpers import WORKSPACE
-
-LAUNCH = WORKSPACE / 'launch'
-CASES = [
-    ('sim', {}),
-    ('sim', {'firmware': 'false', 'demo': 'true', 'cameras': 'false'}),
-    ('sim', {'fleet': 'two_rovers', 'record': 'true', 'rviz': 'true', 'report': '/tmp/report.png', 'seed': '7'}),
-    ('sim', {'robot': 'racer', 'namespace': 'car1', 'world': 'room', 'duration': '3.5'}),
-    ('real', {}),
-    ('real', {'robot': 'racer', 'namespace': 'car1', 'record': 'true'}),
-    ('robot', {'use_sim': 'false'}),
-    ('robot', {'use_sim': 'true', 'demo': 'true'}),
-]
-
-
-def launcher_view(spec, tmp_path):
-    """What `robotsim launch` runs for one node, read back from its command line and params file."""
-    params_file = tmp_path / f'{spec.name}.yaml'
-    params_file.write_text(yaml.safe_dump(params_document(spec)))
-    argv = command_line(spec, f'/prefix/lib/{spec.package}/{spec.executable}', str(params_file))
-    ros_args = argv[argv.index('--ros-args') + 1:]
-    name = namespace = None
-    remappings, parameters = [], {}
-    for flag, value in zip(ros_args[::2], ros_args[1::2]):
-        if flag == '--params-file':
-            parameters = yaml.safe_load(open(value))['/**']['ros__parameters']
-        elif value.startswith('__node:='):
-            name = value.split(':=', 1)[1]
-        elif value.startswith('__ns:='):
-            namespace = value.split(':=', 1)[1].strip('/')
-        else:
-            remappings.append(tuple(value.split(':=', 1)))
-    package, executable = argv[0].split('/')[-2:]
-    return (package, executable, name, namespace or '', parameters, remappings, argv[1:argv.index('--ros-args')])
-
-
-def launch_view(node):
-    return (node.package, node.executable, node.name, node.namespace, node.parameters, node.remappings, node.arguments)
-
-
-@pytest.mark.parametrize('mode,arguments', CASES)
-def test_launch_files_and_launcher_start_the_same_nodes(mode, arguments, tmp_path):
-    declared, loaded = load_launch_file(str(LAUNCH / f'{mode}.launch.py'), arguments)
-    graph = graph_for(mode, arguments)
-    assert sorted(declared) == sorted(n for n, _, _ in launch_arguments() if mode == 'robot' or n != 'use_sim')
-    assert len(loaded) == len(graph) > 0
-    for node, spec in zip(loaded, graph):
-        if spec.optional and node.name == '(skipped)':
-            assert 'is not installed' in node.command[0] and spec.package in node.command[0]
-            continue
-        assert node.shuts_down_on_exit == spec.required, spec.label
-        if spec.full_install_command:  # the recorder: `ros2 bag record` on a full install
-            assert node.command[:3] == ['ros2', 'bag', 'record'] and '--storage' in node.command
-            assert [t for t in node.command if t.startswith('/')] == spec.parameters['topics']
-            continue
-        assert launch_view(node) == launcher_view(spec, tmp_path), spec.label
-    if mode == 'sim' or arguments.get('use_sim') == 'true':
-        assert graph[0].executable == 'sim_node' and graph[0].required
-        assert all(s.parameters.get('use_sim_time') for s in graph[1:]), 'every node but the clock runs on /clock'
-    else:
-        assert not any(s.parameters.get('use_sim_time') for s in graph)
 
 
 def test_every_launch_argument_is_described():
     for name, _, description in launch_arguments():
         assert len(description) > 10, f'launch argument {name} has no description'
-
-
-def test_robot_launch_equals_sim_and_real_launch(tmp_path):
-    for use_sim, mode in (('true', 'sim'), ('false', 'real')):
-        _, via_robot = load_launch_file(str(LAUNCH / 'robot.launch.py'), {'use_sim': use_sim, 'record': 'true'})
-        _, direct = load_launch_file(str(LAUNCH / f'{mode}.launch.py'), {'record': 'true'})
-        assert via_robot == direct
 
 
 def test_fleet_graph_namespaces_every_robot_node():
@@ -122,11 +53,33 @@ def test_real_drivers_provide_every_contract_topic(robot_file):
             assert not (isinstance(value, str) and '{' in value and not value.startswith('<?xml')), (node.name, key)
 
 
-def test_real_mode_on_this_machine_names_the_missing_driver():
+def test_real_mode_on_this_machine_names_every_missing_driver():
     result = subprocess.run(['robotsim', 'launch', 'real'], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
-    assert "package 'robot_state_publisher'" in result.stderr and 'not found under AMENT_PREFIX_PATH' in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    real = load_real_config(str(WORKSPACE / 'config' / 'real' / 'rover.yaml'))
+    for driver in real.drivers:
+        if driver.package != 'robotsim_firmware':  # the motor bridge is ours, so it is installed
+            assert f'{driver.package}/{driver.executable}' in result.stderr
     assert 'started' not in result.stdout, 'nothing may start when a driver is missing'
+
+
+@pytest.mark.parametrize('value,expected', [
+    ('null', 'got null'), ('[]', 'got an empty list'), ('[1, "a"]', 'got a list of int, str'),
+    ('[1, 2.5]', 'got a list of float, int'),
+])
+def test_real_config_parameters_that_ros_cannot_hold_are_refused(value, expected, tmp_path):
+    """launch_ros aborts on these after the first nodes have started; refuse them before anything starts."""
+    config = tmp_path / 'rover_real.yaml'
+    data = yaml.safe_load((WORKSPACE / 'config' / 'real' / 'rover.yaml').read_text())
+    data['drivers'][0]['parameters']['broken'] = yaml.safe_load(value)
+    config.write_text(yaml.safe_dump(data))
+    result = subprocess.run(['robotsim', 'launch', 'real', f'real_config:={config}'], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 2, result.stdout + result.stderr
+    line = result.stderr.strip()
+    assert len(line.splitlines()) == 1 and str(config) in line and 'drivers[0].parameters.broken' in line, line
+    assert expected in line, line
 
 
 def _rviz_references(node, topics, frames):

@@ -277,7 +277,34 @@ def real_config_path(config: BringupConfig, robot: str) -> str:
 
 
 def load_real_config(path: str) -> RealBringupSpec:
-    return parse_spec(RealBringupSpec, load_yaml(path), path)
+    spec = parse_spec(RealBringupSpec, load_yaml(path), path)
+    for index, driver in enumerate(spec.drivers):
+        for key, value in driver.parameters.items():
+            check_ros_parameter(value, path, f'drivers[{index}].parameters.{key}')
+    return spec
+
+
+_PARAMETER_SCALARS = (bool, int, float, str)
+
+
+def check_ros_parameter(value: Any, source: str, key: str) -> None:
+    """A value a ROS 2 parameter can hold: bool, int, float, string, a non-empty list of one of
+    those (ints and floats not mixed, as rcl's parameter types are homogeneous arrays), or a mapping
+    of such values (nested names, as launch_ros flattens them). launch_ros and the params-file
+    parser reject anything else only after some nodes have started."""
+    expected = 'a ROS parameter value (bool, int, float, string, or a non-empty list of one of those)'
+    if isinstance(value, dict):
+        for name, item in value.items():
+            check_ros_parameter(item, source, f'{key}.{name}')
+        return
+    if isinstance(value, list):
+        kinds = {bool if isinstance(item, bool) else type(item) for item in value}
+        if not value or len(kinds) != 1 or not kinds <= set(_PARAMETER_SCALARS):
+            got = 'an empty list' if not value else f'a list of {", ".join(sorted(k.__name__ for k in kinds))}'
+            raise DescriptionError(source, key, f'expected {expected}, got {got}')
+        return
+    if not isinstance(value, _PARAMETER_SCALARS):
+        raise DescriptionError(source, key, f'expected {expected}, got {"null" if value is None else repr(value)}')
 
 
 def _real_nodes(config: BringupConfig, fleet: FleetSpec) -> list[NodeSpec]:

@@ -3,7 +3,7 @@
 For machines without the ``launch`` package (the PyPI wheels do not ship it). Like ``ros2
 launch``: each node is started from ``<prefix>/lib/<package>/<executable>`` found through
 AMENT_PREFIX_PATH, with its node name, namespace, parameters (a params file, so any value type
-survives) and remappings; its output is prefixed ``[name]``; Ctrl-C / SIGTERM are forwarded;
+survives) and remappings; its output is prefixed ``[name]``; Ctrl-C / SIGTERM / SIGHUP are forwarded;
 when a required node exits, everything stops and the launcher returns that node's status
 (non-zero if it failed).
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -76,16 +77,20 @@ def say(message: str) -> None:
 
 def launch(nodes: list[NodeSpec], stop_timeout: float = 10.0) -> int:
     """Run ``nodes`` until a required one exits or a signal arrives; return the exit status."""
-    plan = []
+    plan, missing = [], []
     for spec in nodes:
         path = find_executable(spec.package, spec.executable)
         if path is None:
             if spec.optional:
                 say(f'{spec.package}/{spec.executable} is not installed: {spec.label} not started')
-                continue
-            raise LaunchError(f'node {spec.label}: executable {spec.executable!r} of package {spec.package!r} '
-                              f'not found under AMENT_PREFIX_PATH (is the package built and sourced?)')
+            else:
+                missing.append(f'{spec.package}/{spec.executable} (node {spec.label})')
+            continue
         plan.append((spec, path))
+    if missing:
+        # Every missing one at once, and before anything starts: nothing is left running half-up.
+        raise LaunchError(f'not installed (no executable under AMENT_PREFIX_PATH; is the package built and sourced?): '
+                          f'{", ".join(missing)}')
     run_dir = tempfile.mkdtemp(prefix='robotsim-launch-')
     running: list[_Running] = []
     stop_requested = threading.Event()
@@ -95,7 +100,8 @@ def launch(nodes: list[NodeSpec], stop_timeout: float = 10.0) -> int:
             say(f'{signal.Signals(signum).name}: stopping {len(running)} nodes')
         stop_requested.set()
 
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    # SIGHUP: the terminal or SSH session went away; stop as cleanly as on Ctrl-C (bags get closed).
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     status = 0
     try:
         for index, (spec, path) in enumerate(plan):
@@ -124,6 +130,7 @@ def launch(nodes: list[NodeSpec], stop_timeout: float = 10.0) -> int:
         _stop_all(running, stop_timeout)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        shutil.rmtree(run_dir, ignore_errors=True)  # the params files, read by the nodes at start
     return status
 
 

@@ -1,0 +1,234 @@
+"""The launch files under the real ROS 2 ``launch`` / ``launch_ros`` libraries and the real ``ros2`` CLI.
+
+Static: for 8 argument sets each launch file yields exactly the nodes, parameters, remappings and
+arguments of the bare-machine launcher (both read robotsim_core.bringup's graph). Live: ``ros2
+launch`` in a subprocess, as a user runs it: the simulator comes up and ``ros2 topic hz`` measures
+/scan; bad arguments, missing drivers and a failed required node stop it with a clear line and a
+non-zero status, leaving no process behind; fleet output is labelled by robot; recording works
+without rosbag2. Skipped with a reason where the launch wheels are not installed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import time
+import uuid
+
+import pytest
+import yaml
+
+from launch_loader import fake_driver_prefix, load_launch_file
+from robotsim_core.bringup import graph_for, launch_arguments, load_real_config
+from robotsim_core.launcher import command_line, params_document
+from rostest_helpers import WORKSPACE, Launch
+
+LAUNCH = WORKSPACE / 'launch'
+CASES = [
+    ('sim', {}),
+    ('sim', {'firmware': 'false', 'demo': 'true', 'cameras': 'false'}),
+    ('sim', {'fleet': 'two_rovers', 'record': 'true', 'rviz': 'true', 'report': '/tmp/report.png', 'seed': '7'}),
+    ('sim', {'robot': 'racer', 'namespace': 'car1', 'world': 'room', 'duration': '3.5'}),
+    ('real', {}),
+    ('real', {'robot': 'racer', 'namespace': 'car1', 'record': 'true'}),
+    ('robot', {'use_sim': 'false'}),
+    ('robot', {'use_sim': 'true', 'demo': 'true'}),
+]
+
+
+@pytest.fixture
+def real_drivers_installed(tmp_path, monkeypatch):
+    """The real robots' driver packages as stand-in executables on AMENT_PREFIX_PATH, so real-mode
+    launch files can be loaded here (nothing is started)."""
+    packages = set()
+    for path in (WORKSPACE / 'config' / 'real').glob('*.yaml'):
+        packages |= {(d.package, d.executable) for d in load_real_config(str(path)).drivers}
+    prefix = fake_driver_prefix(tmp_path / 'drivers', sorted(packages))
+    monkeypatch.setenv('AMENT_PREFIX_PATH', f'{os.environ["AMENT_PREFIX_PATH"]}{os.pathsep}{prefix}')
+
+
+def launcher_view(spec, tmp_path):
+    """What `robotsim launch` runs for one node, read back from its command line and params file."""
+    params_file = tmp_path / f'{spec.name}.yaml'
+    params_file.write_text(yaml.safe_dump(params_document(spec)))
+    argv = command_line(spec, f'/prefix/lib/{spec.package}/{spec.executable}', str(params_file))
+    ros_args = argv[argv.index('--ros-args') + 1:]
+    name = namespace = None
+    remappings, parameters = [], {}
+    for flag, value in zip(ros_args[::2], ros_args[1::2]):
+        if flag == '--params-file':
+            parameters = yaml.safe_load(open(value))['/**']['ros__parameters']
+        elif value.startswith('__node:='):
+            name = value.split(':=', 1)[1]
+        elif value.startswith('__ns:='):
+            namespace = value.split(':=', 1)[1].strip('/')
+        else:
+            remappings.append(tuple(value.split(':=', 1)))
+    package, executable = argv[0].split('/')[-2:]
+    return (package, executable, name, namespace or '', parameters, remappings, argv[1:argv.index('--ros-args')])
+
+
+def launch_view(node):
+    return (node.package, node.executable, node.name, node.namespace, node.parameters, node.remappings, node.arguments)
+
+
+@pytest.mark.parametrize('mode,arguments', CASES)
+def test_launch_files_and_launcher_start_the_same_nodes(mode, arguments, tmp_path, real_drivers_installed):
+    declared, loaded = load_launch_file(str(LAUNCH / f'{mode}.launch.py'), arguments)
+    graph = graph_for(mode, arguments)
+    assert sorted(declared) == sorted(n for n, _, _ in launch_arguments() if mode == 'robot' or n != 'use_sim')
+    assert len(loaded) == len(graph) > 0
+    for node, spec in zip(loaded, graph):
+        if spec.optional and node.name == '(skipped)':
+            assert 'is not installed' in node.command[0] and spec.package in node.command[0]
+            continue
+        # The output label names the robot: `[robot1/motor_bridge-3]`, not `[motor_bridge-3]`.
+        assert node.label == spec.label, (node.label, spec.label)
+        assert launch_view(node) == launcher_view(spec, tmp_path), spec.label
+
+
+def test_robot_launch_equals_sim_and_real_launch(real_drivers_installed):
+    for use_sim, mode in (('true', 'sim'), ('false', 'real')):
+        _, via_robot = load_launch_file(str(LAUNCH / 'robot.launch.py'), {'use_sim': use_sim, 'record': 'true'})
+        _, direct = load_launch_file(str(LAUNCH / f'{mode}.launch.py'), {'record': 'true'})
+        assert [launch_view(n) for n in via_robot] == [launch_view(n) for n in direct]
+
+
+@pytest.mark.parametrize('mode,arguments,expected', [
+    ('sim', {'namspace': 'r1'}, 'unknown launch argument(s) namspace'),
+    ('sim', {'use_sim': 'false'}, 'unknown launch argument(s) use_sim'),
+    ('real', {'world': 'room', 'fleet_name': 'x'}, 'unknown launch argument(s) fleet_name'),
+    ('sim', {'seed': 'abc'}, 'sim.launch.py: seed: expected int'),
+])
+def test_undeclared_or_bad_arguments_are_refused_by_the_launch_file(mode, arguments, expected, real_drivers_installed):
+    with pytest.raises(Exception) as error:
+        load_launch_file(str(LAUNCH / f'{mode}.launch.py'), arguments)
+    assert expected in str(error.value)
+
+
+# ----------------------------------------------------------------------------- live `ros2 launch`
+ROS2 = shutil.which('ros2')
+needs_ros2 = pytest.mark.skipif(ROS2 is None, reason='the ros2 command (ros2cli wheels) is not installed')
+
+
+def _our_processes(marker: str) -> list[str]:
+    """Processes still running that were started with this test's marker in their environment."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            with open(f'/proc/{pid}/environ', 'rb') as stream:
+                if f'ROBOTSIM_TEST_MARKER={marker}'.encode() in stream.read():
+                    found.append(open(f'/proc/{pid}/cmdline', 'rb').read().replace(b'\0', b' ').decode())
+        except OSError:
+            continue
+    return found
+
+
+def ros2_launch(launch_file: str, *arguments: str) -> tuple[Launch, str]:
+    marker = uuid.uuid4().hex
+    return Launch([ROS2, 'launch', 'robotsim', launch_file, *arguments], env={'ROBOTSIM_TEST_MARKER': marker}), marker
+
+
+def assert_nothing_left(marker: str) -> None:
+    deadline = time.monotonic() + 30
+    while (left := _our_processes(marker)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not left, f'processes left running: {left}'
+
+
+def _error_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if 'Caught exception in launch' in line]
+
+
+@needs_ros2
+@pytest.mark.parametrize('launch_file,arguments', [
+    ('real.launch.py', []), ('robot.launch.py', ['use_sim:=false']),
+])
+def test_missing_drivers_start_nothing_and_are_all_named(launch_file, arguments):
+    launch, marker = ros2_launch(launch_file, *arguments)
+    assert launch.finish(timeout=120) != 0, launch.text
+    errors = _error_lines(launch.text)
+    assert len(errors) == 1, launch.text
+    for driver in load_real_config(str(WORKSPACE / 'config' / 'real' / 'rover.yaml')).drivers:
+        if driver.package != 'robotsim_firmware':
+            assert f'{driver.package}/{driver.executable}' in errors[0]
+    assert 'process started' not in launch.text, 'nothing may start when a driver is missing'
+    assert_nothing_left(marker)
+
+
+@needs_ros2
+@pytest.mark.parametrize('arguments,expected', [
+    (['namspace:=r1'], 'unknown launch argument(s) namspace'),
+    (['use_sim:=false'], 'unknown launch argument(s) use_sim'),
+    (['real_time_factor:=fast'], 'real_time_factor: expected float'),
+])
+def test_bad_arguments_stop_ros2_launch_with_one_line(arguments, expected):
+    launch, marker = ros2_launch('sim.launch.py', *arguments)
+    assert launch.finish(timeout=120) != 0, launch.text
+    errors = _error_lines(launch.text)
+    assert len(errors) == 1 and expected in errors[0], launch.text
+    assert 'process started' not in launch.text
+    assert_nothing_left(marker)
+
+
+@needs_ros2
+def test_a_failed_required_node_fails_the_launch_and_stops_the_rest():
+    launch, marker = ros2_launch('sim.launch.py', 'world:=nope')
+    assert launch.finish(timeout=120) != 0, launch.text
+    assert 'nope.yaml: file not found' in launch.text
+    errors = _error_lines(launch.text)
+    assert len(errors) == 1 and 'required node robotsim_sim exited with status 2' in errors[0], launch.text
+    assert_nothing_left(marker)
+
+
+@needs_ros2
+def test_fleet_output_is_labelled_by_robot_and_a_finished_sim_ends_the_launch_cleanly():
+    launch, marker = ros2_launch('sim.launch.py', 'fleet:=two_rovers', 'duration:=2', 'cameras:=false',
+                                 'real_time_factor:=0')
+    assert launch.finish(timeout=180) == 0, launch.text
+    for robot in ('robot1', 'robot2'):
+        for node in ('robot_state_publisher', 'motor_bridge'):
+            assert re.search(rf'^\[{robot}/{node}-\d+\] ', launch.text, re.M), f'{robot}/{node}\n{launch.text}'
+    assert not _error_lines(launch.text)
+    assert_nothing_left(marker)
+
+
+@needs_ros2
+def test_recording_without_rosbag2_writes_a_bag(tmp_path):
+    from rosbags.highlevel import AnyReader
+    bag = tmp_path / 'bag'
+    launch, marker = ros2_launch('sim.launch.py', 'record:=true', f'bag:={bag}', 'duration:=3', 'cameras:=false',
+                                 'firmware:=false')
+    assert launch.finish(timeout=180) == 0, launch.text
+    assert_nothing_left(marker)
+    with AnyReader([bag]) as reader:
+        counts = {c.topic: c.msgcount for c in reader.connections}
+    assert counts.get('/clock', 0) > 0 and counts.get('/scan', 0) > 0, counts
+
+
+@needs_ros2
+def test_ros2_launch_runs_the_simulator_and_ros2_topic_hz_measures_it():
+    launch, marker = ros2_launch('sim.launch.py', 'cameras:=false', 'firmware:=false')
+    hz = None
+    try:
+        launch.wait_for(r'robotsim_sim.*5 topics|robot rover', timeout=120)
+        hz = Launch([ROS2, 'topic', 'hz', '/scan'])  # (sensor QoS is matched by ros2 topic)
+        rate = float(hz.wait_for(r'average rate: ([0-9.]+)', timeout=120).group(1))
+        deadline = time.monotonic() + 120
+        while True:  # discovery of a fresh `ros2` process takes a moment (longer on a loaded machine)
+            nodes = subprocess.run([ROS2, 'node', 'list', '--no-daemon', '--spin-time', '3'], capture_output=True,
+                                   text=True, timeout=120)
+            if '/robot_state_publisher' in nodes.stdout or time.monotonic() > deadline:
+                break
+    finally:
+        if hz is not None:
+            hz.stop()
+        launch.stop()
+        subprocess.run([ROS2, 'daemon', 'stop'], capture_output=True, timeout=60)  # if `ros2 topic` started one
+    assert rate > 0  # /scan's nominal 10 Hz in sim time; the wall-clock rate depends on the machine's load
+    assert '/robotsim_sim' in nodes.stdout and '/robot_state_publisher' in nodes.stdout, nodes.stdout
+    assert launch.finish(timeout=60) == 0, launch.text
+    assert_nothing_left(marker)
+
