@@ -33,6 +33,7 @@ bench: setup
 	@scripts/run-bench.sh
 
 
+test: export ROBOTSIM_TEST_DEPS = 1
 test: setup
 	@scripts/run-tests.sh
 

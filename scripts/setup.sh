@@ -8,6 +8,8 @@
 #        ROBOTSIM_ROS2_WHEELS=DIR ...
 #                                    also install the real launch/launch_ros/ros2cli wheels found in DIR
 #                                    (requirements/ros2_python.txt; not on PyPI: see the README)
+#        ROBOTSIM_TEST_DEPS=1 ...    also install the test-only packages of requirements/test.txt
+#                                    (Pinocchio, example-robot-data; `make test` sets it)
 set -euo pipefail
 
 ws="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -67,8 +69,13 @@ if [[ -n "$ros2_wheels" ]]; then
   ros2_wheels="$(cd "$ros2_wheels" && pwd)"
   stamp_inputs+=("$ws/requirements/ros2_python.txt")
 fi
-want_stamp="$("$python_bin" --version 2>&1) $(cat "${stamp_inputs[@]}" | sha256sum | cut -c1-16)${ros2_wheels:+ ros2-wheels}"
+stamp_inputs+=("$ws/requirements/test.txt")
+test_deps="${ROBOTSIM_TEST_DEPS:-0}"
+test_deps_mark=""; [[ "$test_deps" == 1 ]] && test_deps_mark=" test-deps"
+want_stamp="$("$python_bin" --version 2>&1) $(cat "${stamp_inputs[@]}" | sha256sum | cut -c1-16)${ros2_wheels:+ ros2-wheels}$test_deps_mark"
 have_stamp="$(cat "$venv/.robotsim-setup-stamp" 2>/dev/null || true)"
+# A venv with the test-only packages serves a set-up that does not ask for them (make sim after make test).
+[[ "$test_deps" != 1 && "$have_stamp" == "$want_stamp test-deps" ]] && have_stamp="$want_stamp"
 
 if [[ "$want_stamp" != "$have_stamp" || ! -x "$venv/bin/python" ]]; then
   log "creating the virtual environment in $venv (pinned ROS 2 Kilted wheels, MuJoCo, colcon)"
@@ -77,6 +84,11 @@ if [[ "$want_stamp" != "$have_stamp" || ! -x "$venv/bin/python" ]]; then
   touch "$venv/COLCON_IGNORE"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check \
     -r "$ws/requirements/bare.txt" -c "$ws/requirements/constraints.txt"
+  if [[ "$test_deps" == 1 ]]; then
+    log "installing the test-only packages (requirements/test.txt)"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check \
+      -r "$ws/requirements/test.txt" -c "$ws/requirements/constraints.txt"
+  fi
   if [[ -n "$ros2_wheels" ]]; then
     log "installing the ROS 2 launch and command-line wheels from $ros2_wheels"
     "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-index \

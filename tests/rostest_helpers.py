@@ -191,3 +191,37 @@ class Launch:
 
     def stop(self):
         interrupt(self.process, 30)
+
+
+def published_counts(run: Launch, timeout: float = 5) -> dict[str, int]:
+    """topic -> messages the simulator says it published (its report line at exit)."""
+    line = run.wait_for(r'published messages: (.*)', timeout).group(1)
+    return {topic: int(count) for topic, count in re.findall(r'(/[\w/]+) (\d+)', line)}
+
+
+def assert_recorded_everything_published(recorded: dict[str, int], published: dict[str, int]) -> None:
+    """A bag (``recorded``: topic -> message count) holds every message the simulator published."""
+    assert set(published) <= set(recorded), (published, recorded)
+    for topic, count in published.items():
+        if topic == '/tf':  # the state publisher adds its own /tf messages
+            assert recorded[topic] >= count, (topic, recorded[topic], count)
+        elif topic == '/sim/status':  # a wall-time status, also sent before the recorder subscribed
+            assert 0 < recorded[topic] <= count, (topic, recorded[topic], count)
+        else:
+            assert recorded[topic] == count, (topic, recorded[topic], count)
+
+
+class CpuHog:
+    """A busy-loop subprocess that occupies one core (a loaded machine) for at most ``seconds``;
+    stopped on exit, and by the kernel if the test process dies."""
+
+    def __init__(self, seconds: float = 300.0):
+        program = f'import time\nend = time.monotonic() + {float(seconds)}\nwhile time.monotonic() < end:\n    pass\n'
+        self.process = subprocess.Popen(['python3', '-c', program], preexec_fn=_die_with_parent)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.process.kill()
+        self.process.wait()

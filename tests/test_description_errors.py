@@ -47,8 +47,8 @@ YAML_CASES = {
     'unknown nested key': (rover, lambda d: d['base'].update(colour='red'), 'base.colour', 'unknown key'),
     'wrong type': (rover, lambda d: d['base'].update(mass='heavy'), 'base.mass', "expected a number, got 'heavy'"),
     'negative size': (rover, lambda d: d['base'].update(size=[0.3, -0.2, 0.08]), 'base.size[1]',
-                      'expected a number > 0, got -0.2'),
-    'zero wheel radius': (rover, lambda d: d['wheels'].update(radius=0), 'wheels.radius', 'expected a number > 0, got 0'),
+                      'expected a number >= 0.001, got -0.2'),
+    'zero wheel radius': (rover, lambda d: d['wheels'].update(radius=0), 'wheels.radius', 'expected a number >= 0.001, got 0'),
     'joint limits reversed': (rover, lambda d: d['arms'][0]['joints'][1].update(lower=1.0, upper=-1.0),
                               'arms[0].joints[1].lower', 'expected lower <= upper'),
     'ackermann without steerable axle': (racer, lambda d: d['wheels'].update(steered='none'), 'wheels.steered',
@@ -126,3 +126,233 @@ def test_overlay_names_missing_wheel_joint(tmp_path):
     overlay.write_text(overlay.read_text().replace('wheel_r_joint', 'wheel_rr_joint'))
     assert_clean_error(describe(overlay), overlay, 'wheels[1].joint',
                        "expected a continuous or revolute joint of the URDF, got 'wheel_rr_joint'")
+
+
+# ----------------------------------------------------------------------------- files that are not YAML
+def assert_clean_file_error(completed, path: Path, expected: str):
+    """A refusal about the file as a whole: ``<file>: <what>`` (or ``<file>: <where>: <what>``)."""
+    assert completed.returncode == 2, completed
+    assert 'Traceback' not in completed.stderr
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 1, completed.stderr
+    assert lines[0].startswith(f'robotsim: error: {path}: '), lines[0]
+    assert expected in lines[0], lines[0]
+
+
+def test_robot_argument_is_a_directory(tmp_path):
+    assert_clean_file_error(describe(tmp_path), tmp_path, 'expected a YAML file, got a directory')
+
+
+@pytest.mark.parametrize('content, expected', [
+    (b'\x7fELF\x02\x01\x01\x00' + bytes(range(128, 256)), 'byte 8: expected UTF-8 YAML text, got binary data'),
+    (b'name: rover\x00\x01\x02', 'byte 11: expected YAML text, found a control character or binary data'),
+], ids=['not utf-8', 'control characters'])
+def test_robot_argument_is_a_binary_file(tmp_path, content, expected):
+    path = tmp_path / 'robot.yaml'
+    path.write_bytes(content)
+    assert_clean_file_error(describe(path), path, expected)
+
+
+def test_duplicate_yaml_key_names_the_key_and_both_lines(tmp_path):
+    path = tmp_path / 'robot.yaml'
+    text = (CONFIG / 'rover.yaml').read_text()
+    path.write_text(text.replace('  mass: 2.5\n', '  mass: 2.5\n  mass: 25\n', 1))
+    line = text.splitlines().index('  mass: 2.5') + 1
+    assert_clean_error(describe(path), path, 'base.mass', f"key 'mass' is given twice (lines {line} and {line + 1})")
+
+
+def test_numbers_are_read_as_a_user_means_them(tmp_path):
+    from robotsim_core.config_schema import load_yaml
+    path = tmp_path / 'numbers.yaml'
+    path.write_text('a: 1.0e9\nb: 1e9\nc: 1E-3\nd: .5\ne: +3\nf: 010\ng: -2.5e+2\nh: 1_000\ni: 0x1f\nj: .inf\n'
+                    'k: 1:20\nl: "1e9"\nm: 1e\n')
+    assert load_yaml(str(path)) == {'a': 1e9, 'b': 1e9, 'c': 1e-3, 'd': 0.5, 'e': 3, 'f': 10, 'g': -250.0, 'h': 1000,
+                                    'i': 31, 'j': float('inf'), 'k': '1:20', 'l': '1e9', 'm': '1e'}
+    # Through a whole robot: exponents everywhere, a count written as a float, and the result
+    # equals the shipped rover.
+    text = (CONFIG / 'rover.yaml').read_text()
+    for plain, written in (('mass: 2.5', 'mass: 25e-1'), ('radius: 0.045', 'radius: 4.5E-2'), ('count: 4', 'count: 4.0'),
+                           ('rate: 100', 'rate: 1e2'), ('max_yaw_rate: 2.5', 'max_yaw_rate: +2.5')):
+        assert plain in text
+        text = text.replace(plain, written, 1)
+    robot = tmp_path / 'rover.yaml'
+    robot.write_text(text)
+    mine, shipped = describe(robot), describe(CONFIG / 'rover.yaml')
+    assert mine.returncode == 0, mine.stderr
+    assert mine.stdout.splitlines()[1:] == shipped.stdout.splitlines()[1:]
+
+
+# ----------------------------------------------------------------------------- bounds of a robot
+BOUND_CASES = {
+    'camera of 100000 x 100000': (lambda d: d['sensors'][1].update(width=100000, height=100000), 'sensors[1].width',
+                                  'expected an integer <= 4096, got 100000'),
+    'lidar samples 1e8': (lambda d: d['sensors'][0].update(samples=1e8), 'sensors[0].samples',
+                          'expected an integer from 1 to 8192, got 100000000'),
+    'lidar rays per scan': (lambda d: d['sensors'][0].update(samples=8192, channels=64, vertical_fov=0.5),
+                            'sensors[0].samples', 'expected samples x channels <= 262144 rays per scan'),
+    'imu rate 1e9': (lambda d: d['sensors'][2].update(rate=1e9), 'sensors[2].rate',
+                     'expected a number from 0.1 to 1000, got 1000000000.0'),
+    'mass 1e308': (lambda d: d['base'].update(mass=1e308), 'base.mass', 'expected a number from 0.001 to 10000'),
+    'mass of a huge integer': (lambda d: d['base'].update(mass=2**64), 'base.mass',
+                               'expected a number from 0.001 to 10000, got 18446744073709551616'),
+    'colour above 1': (lambda d: d['base'].update(color=[0.5, 1.5, 0.5, 1]), 'base.color[1]',
+                       'expected a number <= 1, got 1.5'),
+    'tiny wheel': (lambda d: d['wheels'].update(radius=1e-300), 'wheels.radius', 'expected a number >= 0.001'),
+    'sensor name that is no ROS name': (lambda d: d['sensors'][0].update(name='front laser'), 'sensors[0].name',
+                                        'expected a name of letters, digits and _ starting with a letter'),
+    'sensor type that is a mapping': (lambda d: d['sensors'][0].update(type={}), 'sensors[0].type',
+                                      "expected one of 'lidar', 'camera', 'imu'"),
+}
+
+
+@pytest.mark.parametrize('case', sorted(BOUND_CASES))
+def test_robot_values_out_of_bounds(case, tmp_path):
+    change, key_path, expected = BOUND_CASES[case]
+    path = tmp_path / 'robot.yaml'
+    path.write_text(yaml.safe_dump(mutate(rover, change)))
+    assert_clean_error(describe(path), path, key_path, expected)
+
+
+# ----------------------------------------------------------------------------- the simulator's start-up
+def start_simulator(*parameters: str) -> subprocess.CompletedProcess:
+    """The simulator node as `ros2 run` starts it, headless; it must refuse before running."""
+    from rostest_helpers import executable
+    arguments = [executable('robotsim_sim', 'sim_node'), '--ros-args', '-p', 'cameras:=false', '-p', 'duration:=0.1']
+    for parameter in parameters:
+        arguments += ['-p', parameter]
+    return subprocess.run(arguments, capture_output=True, text=True, timeout=120)
+
+
+def assert_simulator_refuses(completed, path, key_path: str, expected: str):
+    assert completed.returncode == 2, completed
+    assert 'Traceback' not in completed.stderr + completed.stdout
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 1, completed.stderr
+    assert lines[0].startswith(f'robotsim_sim: error: {path}: {key_path}: '), lines[0]
+    assert expected in lines[0], lines[0]
+
+
+def room():
+    return yaml.safe_load((CONFIG.parent / 'worlds' / 'room.yaml').read_text())
+
+
+WORLD_CASES = {
+    'duplicate entity names': (lambda d: d['cylinders'][0].update(name='crate'), 'cylinders[0].name',
+                               "expected a unique entity name, 'crate' is also boxes[0].name"),
+    'box named floor': (lambda d: d['boxes'][0].update(name='floor'), 'boxes[0].name',
+                        "expected a name other than 'floor' (reserved"),
+    'box named world': (lambda d: d['boxes'][1].update(name='world'), 'boxes[1].name',
+                        "expected a name other than 'world' (reserved"),
+    'box named like a robot link': (lambda d: d['boxes'][3].update(name='base_link'), 'boxes[3].name',
+                                    "expected a name other than 'base_link', which names robot rover"),
+    'zero light direction': (lambda d: d['light'].update(direction=[0, 0, 0]), 'light.direction',
+                             'expected a non-zero direction vector'),
+    'timestep 1e-12': (lambda d: d.update(timestep=1e-12), 'timestep', 'expected a number >= 0.0001, got 1e-12'),
+    'negative floor size': (lambda d: d['floor'].update(size=[-12, 12]), 'floor.size[0]', 'expected a number >= 0.001'),
+    'zero-length wall': (lambda d: d['walls'][1].update(end=[3.0, -2.5]), 'walls[1].end',
+                         'expected an end at least 1 mm from start [3.0, -2.5]'),
+    'rgba above 1': (lambda d: d['boxes'][0].update(rgba=[1, 0, 0, 2]), 'boxes[0].rgba[3]',
+                     'expected a number <= 1, got 2'),
+    'mass 1e308': (lambda d: d['boxes'][3].update(mass=1e308), 'boxes[3].mass',
+                   'expected a number from 0 to 10000, got 1e+308'),
+}
+
+
+@pytest.mark.parametrize('case', sorted(WORLD_CASES))
+def test_bad_world_is_refused_by_the_simulator(case, tmp_path):
+    change, key_path, expected = WORLD_CASES[case]
+    path = tmp_path / 'world.yaml'
+    path.write_text(yaml.safe_dump(mutate(room, change)))
+    assert_simulator_refuses(start_simulator(f'world:={path}'), path, key_path, expected)
+
+
+@pytest.mark.parametrize('content, expected', [
+    ('<mujoco><worldbody><geom type="blob" size="1"/></worldbody></mujoco>',
+     "expected an MJCF file MuJoCo compiles, {include}: XML Error: invalid keyword: 'blob' Element 'geom', line 1"),
+    ('<mujoco><worldbody>', 'expected an MJCF (XML) file, {include} is not XML'),
+    ('<robot name="r"/>', 'expected an MJCF file with a <mujoco> root, {include} has <robot>'),
+    ('<mujoco><worldbody><geom name="floor" type="sphere" size="0.1"/></worldbody></mujoco>',
+     "expected a world and robots ({robot}) that MuJoCo compiles together: XML Error: Error: repeated name 'floor'"),
+], ids=['invalid keyword', 'not xml', 'not mjcf', 'name clash'])
+def test_invalid_mjcf_include(tmp_path, content, expected):
+    include = tmp_path / 'extra.xml'
+    include.write_text(content)
+    world = tmp_path / 'world.yaml'
+    world.write_text(yaml.safe_dump(mutate(room, lambda d: d.update(include='extra.xml'))))
+    expected = expected.format(include=include, robot=CONFIG / 'rover.yaml')
+    completed = start_simulator(f'world:={world}', f'robot:={CONFIG / "rover.yaml"}')
+    assert_simulator_refuses(completed, world, 'include', expected)
+
+
+def test_sensor_faster_than_the_physics(tmp_path):
+    robot = tmp_path / 'robot.yaml'
+    robot.write_text(yaml.safe_dump(mutate(rover, lambda d: d['sensors'][2].update(rate=1000))))
+    assert describe(robot).returncode == 0  # the robot alone is fine; with the room's 2 ms step it is not
+    assert_simulator_refuses(start_simulator(f'robot:={robot}'), robot, 'sensors[2].rate',
+                             'expected at most 500 Hz, the physics rate of world room (timestep 0.002 s)')
+
+
+def test_six_wheel_differential_robot_with_firmware(tmp_path):
+    robot = tmp_path / 'six.yaml'
+    robot.write_text(yaml.safe_dump(mutate(rover, lambda d: d['wheels'].update(count=6))))
+    assert describe(robot).returncode == 0
+    assert_simulator_refuses(start_simulator(f'robot:={robot}', 'firmware:=true'), robot, 'wheels',
+                             'firmware in the loop drives at most 4 wheels (one per motor channel of the MCU); '
+                             'rover has 6 driven wheels (run it with firmware:=false)')
+    # Without the firmware the same robot runs, and firmware:=auto (the default) chooses that.
+    completed = start_simulator(f'robot:={robot}', 'firmware:=false')
+    assert completed.returncode == 0, completed.stderr
+    from robotsim_core.bringup import graph_for
+    auto = graph_for('sim', {'robot': str(robot)})
+    assert auto[0].parameters['firmware'] is False and not any(n.executable == 'motor_bridge' for n in auto)
+    assert graph_for('sim', {})[0].parameters['firmware'] is True  # the 4-wheel rover: firmware in the loop
+
+
+# ----------------------------------------------------------------------------- launch values and parameters
+LAUNCH_CASES = {
+    'seed beyond int64': ('seed:=18446744073709551615', 'seed',
+                          'expected an integer from 0 to 9223372036854775807 (2^63-1), got 18446744073709551615'),
+    'negative seed': ('seed:=-1', 'seed', 'expected an integer from 0 to 9223372036854775807'),
+    'real time factor 1e-300': ('real_time_factor:=1e-300', 'real_time_factor',
+                                'expected 0 (as fast as possible) or a number >= 0.001, got 1e-300'),
+    'negative real time factor': ('real_time_factor:=-1', 'real_time_factor', 'expected a finite number >= 0'),
+    'NaN real time factor': ('real_time_factor:=nan', 'real_time_factor', 'expected a finite number >= 0, got nan'),
+    'infinite real time factor': ('real_time_factor:=inf', 'real_time_factor', 'expected a finite number >= 0'),
+    'negative duration': ('duration:=-5', 'duration', 'expected a finite number >= 0, got -5.0'),
+    'NaN duration': ('duration:=nan', 'duration', 'expected a finite number >= 0, got nan'),
+}
+
+
+@pytest.mark.parametrize('case', sorted(LAUNCH_CASES))
+def test_bad_launch_value(case):
+    argument, key, expected = LAUNCH_CASES[case]
+    completed = subprocess.run([sys.executable, '-m', 'robotsim_core.cli', 'launch', 'sim', argument],
+                               capture_output=True, text=True, timeout=60)
+    assert completed.returncode == 2, completed
+    assert 'Traceback' not in completed.stderr and 'started' not in completed.stdout + completed.stderr
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f'robotsim: error: command line: {key}: {expected}'), lines
+
+
+PARAMETER_CASES = {
+    'seed beyond int64': ('seed:=18446744073709551615', "parameter 'seed': expected an integer from 0 to "
+                                                        '9223372036854775807 (2^63-1), got 1.8446744073709552e+19'),
+    'real time factor 1e-300': ('real_time_factor:=1e-300', "parameter 'real_time_factor': expected 0 "
+                                                            '(as fast as possible) or a number >= 0.001, got 1e-300'),
+    'duration NaN': ('duration:=nan', "parameter 'duration': expected a finite number >= 0, got nan"),
+    'robot given as a number': ('robot:=5', "parameter 'robot': expected a string, got 5"),
+    'cameras given as a number': ('cameras:=5', "parameter 'cameras': expected true or false, got 5"),
+    'log period beyond a timer': ('log_period:=1e300', "parameter 'log_period': expected a finite number from 0.1 "
+                                                       'to 3600, got 1e+300'),
+}
+
+
+@pytest.mark.parametrize('case', sorted(PARAMETER_CASES))
+def test_bad_simulator_parameter(case):
+    parameter, expected = PARAMETER_CASES[case]
+    from rostest_helpers import executable
+    completed = subprocess.run([executable('robotsim_sim', 'sim_node'), '--ros-args', '-p', parameter],
+                               capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 2, completed
+    assert 'Traceback' not in completed.stderr
+    assert completed.stderr.strip().splitlines() == [f'robotsim_sim: error: {expected}']

@@ -15,7 +15,7 @@ from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
 
 from robotsim_msgs.srv import InjectFault
-from rostest_helpers import RELIABLE, WORKSPACE, NodeProcess, Observer, stamp_seconds
+from rostest_helpers import RELIABLE, WORKSPACE, CpuHog, NodeProcess, Observer, stamp_seconds
 
 WORLDS = WORKSPACE / 'tests' / 'data' / 'worlds'
 
@@ -76,7 +76,11 @@ def wait_connected(obs) -> None:
 
 
 def test_closed_loop_drive_through_the_real_firmware(link):
-    with running(link) as (obs, sim, bridge):
+    """On a loaded machine (a busy loop on one core) too: no frame is ever corrupted on the link.
+    (It once counted one CRC error under load: the bridge's connect flushed its input in the middle
+    of a frame, and the fragment after it was counted as corruption. The bridge now drops what came
+    before it connected and skips the fragment up to the first frame boundary.)"""
+    with CpuHog(300), running(link) as (obs, sim, bridge):
         wait_connected(obs)
         start_truth = obs.messages['/sim/ground_truth'][-1].pose.pose.position.x
         start_odom = obs.messages['/odom'][-1].pose.pose.position.x
@@ -86,16 +90,17 @@ def test_closed_loop_drive_through_the_real_firmware(link):
         odom = obs.messages['/odom'][-1].pose.pose.position.x - start_odom
         state = diagnostics(obs)
         joint_messages = list(obs.messages['/joint_states'])
-    assert truth == pytest.approx(1.5, abs=0.15), truth
+    # 5 s of commands, and the bridge keeps the last one for its 0.5 s command timeout.
+    assert truth == pytest.approx(0.3 * (5.0 + 0.5), abs=0.15), truth
     assert odom == pytest.approx(truth, abs=0.05), 'encoder odometry agrees on a grippy floor'
-    assert state['firmware_version'] == '1.0.0' and int(state['frames_ok']) > 100
+    assert state['firmware_version'] == '1.1.0' and int(state['frames_ok']) > 100
     assert int(state['crc_errors']) == 0 and int(state['mcu_rx_errors']) == 0
     wheels = {'front_left_wheel_joint', 'front_right_wheel_joint', 'rear_left_wheel_joint', 'rear_right_wheel_joint'}
     # The bridge publishes the wheels (from telemetry), the simulator the arm: never both in one message.
     assert any(set(m.name) == wheels for m in joint_messages)
     assert any('arm_base_joint' in m.name for m in joint_messages)
     assert not any(wheels & set(m.name) and 'arm_base_joint' in m.name for m in joint_messages)
-    assert 'connected to' in bridge.output() and 'firmware 1.0.0' in bridge.output()
+    assert 'connected to' in bridge.output() and 'firmware 1.1.0' in bridge.output()
 
 
 def test_link_down_stops_the_robot_and_is_reported(link):

@@ -29,6 +29,11 @@ def test_crc_known_value():
     assert protocol.crc16(b'123456789') == 0x29B1  # CRC-16/CCITT-FALSE check value
 
 
+def test_the_documented_example_frame():
+    # docs/serial_protocol.md, "Example"
+    assert protocol.encode_frame(protocol.hello(0)) == bytes.fromhex('02 01 04 02 EE DB 00')
+
+
 @pytest.mark.parametrize('index', range(len(VECTORS)))
 def test_c_and_python_encode_identically_and_decode_each_other(firmware, index):
     payload, _ = VECTORS[index]
@@ -94,11 +99,15 @@ def test_fuzz_both_parsers_10000_streams(firmware):
 def test_telemetry_decodes(firmware):
     firmware.reset()
     firmware.plant.encoder[0] = 1234
-    firmware.advance(20_000_000)  # 20 ms: two telemetry frames at 100 Hz
+    start_us = firmware.plant.time_ns // 1000
+    firmware.advance(20_000_000)  # 20 ms: two telemetry frames at 100 Hz, from the first loop on
     messages = [protocol.decode(p) for p in protocol.FrameParser().feed(firmware.transmitted())]
     telemetry = [m for m in messages if isinstance(m, protocol.Telemetry)]
     assert len(telemetry) == 2
-    assert telemetry[-1].encoder[0] == 1234 and telemetry[-1].time_ms == 20
+    # Each frame says when its loop read the encoders, in ms and in µs.
+    assert [t.sample_us - start_us for t in telemetry] == [0, 10_000]
+    assert telemetry[-1].time_ms == telemetry[-1].sample_us // 1000
+    assert telemetry[-1].encoder[0] == 1234 and telemetry[-1].host_rx_type == 0  # nothing received yet
     assert telemetry[-1].faults & protocol.FAULT_RESET
     assert telemetry[-1].status & protocol.STATUS_WATCHDOG_BRAKING  # no setpoint yet: brakes
 
@@ -138,3 +147,41 @@ def test_nan_setpoint_stops_the_wheel(firmware):
     firmware.receive(protocol.encode_frame(payload))
     firmware.advance(5_000_000)
     assert firmware.plant.duty[0] == 0.0 and firmware.plant.duty[1] == 0.0 and firmware.plant.duty[2] > 0
+
+
+def test_telemetry_echoes_when_the_last_host_frame_arrived(firmware):
+    """The host maps MCU time onto its clock from this echo (robotsim_firmware/mcu_clock.py)."""
+    firmware.reset()
+    firmware.advance(7_000_000)
+    arrival_us = firmware.plant.time_ns // 1000  # the next loop reads the UART
+    firmware.receive(protocol.encode_frame(protocol.hello(42)))
+    firmware.advance(30_000_000)
+    parser = protocol.FrameParser()
+    telemetry = [m for m in map(protocol.decode, parser.feed(firmware.transmitted())) if isinstance(m, protocol.Telemetry)]
+    echoes = {(t.host_rx_type, t.host_rx_sequence, t.host_rx_sample_us) for t in telemetry if t.sample_us > arrival_us}
+    assert echoes == {(protocol.HELLO, 42, arrival_us)}
+    assert all(t.host_rx_type == 0 for t in telemetry if t.sample_us < arrival_us)
+
+
+def test_a_full_transmit_buffer_drops_whole_frames_only(firmware):
+    """Nobody drains the MCU's transmit ring for 2 s: frames that do not fit are dropped whole, so
+    the stream stays valid once it is drained again."""
+    firmware.reset()
+    firmware.transmitted()
+    firmware.advance(2_000_000_000)  # 200 telemetry frames, far more than the ring holds
+    assert firmware.plant.tx_dropped > 0
+    stream = firmware.transmitted()
+    firmware.advance(100_000_000)
+    stream += firmware.transmitted()
+    parser = protocol.FrameParser()
+    parser.feed(stream)
+    assert parser.errors == 0 and parser.frames_ok > 60
+
+
+def test_the_mcu_channel_count_is_one_value_for_c_and_python(workspace):
+    """HAL_MOTOR_CHANNELS (C) and robotsim_core.drive.MCU_MOTOR_CHANNELS (the protocol, the host library's
+    state struct, the bringup's firmware choice) must agree, or frames and structs are misread."""
+    import re
+    from robotsim_core.drive import MCU_MOTOR_CHANNELS
+    hal = (workspace / 'src' / 'robotsim_firmware' / 'firmware' / 'src' / 'hal.h').read_text()
+    assert int(re.search(r'#define HAL_MOTOR_CHANNELS (\d+)', hal).group(1)) == MCU_MOTOR_CHANNELS

@@ -32,7 +32,7 @@ def test_rover_frames_follow_rep_103_and_105():
     tree = model.tree
     assert tree.root() == 'base_footprint'
     assert tree.joints['base_joint'].child == 'base_link'
-    assert {'laser', 'imu_link', 'camera_link', 'camera_optical_frame'} <= set(tree.links)
+    assert {'laser', 'imu_link', 'camera_link', 'camera_color_optical_frame'} <= set(tree.links)
     wheel_joints = [w.joint for w in model.drive.wheels]
     assert len(wheel_joints) == 4 and all(tree.joints[j].type == 'continuous' for j in wheel_joints)
     assert all(tree.joints[j].axis == (0.0, 1.0, 0.0) for j in wheel_joints)
@@ -42,7 +42,7 @@ def test_rover_frames_follow_rep_103_and_105():
         assert poses[wheel.link][2, 3] == pytest.approx(wheel.radius)
     # Left wheels have y > 0 (REP 103: y left).
     assert all((poses[w.link][1, 3] > 0) == (w.side == 'left') for w in model.drive.wheels)
-    optical = poses['camera_optical_frame'][:3, :3]
+    optical = poses['camera_color_optical_frame'][:3, :3]
     np.testing.assert_allclose(optical[:, 2], [1, 0, 0], atol=1e-12)   # z forward
     np.testing.assert_allclose(optical[:, 0], [0, -1, 0], atol=1e-12)  # x right
     np.testing.assert_allclose(optical[:, 1], [0, 0, -1], atol=1e-12)  # y down
@@ -138,6 +138,6 @@ def test_installed_cli_writes_both_files(tmp_path):
                                capture_output=True, text=True, timeout=60)
     assert completed.returncode == 0, completed.stderr
     assert 'links 16' in completed.stdout and 'mass 3.500 kg (MuJoCo: 3.500 kg)' in completed.stdout
-    assert 'sensor camera: camera in camera_optical_frame' in completed.stdout
+    assert 'sensor camera: camera in camera_color_optical_frame' in completed.stdout
     assert urdf_to_tree(urdf.read_text(), str(urdf)).root() == 'base_footprint'
     assert mujoco.MjModel.from_xml_path(str(mjcf)).ncam == 1

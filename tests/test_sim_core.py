@@ -138,7 +138,7 @@ def test_segmentation_labels_entities(tmp_path):
 def test_world_config_errors(tmp_path):
     bad = tmp_path / 'bad.yaml'
     bad.write_text(yaml.safe_dump({'name': 'x', 'boxes': [{'name': 'b', 'position': [0, 0, 0], 'size': [1, 0, 1]}]}))
-    with pytest.raises(DescriptionError, match=r'bad.yaml: boxes\[0\].size\[1\]: expected a number > 0, got 0'):
+    with pytest.raises(DescriptionError, match=r'bad.yaml: boxes\[0\].size\[1\]: expected a number >= 0.001, got 0'):
         load_world(str(bad))
     bad.write_text(yaml.safe_dump({'name': 'x', 'include': 'missing.xml'}))
     with pytest.raises(DescriptionError, match=r'bad.yaml: include: MJCF file not found'):

@@ -70,9 +70,9 @@ def headless_sim(world: str, real_time_factor: float = 2.0) -> NodeProcess:
 def test_topics_types_frames_and_sim_time(observer):
     obs = fresh(observer)
     topics = {'/scan': (LaserScan, SENSOR, 'laser'), '/imu/data': (Imu, SENSOR, 'imu_link'),
-              '/camera/image_raw': (Image, SENSOR, 'camera_optical_frame'),
-              '/camera/depth/image_raw': (Image, SENSOR, 'camera_optical_frame'),
-              '/camera/camera_info': (CameraInfo, SENSOR, 'camera_optical_frame'),
+              '/camera/image_raw': (Image, SENSOR, 'camera_color_optical_frame'),
+              '/camera/depth/image_raw': (Image, SENSOR, 'camera_color_optical_frame'),
+              '/camera/camera_info': (CameraInfo, SENSOR, 'camera_color_optical_frame'),
               '/joint_states': (JointState, RELIABLE, ''), '/odom': (Odometry, RELIABLE, 'odom'),
               '/sim/ground_truth': (Odometry, RELIABLE, 'world')}
     for topic, (kind, qos, _) in topics.items():

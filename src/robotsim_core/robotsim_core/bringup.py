@@ -15,6 +15,7 @@ robot's namespace. Real mode: the drivers named in ``config/real/<robot>.yaml``.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -74,15 +75,15 @@ class BringupConfig:
     report: str = ''
     """Sim: path of the run report PNG written at the end ('' = no live summary, no report)."""
     seed: int = 0
-    """Seed of every random stream of the simulation."""
+    """Seed of every random stream of the simulation: 0 to 2^63-1 (a ROS integer parameter is int64)."""
     real_time_factor: float = 1.0
-    """Sim pacing (0 = as fast as possible)."""
+    """Sim pacing: 0 = as fast as possible, else at least 0.001 (a sim second in at most 1000 s)."""
     duration: float = 0.0
     """Sim seconds after which the simulator stops and the bringup ends (0 = run until Ctrl-C)."""
     cameras: bool = True
     """Render the cameras (false: no camera topics)."""
     paused: bool = False
-    """Start the simulation paused (resume with the /sim/pause service), e.g. to attach a recorder first."""
+    """Start the simulation paused (resume with the /sim/pause service). record:=true alone holds it until the recorder has subscribed, then the recorder resumes it."""
     real_config: str = ''
     """Real mode: the driver configuration ('' = config/real/<robot>.yaml)."""
 
@@ -90,6 +91,27 @@ class BringupConfig:
     def use_sim_time(self) -> bool:
         """Derived from the mode: every node of a sim bringup runs on /clock."""
         return self.use_sim
+
+
+MAX_SEED = 2**63 - 1
+"""Largest seed: the simulator's ``seed`` parameter is a ROS integer (int64). Larger seeds are
+refused rather than reduced, so a seed in a log always replays the same run."""
+MIN_REAL_TIME_FACTOR = 1e-3
+"""Slowest pacing other than 0 (as fast as possible); slower would sleep for hours per step."""
+
+
+def simulation_value_problem(name: str, value: Any) -> str | None:
+    """What is wrong with a value of the simulator's ``seed``, ``real_time_factor`` or ``duration``
+    (``'expected ...'``), or None. Shared by the launch arguments and the simulator's parameters."""
+    if name == 'seed':
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEED:
+            return f'expected an integer from 0 to {MAX_SEED} (2^63-1), got {value!r}'
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        return f'expected a finite number >= 0, got {value!r}'
+    if name == 'real_time_factor' and 0 < value < MIN_REAL_TIME_FACTOR:
+        return f'expected 0 (as fast as possible) or a number >= {MIN_REAL_TIME_FACTOR:g}, got {value!r}'
+    return None
 
 
 def config_from_arguments(arguments: dict[str, str], source: str = 'launch arguments', **overrides) -> BringupConfig:
@@ -116,6 +138,9 @@ def config_from_arguments(arguments: dict[str, str], source: str = 'launch argum
                 values[key] = text
         except ValueError:
             raise DescriptionError(source, key, f'expected {kind}, got {text!r}') from None
+        problem = simulation_value_problem(key, values[key]) if key in ('seed', 'real_time_factor', 'duration') else None
+        if problem:
+            raise DescriptionError(source, key, problem)
     config = BringupConfig(**values)
     if config.firmware not in ('auto', 'true', 'false'):
         raise DescriptionError(source, 'firmware', f'expected true, false or auto, got {config.firmware!r}')
@@ -167,8 +192,10 @@ def firmware_in_the_loop(config: BringupConfig, fleet: FleetSpec) -> bool:
     if config.firmware != 'auto':
         return config.firmware == 'true'
     from .description import load_robot
+    from .drive import MCU_MOTOR_CHANNELS
     drives = [load_robot(entry.robot).drive for entry in fleet.robots]
-    return all(drive is not None and drive.type == 'differential' for drive in drives)
+    return all(drive is not None and drive.type == 'differential' and len(drive.driven_wheels) <= MCU_MOTOR_CHANNELS
+               for drive in drives)
 
 
 def recorded_topics(config: BringupConfig, fleet: FleetSpec) -> list[tuple[str, str]]:
@@ -189,6 +216,13 @@ def recorded_topics(config: BringupConfig, fleet: FleetSpec) -> list[tuple[str, 
     return sorted(topics.items())
 
 
+def recorder_holds_start(config: BringupConfig) -> bool:
+    """A sim recording starts with the simulation paused until the recorder has subscribed to every
+    topic; the recorder then resumes it, so the bag begins at sim time 0 (a recorder starting beside
+    a running simulation misses its first seconds). With paused:=true the user resumes it."""
+    return config.record and config.use_sim and not config.paused
+
+
 def node_graph(config: BringupConfig) -> list[NodeSpec]:
     """Every node of the bringup, in start order."""
     fleet = fleet_of(config)
@@ -197,12 +231,17 @@ def node_graph(config: BringupConfig) -> list[NodeSpec]:
     if config.record:
         topics = recorded_topics(config, fleet)
         bag = config.bag or 'robotsim_bag'
+        # When the recorder holds the start, `ros2 bag record` cannot release it: the robotsim
+        # recorder records on a full install too.
+        hold_start = recorder_holds_start(config)
         nodes.append(NodeSpec(
             'robotsim_learning', 'recorder', 'robotsim_recorder',
-            parameters={'output': bag, 'topics': [name for name, _ in topics], 'use_sim_time': use_sim_time},
+            parameters={'output': bag, 'topics': [name for name, _ in topics], 'use_sim_time': use_sim_time,
+                        'resume_simulation': '/sim/pause' if hold_start else ''},
             required=True,
-            full_install_command=['ros2', 'bag', 'record', '--storage', 'mcap', '--output', bag,
-                                  *(['--use-sim-time'] if use_sim_time else []), *[name for name, _ in topics]]))
+            full_install_command=[] if hold_start else [
+                'ros2', 'bag', 'record', '--storage', 'mcap', '--output', bag,
+                *(['--use-sim-time'] if use_sim_time else []), *[name for name, _ in topics]]))
     if config.rviz:
         # The first robot's view: its namespace resolves the file's relative topics, the fixed frame
         # gets its prefix, and tf2 (which listens on the absolute /tf) is pointed at the robot's tf.
@@ -219,7 +258,7 @@ def _sim_nodes(config: BringupConfig, fleet: FleetSpec) -> list[NodeSpec]:
     sim_parameters: dict[str, Any] = {
         'world': config.world, 'seed': config.seed, 'real_time_factor': float(config.real_time_factor),
         'duration': float(config.duration), 'cameras': config.cameras, 'firmware': firmware,
-        'start_paused': config.paused,
+        'start_paused': config.paused or recorder_holds_start(config),
         'use_sim_time': False,  # the simulator is the clock
     }
     if config.fleet:

@@ -1,8 +1,11 @@
 """The ``robotsim`` command line (bare machine and full ROS install alike).
 
-    robotsim describe ROBOT [--urdf OUT] [--mjcf OUT]
+    robotsim describe ROBOT [--urdf OUT] [--mjcf OUT] [--strict]
+    robotsim import ROBOT.urdf --out OVERLAY.yaml   (a starting overlay for an existing URDF)
     robotsim contract check [--robot ROBOT] [--duration S] [--namespace NS] [--real]
     robotsim launch sim|real|robot [name:=value ...]   (the launch files' arguments)
+    robotsim bag repair BAG   (make an interrupted MCAP recording readable again)
+    robotsim calibrate odometry [--robot ROBOT] [--world W | --from-bag BAG]   (skid-steer effective track)
 
 ROBOT is a YAML path or a name under config/robots. Bad input prints one line naming the
 file, the key path and what was expected, and exits with status 2 (no traceback).
@@ -31,13 +34,15 @@ def describe(args: argparse.Namespace) -> int:
     from .mjcf import robot_to_mjcf
     from .urdf import tree_to_urdf
 
-    model = load_robot(args.robot)
+    model = load_robot(args.robot, strict=args.strict)
     urdf_text = tree_to_urdf(model.tree)
     mjcf_text = robot_to_mjcf(model)
     try:
         compiled = mujoco.MjModel.from_xml_string(mjcf_text)
     except ValueError as error:
-        raise DescriptionError(model.source, '', f'generated MuJoCo model does not compile: {error}') from None
+        # MuJoCo puts the offending element on a line of its own: keep the refusal one line.
+        raise DescriptionError(model.source, '', 'generated MuJoCo model does not compile: '
+                                                 + ' '.join(str(error).split())) from None
     if args.urdf:
         _write(args.urdf, urdf_text)
     if args.mjcf:
@@ -49,6 +54,14 @@ def describe(args: argparse.Namespace) -> int:
     if model.drive:
         print(f"  drive {summary['drive']}: {summary['wheels']} wheels, wheelbase {summary['wheelbase_m']} m, "
               f"track {summary['track_m']} m")
+    elif model.fixed_base:
+        print(f'  fixed base: {model.tree.root()} welded to the world at xyz {tuple(model.mount.xyz)}, '
+              f'rpy {tuple(model.mount.rpy)}')
+    if model.exclusion_counts:
+        reasons = ', '.join(f'{count} {reason}' for reason, count in model.exclusion_counts.items() if count)
+        print(f'  self-collision: {len(model.collision_excludes)} link pairs excluded ({reasons or "none"})')
+    for warning in model.warnings:
+        print(f'robotsim: warning: {warning}', file=sys.stderr)
     for arm in summary['arms']:
         print(f'  arm {arm}')
     for sensor in summary['sensors']:
@@ -58,6 +71,15 @@ def describe(args: argparse.Namespace) -> int:
     for label, path in (('URDF', args.urdf), ('MJCF', args.mjcf)):
         if path:
             print(f'  wrote {label} {path}')
+    return 0
+
+
+def import_urdf_command(args: argparse.Namespace) -> int:
+    from .description.overlay_draft import draft_overlay
+
+    text = draft_overlay(args.urdf, args.out)
+    _write(args.out, text)
+    print(f'wrote {args.out}: a starting overlay for {args.urdf}; edit it, then: robotsim describe {args.out}')
     return 0
 
 
@@ -93,6 +115,64 @@ def launch_command(args: argparse.Namespace) -> int:
         return 2
 
 
+def bag_repair(args: argparse.Namespace) -> int:
+    # The bag tools live with the recorder (robotsim_learning, which depends on this package).
+    try:
+        from robotsim_learning.bag_repair import BagRepairError, repair_bag
+    except ImportError as error:
+        print(f'robotsim: error: bag repair needs the robotsim_learning package ({error})', file=sys.stderr)
+        return 2
+    try:
+        print(repair_bag(args.bag))
+    except BagRepairError as error:
+        print(f'robotsim: error: {error}', file=sys.stderr)
+        return 2
+    return 0
+
+
+def calibrate_odometry(args: argparse.Namespace) -> int:
+    """Fit drive.wheel_separation_multiplier: against ground truth in the headless simulation, or
+    against the IMU gyro of a recorded bag (the real robot's way)."""
+    from .description import load_robot
+    from .odometry_calibration import fit_from_rates, read_bag, require_differential
+
+    model = load_robot(args.robot)
+    require_differential(model)
+    current = model.drive.wheel_separation_multiplier
+    if args.from_bag:
+        try:
+            fit = fit_from_rates(model, *read_bag(args.from_bag, model, args.imu_topic, args.joint_states_topic))
+        except ValueError as error:
+            print(f'robotsim: error: --from-bag {args.from_bag}: {error}', file=sys.stderr)
+            return 2
+        print(f'{args.from_bag}: {fit.windows} windows, wheels turned {fit.encoder_turned:.1f} rad '
+              f'(track {model.drive.track:.3f} m), gyro bias {fit.gyro_bias:+.4f} rad/s, '
+              f'rms residual {fit.rms_residual:.4f} rad per window')
+        multiplier = fit.multiplier
+    else:
+        # The simulation lives in robotsim_sim, which depends on this package: imported here only.
+        try:
+            from robotsim_sim.odometry_trials import calibrate_in_simulation, open_floor
+            from robotsim_sim.scene import load_world, resolve_world_path
+        except ImportError as error:
+            print(f'robotsim: error: calibrating in simulation needs the robotsim_sim package ({error})',
+                  file=sys.stderr)
+            return 2
+        world = load_world(resolve_world_path(args.world))
+        floor = open_floor(world.floor.friction, world.timestep)
+        print(f'driving {model.name} on an open floor (friction {world.floor.friction} from {args.world}), '
+              'odometry against ground truth')
+        multiplier, comparisons = calibrate_in_simulation(
+            model, world=floor, start=1.0,
+            report=lambda i, used, fitted: print(f'  pass {i + 1}: driven with {used:.4f}, fits {fitted:.4f}'))
+        print(f'  {"manoeuvre":<46} odometry yaw error with {multiplier:.2f}')
+        for comparison in comparisons:
+            print(f'  {comparison.label:<46} {100 * comparison.yaw_error(multiplier):+6.1f} %')
+    print(f'{model.name}: drive.wheel_separation_multiplier: {multiplier:.2f} '
+          f'(effective track {model.drive.track * multiplier:.3f} m; the description says {current:g})')
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog='robotsim', description='robotsim command line')
     commands = parser.add_subparsers(dest='command', required=True)
@@ -100,7 +180,13 @@ def build_parser() -> argparse.ArgumentParser:
     describe_parser.add_argument('robot', help='robot YAML (or URDF overlay YAML) path, or a name in config/robots')
     describe_parser.add_argument('--urdf', help='write the URDF here')
     describe_parser.add_argument('--mjcf', help='write the MuJoCo MJCF here')
+    describe_parser.add_argument('--strict', action='store_true',
+                                 help='refuse URDF inertials that need repair (overlay strict: true)')
     describe_parser.set_defaults(handler=describe)
+    import_parser = commands.add_parser('import', help='write a starting overlay YAML for an existing URDF')
+    import_parser.add_argument('urdf', help='the robot\'s URDF file')
+    import_parser.add_argument('--out', required=True, help='the overlay YAML to write')
+    import_parser.set_defaults(handler=import_urdf_command)
     contract_parser = commands.add_parser('contract', help="check a live ROS graph against a robot's topic contract")
     contract_parser.add_argument('action', choices=['check'])
     contract_parser.add_argument('--robot', default='rover', help='robot YAML path or name in config/robots')
@@ -115,6 +201,22 @@ def build_parser() -> argparse.ArgumentParser:
                                help='sim.launch.py, real.launch.py or robot.launch.py (use_sim:=true|false)')
     launch_parser.add_argument('arguments', nargs='*', metavar='name:=value', help='launch arguments')
     launch_parser.set_defaults(handler=launch_command)
+    bag_parser = commands.add_parser('bag', help='rosbag2 MCAP bag tools')
+    bag_parser.add_argument('action', choices=['repair'],
+                            help='repair: rebuild the MCAP summary/footer and metadata.yaml of an interrupted recording')
+    bag_parser.add_argument('bag', help='the bag folder (holding one .mcap file)')
+    bag_parser.set_defaults(handler=bag_repair)
+    calibrate_parser = commands.add_parser('calibrate', help='measure calibration values of a robot description')
+    calibrate_parser.add_argument('what', choices=['odometry'],
+                                  help='odometry: the skid-steer drive.wheel_separation_multiplier')
+    calibrate_parser.add_argument('--robot', default='rover', help='robot YAML path or name in config/robots')
+    calibrate_parser.add_argument('--world', default='room',
+                                  help='simulation: the floor friction and time step come from this world')
+    calibrate_parser.add_argument('--from-bag', metavar='BAG',
+                                  help='the real robot: fit against the IMU gyro in this rosbag2 folder instead')
+    calibrate_parser.add_argument('--imu-topic', default='/imu/data', help='with --from-bag')
+    calibrate_parser.add_argument('--joint-states-topic', default='/joint_states', help='with --from-bag')
+    calibrate_parser.set_defaults(handler=calibrate_odometry)
     return parser
 
 

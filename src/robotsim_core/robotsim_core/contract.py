@@ -115,4 +115,12 @@ def robot_contract(model: RobotModel, joint_state_rate: float = 50.0, odom_rate:
             name = 'imu/data' if sensor.name == 'imu' else f'{sensor.name}/data'
             topics.append(TopicSpec(name, 'sensor_msgs/msg/Imu', sensor.frame, sensor_qos(spec), spec.rate, sensor.name))
     frames = [('odom', model.base_link)] + [(model.base_link, s.frame) for s in model.sensors]
+    if model.drive is None:
+        # A fixed-base robot has no odometry: its TF tree starts at its root link, welded to the world,
+        # and each arm's TF (from /joint_states) must reach the arm's last link.
+        topics = [topic for topic in topics if topic.name != 'odom']
+        frames = [(model.base_link, s.frame) for s in model.sensors]
+        if model.tree.root() != model.base_link:
+            frames.insert(0, (model.tree.root(), model.base_link))
+        frames += [(model.base_link, model.tree.joints[arm.joints[-1]].child) for arm in model.arms]
     return Contract(model.name, topics, frames)

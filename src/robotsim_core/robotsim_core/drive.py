@@ -2,6 +2,11 @@
 
 Conventions (REP 103): v forward (m/s), w counter-clockwise yaw rate (rad/s), wheel speeds in
 rad/s positive when rolling forward, steering angles positive turning left.
+
+Differential (skid-steer) bases use the drive's effective track (track x
+``wheel_separation_multiplier``, as ros2_control's diff_drive_controller does) in both directions:
+the odometry then reports the yaw the base really turned, and a commanded yaw rate is the one the
+base really turns, although its tyres scrub sideways.
 """
 
 from __future__ import annotations
@@ -10,6 +15,10 @@ import math
 from dataclasses import dataclass
 
 from .description.model import DriveRole
+
+MCU_MOTOR_CHANNELS = 4
+"""Motor channels of the base MCU (the firmware's HAL_MOTOR_CHANNELS; robotsim_firmware's protocol and host
+library read this value): firmware in the loop drives differential bases with at most this many driven wheels."""
 
 
 @dataclass(frozen=True)
@@ -38,7 +47,8 @@ class VelocityLimiter:
         angular = max(-d.max_yaw_rate, min(d.max_yaw_rate, angular))
         step = d.max_linear_acceleration * dt
         self.linear += max(-step, min(step, linear - self.linear))
-        angular_step = step / max(d.track / 2, 1e-6)
+        # The outer wheel's acceleration when the yaw rate changes is (effective track / 2) x the yaw acceleration.
+        angular_step = step / max(d.effective_track / 2, 1e-6)
         self.angular += max(-angular_step, min(angular_step, angular - self.angular))
         return self.linear, self.angular
 
@@ -51,7 +61,8 @@ def _rear_axle_x(drive: DriveRole) -> float:
 def inverse_kinematics(drive: DriveRole, linear: float, angular: float) -> WheelTargets:
     """Wheel speeds (and steering angles) that realise the body twist without slip where possible."""
     if drive.type == 'differential':
-        return WheelTargets({w.joint: (linear - angular * w.position[1]) / w.radius
+        scale = drive.wheel_separation_multiplier
+        return WheelTargets({w.joint: (linear - angular * w.position[1] * scale) / w.radius
                              for w in drive.driven_wheels}, {})
     # Ackermann about the rear axle: the virtual centre wheel angle is limited, which limits w.
     rear_x = _rear_axle_x(drive)
@@ -89,7 +100,7 @@ def forward_kinematics(drive: DriveRole, wheel_travel: dict[str, float],
     right = [wheel_travel[w.joint] for w in drive.driven_wheels if w.side == 'right']
     forward = (_side_mean(left) + _side_mean(right)) / 2
     if drive.type == 'differential':
-        return forward, (_side_mean(right) - _side_mean(left)) / drive.track
+        return forward, (_side_mean(right) - _side_mean(left)) / drive.effective_track
     # Ackermann: turn radius from the measured steering angles of the steered wheels.
     rear_x = _rear_axle_x(drive)
     curvatures = []

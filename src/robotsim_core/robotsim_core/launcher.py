@@ -67,12 +67,18 @@ class _Running:
     def _prefix_output(self) -> None:
         tag = f'[{self.spec.label}] '
         for line in self.process.stdout:
-            sys.stdout.write(tag + line if line.endswith('\n') else tag + line + '\n')
-            sys.stdout.flush()
+            try:
+                sys.stdout.write(tag + line if line.endswith('\n') else tag + line + '\n')
+                sys.stdout.flush()
+            except OSError:  # the terminal hung up: keep draining, or the node blocks on a full pipe
+                pass
 
 
 def say(message: str) -> None:
-    print(f'[robotsim] {message}', flush=True)
+    try:
+        print(f'[robotsim] {message}', flush=True)
+    except OSError:  # the terminal hung up (SIGHUP): stopping the nodes cleanly matters more
+        pass
 
 
 def launch(nodes: list[NodeSpec], stop_timeout: float = 10.0) -> int:

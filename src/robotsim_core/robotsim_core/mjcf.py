@@ -74,7 +74,7 @@ def robot_to_mjcf(model: RobotModel, timestep: float = 0.002, collision_group: i
             if g.kind == 'mesh' and (g.filename, g.scale) not in mesh_names:
                 name = f'mesh{len(mesh_names)}'
                 mesh_names[(g.filename, g.scale)] = name
-                ET.SubElement(asset, 'mesh', name=name, file=g.filename, scale=_vec(g.scale))
+                ET.SubElement(asset, 'mesh', name=name, file=g.mujoco_file or g.filename, scale=_vec(g.scale))
     if not len(asset):
         root.remove(asset)
 
@@ -83,13 +83,19 @@ def robot_to_mjcf(model: RobotModel, timestep: float = 0.002, collision_group: i
     sensor_sites |= {sensor.spec.body_frame for sensor in model.sensors if sensor.type == 'camera'}
     cameras = {sensor.frame: sensor for sensor in model.sensors if sensor.type == 'camera'}
     driven_wheels = {wheel.joint for wheel in model.drive.driven_wheels} if model.drive else set()
+    inertials = model.body_inertials
+    compensated = _gravity_compensated_links(model)
+    arm_joints = {name for arm in model.arms for name in arm.joints + arm.gripper_joints}
 
     def add_body(parent: ET.Element, link_name: str) -> None:
         link = tree.links[link_name]
         joint = tree.parent_joint(link_name)
-        body = ET.SubElement(parent, 'body', name=link_name)
+        body = ET.SubElement(parent, 'body', name=model.body_name(link_name))
         if joint is None:
-            ET.SubElement(body, 'freejoint', name=f'{link_name}_freejoint')
+            if model.fixed_base:
+                _place(body, model.mount.xyz, model.mount.rpy)  # welded to the world: no joint
+            else:
+                ET.SubElement(body, 'freejoint', name=f'{link_name}_freejoint')
         else:
             _place(body, joint.origin.xyz, joint.origin.rpy)
             if joint.type in ('revolute', 'continuous', 'prismatic'):
@@ -105,9 +111,14 @@ def robot_to_mjcf(model: RobotModel, timestep: float = 0.002, collision_group: i
                 elif joint.type != 'continuous':
                     element.set('damping', '0.05')
                     element.set('armature', '0.001')
-        if link.inertial is not None:
-            ET.SubElement(body, 'inertial', pos=_vec(link.inertial.origin.xyz), mass=_num(link.inertial.mass),
-                          fullinertia=_full_inertia(link.inertial))
+                if link_name in compensated and joint.name in arm_joints:
+                    element.set('actuatorgravcomp', 'true')  # the servo's own effort limit covers it
+        if link_name in compensated:
+            body.set('gravcomp', '1')
+        inertial = link.inertial if inertials is None else inertials.get(link_name)
+        if inertial is not None:
+            ET.SubElement(body, 'inertial', pos=_vec(inertial.origin.xyz), mass=_num(inertial.mass),
+                          fullinertia=_full_inertia(inertial))
         _add_geoms(body, link, model, mesh_names, collision_group)
         if link_name in sensor_sites:
             ET.SubElement(body, 'site', name=link_name, size='0.005')
@@ -128,12 +139,46 @@ def robot_to_mjcf(model: RobotModel, timestep: float = 0.002, collision_group: i
     return ET.tostring(root, encoding='unicode') + '\n'
 
 
+def _gravity_compensated_links(model: RobotModel) -> set[str]:
+    """Links carried by an arm joint, when the model's arm servos cancel gravity (real arm
+    controllers feed gravity forward; a plain position servo would sag under the arm's weight)."""
+    if not model.gravity_compensation:
+        return set()
+    tree, links = model.tree, set()
+    for arm in model.arms:
+        for name in arm.joints + arm.gripper_joints:
+            stack = [tree.joints[name].child]
+            while stack:
+                link = stack.pop()
+                if link not in links:
+                    links.add(link)
+                    stack.extend(joint.child for joint in tree.child_joints(link))
+    return links
+
+
+def contact_solref(contact, robot_mass: float) -> tuple[float, float] | None:
+    """MuJoCo's direct (negative) solref from a stiffness kp (N/m) and damping kd (N s/m).
+
+    MuJoCo's direct form is per unit effective mass (1/s^2, 1/s): divide by the robot's mass, the
+    mass a ground contact carries. Damping is raised to at least critical (2 sqrt(k)): Gazebo's ODE
+    step is implicit and does not bounce at these values, MuJoCo's contacts would."""
+    if contact is None or contact.stiffness is None or robot_mass <= 0:
+        return None
+    stiffness = contact.stiffness / robot_mass
+    damping = (contact.damping or 0.0) / robot_mass
+    return -stiffness, -max(damping, 2 * math.sqrt(stiffness))
+
+
 def _same_shape(a: Shape, b: Shape) -> bool:
     return a.origin == b.origin and a.geometry == b.geometry
 
 
 def _add_geoms(body: ET.Element, link, model: RobotModel, mesh_names, collision_group: int) -> None:
     friction = model.link_friction.get(link.name)
+    contact = model.contacts.get(link.name)
+    if contact is not None and contact.friction is not None:
+        friction = contact.friction
+    solref = contact_solref(contact, sum(l.inertial.mass for l in model.tree.links.values() if l.inertial))
     for shape in link.collisions:
         geom = ET.SubElement(body, 'geom', group=str(collision_group), **_geom_attributes(shape.geometry, mesh_names))
         _place(geom, shape.origin.xyz, shape.origin.rpy)
@@ -145,6 +190,12 @@ def _add_geoms(body: ET.Element, link, model: RobotModel, mesh_names, collision_
                 geom.set('condim', '1')  # frictionless ball caster
             else:
                 geom.set('friction', _vec((friction, 0.005, 0.0001)))
+        if solref is not None:
+            geom.set('solref', _vec(solref))
+        if contact is not None and contact.friction is not None:
+            # MuJoCo mixes two geoms' condim and friction by taking the larger, so a frictionless
+            # caster on a floor with friction would still drag: priority makes the link's own win.
+            geom.set('priority', '1')
     for shape in link.visuals:
         if any(_same_shape(shape, c) for c in link.collisions):
             continue
@@ -205,11 +256,13 @@ def _add_mimic_equalities(root: ET.Element, tree: KinematicTree) -> None:
 
 
 def _add_contact_excludes(root: ET.Element, model: RobotModel) -> None:
-    """MuJoCo skips parent-child contacts only; a steered wheel is a grandchild of the chassis."""
-    if model.drive is None:
-        return
-    pairs = [(model.base_link, wheel.link) for wheel in model.drive.wheels if wheel.steer_joint]
+    """MuJoCo skips parent-child contacts only; a steered wheel is a grandchild of the chassis.
+    Imported robots list their excluded pairs (adjacent groups, touching at start, SRDF)."""
+    pairs = []
+    if model.drive is not None:
+        pairs = [(model.base_link, wheel.link) for wheel in model.drive.wheels if wheel.steer_joint]
+    pairs += [pair for pair in model.collision_excludes if pair not in pairs]
     if pairs:
         contact = ET.SubElement(root, 'contact')
         for body1, body2 in pairs:
-            ET.SubElement(contact, 'exclude', body1=body1, body2=body2)
+            ET.SubElement(contact, 'exclude', body1=model.body_name(body1), body2=model.body_name(body2))

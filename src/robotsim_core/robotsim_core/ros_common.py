@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import array
 import importlib
+import signal
 import sys
 from collections.abc import Callable
 
@@ -85,15 +86,47 @@ def transform(parent: str, child: str, translation, quaternion_xyzw, stamp: Time
 
 
 
+class ParameterError(ValueError):
+    """A node parameter has a value the node cannot use (one line, exit 2 through run_node)."""
+
+
+def checked_parameter(node, name: str, default, minimum: float | None = None, maximum: float | None = None):
+    """Declare a node parameter and check it before the node uses it: a value of another type than
+    ``default``'s, or a number outside [minimum, maximum] (NaN and Inf included), raises ParameterError
+    naming the parameter and what was expected (run_node turns that into one line and exit 2). An
+    int default asks for a whole number; a float default takes ``x:=1`` as well as ``x:=1.0``."""
+    import math
+
+    from rcl_interfaces.msg import ParameterDescriptor
+    value = node.declare_parameter(name, default, ParameterDescriptor(dynamic_typing=True)).value
+    if isinstance(default, (bool, str)):
+        if type(value) is not type(default):
+            expected = 'true or false' if isinstance(default, bool) else 'a string'
+            raise ParameterError(f'parameter {name!r}: expected {expected}, got {value!r}')
+        return value
+    whole = isinstance(default, int)
+    number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not (number and (not whole or float(value).is_integer())
+            and (minimum is None or value >= minimum) and (maximum is None or value <= maximum)):
+        bounds = (f' from {minimum:g} to {maximum:g}' if minimum is not None and maximum is not None
+                  else f' >= {minimum:g}' if minimum is not None else f' <= {maximum:g}' if maximum is not None else '')
+        raise ParameterError(f'parameter {name!r}: expected {"a whole number" if whole else "a finite number"}{bounds}, '
+                         f'got {value!r}')
+    return int(value) if whole else float(value)
+
+
 def run_node(program: str, make_node: Callable, expected_errors: tuple[type[Exception], ...], args=None,
              run: Callable | None = None, finish: Callable | None = None) -> int:
     """Create and spin a node the way every robotsim executable does: a bad configuration
-    (``expected_errors``) prints one line and exits 2, Ctrl-C / SIGTERM is a normal stop, and
+    (``expected_errors``) prints one line and exits 2, Ctrl-C / SIGTERM / SIGHUP is a normal stop, and
     ``finish(node)`` (closing a bag, writing a report) runs however the spin ended."""
     import rclpy
     from rclpy.executors import ExternalShutdownException
 
     rclpy.init(args=args)
+    # A hung-up terminal or SSH session (SIGHUP) stops a node as Ctrl-C does, so ``finish`` runs and the
+    # simulator removes its serial link, instead of the default action killing the process outright.
+    signal.signal(signal.SIGHUP, signal.default_int_handler)
     try:
         node = make_node()
     except expected_errors as error:

@@ -9,11 +9,13 @@ accepts for fixed/revolute/continuous/prismatic joints and resolves mesh paths
 from __future__ import annotations
 
 import os
+import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping
 
-from .description.model import (Geometry, Inertial, Joint, JointLimit, KinematicTree, Link, Mimic,
-                                Shape)
+from .description.meshes import mujoco_mesh
+from .description.model import (Geometry, Inertial, Joint, JointLimit, KinematicTree, Link, LinkContact,
+                                Mimic, Shape)
 from .errors import DescriptionError
 from .geometry import Pose
 
@@ -97,10 +99,30 @@ def _joint(robot: ET.Element, joint: Joint) -> None:
 PackageResolver = Callable[[str], 'str | None']
 
 
+def python_package_prefixes() -> list[str]:
+    """Install prefixes that Python packages carry inside site-packages (cmeel's ``cmeel.prefix``:
+    e.g. ``pip install example-robot-data``), whose ``share/`` holds an ament index of its own."""
+    prefixes = []
+    for entry in sys.path:
+        candidate = os.path.join(entry, 'cmeel.prefix')
+        if os.path.isdir(os.path.join(candidate, 'share', 'ament_index')) and candidate not in prefixes:
+            prefixes.append(candidate)
+    return prefixes
+
+
+def _share_in_prefixes(package: str) -> str | None:
+    for prefix in python_package_prefixes():
+        marker = os.path.join(prefix, 'share', 'ament_index', 'resource_index', 'packages', package)
+        if os.path.isfile(marker):
+            return os.path.join(prefix, 'share', package)
+    return None
+
+
 def default_package_resolver(package_paths: Mapping[str, str] | None = None,
                              search_from: str | None = None) -> PackageResolver:
-    """Resolve ``package://NAME`` via an explicit map, then the ament index (when importable),
-    then a folder called NAME (containing package.xml) above ``search_from``."""
+    """Resolve ``package://NAME`` via an explicit map, then the ament index (when importable), then
+    the ament indexes inside Python packages (cmeel), then a folder called NAME (containing
+    package.xml) above ``search_from``."""
 
     def resolve(package: str) -> str | None:
         if package_paths and package in package_paths:
@@ -110,6 +132,9 @@ def default_package_resolver(package_paths: Mapping[str, str] | None = None,
             return get_package_share_directory(package)
         except Exception:  # ament index absent, or package not in it: fall through
             pass
+        shared = _share_in_prefixes(package)
+        if shared is not None:
+            return shared
         directory = os.path.abspath(search_from) if search_from else None
         while directory and directory != os.path.dirname(directory):
             candidate = os.path.join(directory, package)
@@ -146,23 +171,25 @@ def _parse_origin(element: ET.Element | None, source: str, key: str) -> Pose:
 
 
 def _parse_geometry(element: ET.Element, source: str, key: str, base_dir: str,
-                    resolve_package: PackageResolver) -> Geometry | None:
+                    resolve_package: PackageResolver) -> tuple[Geometry, tuple | None]:
+    """(geometry, the mesh file's own colour or None)."""
     geometry = element.find('geometry')
     if geometry is None or len(geometry) == 0:
         raise DescriptionError(source, key + '.geometry', 'expected one of box, cylinder, sphere, mesh')
     shape = geometry[0]
     if shape.tag == 'box':
-        return Geometry('box', _floats(shape.get('size'), 3, source, key + '.box.size'))
+        return Geometry('box', _floats(shape.get('size'), 3, source, key + '.box.size')), None
     if shape.tag == 'cylinder':
         return Geometry('cylinder', (_floats(shape.get('radius'), 1, source, key + '.cylinder.radius')[0],
-                                     _floats(shape.get('length'), 1, source, key + '.cylinder.length')[0]))
+                                     _floats(shape.get('length'), 1, source, key + '.cylinder.length')[0])), None
     if shape.tag == 'sphere':
-        return Geometry('sphere', _floats(shape.get('radius'), 1, source, key + '.sphere.radius'))
+        return Geometry('sphere', _floats(shape.get('radius'), 1, source, key + '.sphere.radius')), None
     if shape.tag == 'mesh':
         filename = shape.get('filename') or ''
         path = resolve_mesh_path(filename, base_dir, resolve_package, source, key + '.mesh.filename')
         scale = _floats(shape.get('scale'), 3, source, key + '.mesh.scale', (1.0, 1.0, 1.0))
-        return Geometry('mesh', filename=path, scale=scale)
+        ready = mujoco_mesh(path, source, key + '.mesh.filename')
+        return Geometry('mesh', filename=path, scale=scale, mujoco_file=ready.path if ready.converted else ''), ready.rgba
     raise DescriptionError(source, key + '.geometry', f'expected box, cylinder, sphere or mesh, got <{shape.tag}>')
 
 
@@ -196,6 +223,12 @@ def urdf_to_tree(text: str, source: str = '<urdf>', base_dir: str = '.',
     if robot.tag != 'robot':
         raise DescriptionError(source, '', f'expected a <robot> root element, got <{robot.tag}>')
     tree = KinematicTree(name=robot.get('name') or 'robot')
+    named_colours = {}  # robot-level <material name=...><color/></material>, referenced by name in visuals
+    for material in robot.findall('material'):
+        color = material.find('color')
+        if material.get('name') and color is not None:
+            named_colours[material.get('name')] = _floats(color.get('rgba'), 4, source,
+                                                          f'material[{material.get("name")}].color.rgba')
     for element in robot.findall('link'):
         name = element.get('name')
         if not name:
@@ -223,9 +256,12 @@ def urdf_to_tree(text: str, source: str = '<urdf>', base_dir: str = '.',
                 color = shape_element.find('material/color')
                 if color is not None:
                     rgba = _floats(color.get('rgba'), 4, source, shape_key + '.material.color.rgba')
-                shapes.append(Shape(_parse_origin(shape_element, source, shape_key),
-                                    _parse_geometry(shape_element, source, shape_key, base_dir, resolve_package),
-                                    rgba))
+                elif shape_element.find('material') is not None:
+                    rgba = named_colours.get(shape_element.find('material').get('name'))
+                geometry, mesh_rgba = _parse_geometry(shape_element, source, shape_key, base_dir, resolve_package)
+                if rgba is None and tag == 'visual':
+                    rgba = mesh_rgba
+                shapes.append(Shape(_parse_origin(shape_element, source, shape_key), geometry, rgba))
         tree.add_link(link)
     for element in robot.findall('joint'):
         name = element.get('name') or ''
@@ -261,3 +297,42 @@ def urdf_to_tree(text: str, source: str = '<urdf>', base_dir: str = '.',
                              _parse_origin(element, source, key), axis, limit, mimic))
     tree.validate(source)
     return tree
+
+
+def _gazebo_number(element: ET.Element, tag: str, source: str, key: str) -> float | None:
+    child = element.find(tag)
+    if child is None or child.text is None:
+        return None
+    try:
+        return float(child.text.strip())
+    except ValueError:
+        raise DescriptionError(source, f'{key}.{tag}', f'expected a number, got {child.text.strip()!r}') from None
+
+
+def gazebo_contacts(text: str, source: str) -> dict[str, LinkContact]:
+    """Contact parameters from ``<gazebo reference="LINK">`` tags (Gazebo classic's URDF extension):
+    ``mu1``/``mu2`` (MuJoCo has one sliding coefficient per geom: the smaller of the two, so a link
+    Gazebo lets slide in one direction slides here too), ``kp``/``kd`` (contact stiffness N/m and
+    damping N s/m) and ``selfCollide``. Tags naming no link, or saying nothing of contact, are skipped."""
+    robot = ET.fromstring(text)
+    contacts: dict[str, LinkContact] = {}
+    for element in robot.findall('gazebo'):
+        link = element.get('reference')
+        if not link:
+            continue
+        key = f'gazebo[{link}]'
+        mu = [v for v in (_gazebo_number(element, 'mu1', source, key), _gazebo_number(element, 'mu2', source, key))
+              if v is not None]
+        stiffness = _gazebo_number(element, 'kp', source, key)
+        damping = _gazebo_number(element, 'kd', source, key)
+        self_collide = element.find('selfCollide')
+        if not mu and stiffness is None and damping is None and self_collide is None:
+            continue
+        previous = contacts.get(link, LinkContact())
+        contacts[link] = LinkContact(
+            friction=max(0.0, min(mu)) if mu else previous.friction,
+            stiffness=stiffness if stiffness is not None and stiffness > 0 else previous.stiffness,
+            damping=damping if damping is not None and damping >= 0 else previous.damping,
+            self_collide=(self_collide.text or '').strip().lower() in ('1', 'true')
+            if self_collide is not None else previous.self_collide)
+    return contacts

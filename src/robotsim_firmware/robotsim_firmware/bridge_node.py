@@ -5,6 +5,14 @@ wheel /joint_states, encoder /odom and its odom -> base_footprint transform, and
 (link health, firmware version, fault flags). It opens its serial device like any USB CDC port
 (termios raw, baud) and reconnects when the device disappears and comes back.
 
+Stamps: telemetry carries the MCU's own sample time; :class:`McuClock` maps it onto ROS time with
+bounds that stay valid when /clock lags, so a stamp says when the wheels were where the message
+says, on a loaded machine too. Stamps only ever increase; telemetry older than
+``telemetry_timeout`` by that mapping is discarded (counted in /diagnostics), never published.
+
+A pseudo-terminal is opened only while a live simulator owns it (virtual_serial.unowned_pty_reason):
+a link left behind by a killed simulator may point at someone's terminal by now.
+
 Only the device path differs between the worlds: in simulation it is the simulator's pty link,
 on the robot /dev/ttyACM0. This module imports no simulator code (tests/test_firmware_in_the_loop.py checks it).
 """
@@ -15,12 +23,11 @@ import math
 import os
 import sys
 import termios
-import tty
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import Odometry
-from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from tf2_msgs.msg import TFMessage
@@ -32,27 +39,37 @@ from robotsim_core.drive import VelocityLimiter, WheelOdometry, inverse_kinemati
 from robotsim_core.errors import DescriptionError
 
 from . import protocol
+from .mcu_clock import McuClock
+from .virtual_serial import unowned_pty_reason
 
 ODOM_VARIANCE = 1e-3
 IN_FLIGHT_FRAMES = 3
 PUBLISH_PERIOD_MS = 20  # joint states, odometry and TF at 50 Hz (telemetry arrives at 100 Hz)
 SETPOINT_PERIOD = 0.02  # s: setpoints at 50 Hz, well inside the firmware watchdog
 TRACKING_FRAMES = 50  # 0.5 s of telemetry: a wheel off its setpoint this long is not following
+TX_BACKLOG_MAX = 512  # bytes: frames the device could not take yet wait here; newer ones are dropped beyond
+BAUD_RATES = sorted(int(name[1:]) for name in dir(termios) if name[:1] == 'B' and name[1:].isdigit() and int(name[1:]))
 
 
 class MotorBridge(Node):
     def __init__(self):
         super().__init__('motor_bridge')
-        number = ParameterDescriptor(dynamic_typing=True)
-        self.device = self.declare_parameter('device', '/dev/ttyACM0').value
-        self.baud = int(self.declare_parameter('baud', 115200, number).value)
-        robot = self.declare_parameter('robot', 'rover').value
-        self.command_timeout = float(self.declare_parameter('command_timeout', 0.5, number).value)
-        self.watchdog_ms = int(self.declare_parameter('watchdog_ms', 300, number).value)
-        self.telemetry_timeout = float(self.declare_parameter('telemetry_timeout', 0.5, number).value)
-        self.frame_prefix = self.declare_parameter('frame_prefix', '').value
-        stamped = self.declare_parameter('cmd_vel_stamped', False).value
-        reconnect_period = float(self.declare_parameter('reconnect_period', 1.0, number).value)
+        # Every parameter is checked here, at start: a bad one is one line and exit 2, not a crash later.
+        parameter = lambda *args: convert.checked_parameter(self, *args)  # noqa: E731
+        self.device = parameter('device', '/dev/ttyACM0')
+        if not self.device:
+            raise ValueError("parameter 'device': expected a device path, got ''")
+        self.baud = parameter('baud', 115200, 1)
+        if self.baud not in BAUD_RATES:
+            raise ValueError(f"parameter 'baud': expected a serial rate ({', '.join(map(str, BAUD_RATES))}), "
+                             f'got {self.baud}')
+        robot = parameter('robot', 'rover')
+        self.command_timeout = parameter('command_timeout', 0.5, 0.001, 3600.0)
+        self.watchdog_ms = parameter('watchdog_ms', 300, 1, protocol.MAX_WATCHDOG_MS)  # a u16 on the wire
+        self.telemetry_timeout = parameter('telemetry_timeout', 0.5, 0.01, 3600.0)
+        self.frame_prefix = parameter('frame_prefix', '')
+        stamped = parameter('cmd_vel_stamped', False)
+        reconnect_period = parameter('reconnect_period', 1.0, 0.01, 3600.0)
 
         self.model = load_robot(robot)
         if self.model.drive is None or self.model.drive.type != 'differential':
@@ -66,11 +83,17 @@ class MotorBridge(Node):
         self.limiter = VelocityLimiter(self.drive)  # the drive's speed/acceleration limits, as in the sim
         self.parser = protocol.FrameParser()
         self.fd: int | None = None
+        self.tx_backlog = bytearray()
+        self.refusal: str | None = None  # why the device was not opened (a stale pty link)
         self.sequence = 0
         self.firmware_version = 'unknown'
         self.counts_per_rev = 0
         self.last_telemetry = None
-        self.mcu_time_offset: int | None = None  # ROS time minus MCU time (ns)
+        self.clock = McuClock()
+        self.last_stamp_ns = -1      # stamps only ever increase
+        self.last_publish_slot = None
+        self.stale_telemetry = 0
+        self.reported_stale = 0
         self.hello_sent = None
         self.mcu_frames_offset = 0   # frames_sent when the MCU last (re)started counting
         self.mcu_frames_seen = 0     # frames the MCU received since then (unwrapped)
@@ -98,10 +121,14 @@ class MotorBridge(Node):
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self.create_subscription(TwistStamped if stamped else Twist, 'cmd_vel',
                                  lambda msg: self.on_cmd_vel(msg.twist if stamped else msg), 10)
-        self.create_timer(0.005, self.poll_serial)
+        # Reading the device, looking for it and reporting on it go on in wall time (the device's
+        # own pace): with use_sim_time they must not wait for a /clock that a missing simulator
+        # never sends. Setpoints follow ROS time, as the firmware's watchdog follows the MCU's.
+        wall = Clock(clock_type=ClockType.STEADY_TIME)
+        self.create_timer(0.005, self.poll_serial, clock=wall)
         self.create_timer(SETPOINT_PERIOD, self.send_setpoints)
-        self.create_timer(1.0, self.publish_diagnostics)
-        self.create_timer(reconnect_period, self.ensure_connected)
+        self.create_timer(1.0, self.publish_diagnostics, clock=wall)
+        self.create_timer(reconnect_period, self.ensure_connected, clock=wall)
         self.ensure_connected()
 
     # ------------------------------------------------------------------ serial device
@@ -111,6 +138,13 @@ class MotorBridge(Node):
     def ensure_connected(self) -> None:
         if self.fd is not None:
             return
+        refusal = unowned_pty_reason(self.device)
+        if refusal:
+            if refusal != self.refusal:
+                self.get_logger().error(f'{refusal}; waiting for a simulator to own {self.device}')
+            self.refusal = refusal
+            return
+        self.refusal = None
         try:
             fd = os.open(self.device, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
         except OSError as error:
@@ -118,20 +152,37 @@ class MotorBridge(Node):
                                    throttle_duration_sec=10.0)
             return
         try:
-            tty.setraw(fd)
             attributes = termios.tcgetattr(fd)
-            speed = getattr(termios, f'B{self.baud}', None)
-            if speed is None:
-                raise ValueError(f'parameter baud: unsupported rate {self.baud}')
-            attributes[4] = attributes[5] = speed
+            # Raw 8N1 (what tty.setraw sets), applied at once: TCSAFLUSH would discard input at
+            # some arbitrary byte; the flush below does that explicitly instead.
+            attributes[0] &= ~(termios.BRKINT | termios.ICRNL | termios.INPCK | termios.ISTRIP | termios.IXON)
+            attributes[1] &= ~termios.OPOST
+            attributes[2] = (attributes[2] & ~(termios.CSIZE | termios.PARENB)) | termios.CS8
+            attributes[3] &= ~(termios.ECHO | termios.ICANON | termios.IEXTEN | termios.ISIG)
+            attributes[6][termios.VMIN], attributes[6][termios.VTIME] = 1, 0
+            attributes[4] = attributes[5] = getattr(termios, f'B{self.baud}')
             termios.tcsetattr(fd, termios.TCSANOW, attributes)
+            # Whatever the device sent before we opened it is old: drop it. The stream then starts
+            # inside some frame, which the parser skips without calling it an error.
+            termios.tcflush(fd, termios.TCIOFLUSH)
         except (termios.error, OSError) as error:
             os.close(fd)
             self.get_logger().error(f'{self.device} is not a serial device: {error}')
             return
         self.fd = fd
-        self.parser = protocol.FrameParser()
+        self.start_session()
         self.get_logger().info(f'connected to {self.device} at {self.baud} baud; saying hello')
+        self.say_hello()
+
+    def start_session(self) -> None:
+        """A new connection: nothing is known about the MCU until it answers HELLO."""
+        self.parser = protocol.FrameParser(synchronised=False)
+        self.tx_backlog.clear()
+        self.counts_per_rev = 0
+        self.last_telemetry = None
+        self.clock.reset()
+
+    def say_hello(self) -> None:
         self.write(protocol.hello(self.next_sequence()))
         self.hello_sent = self.get_clock().now()
 
@@ -149,17 +200,39 @@ class MotorBridge(Node):
         return self.sequence
 
     def write(self, payload: bytes) -> None:
+        """Queue a frame whole (or, when the backlog is full, not at all) and send what the device takes.
+
+        A partial write keeps the rest of its frame for the next call: a frame cut short would
+        reach the MCU as a corrupted one."""
         if self.fd is None:
             return
-        try:
-            os.write(self.fd, protocol.encode_frame(payload))
+        frame = protocol.encode_frame(payload)
+        if len(self.tx_backlog) + len(frame) <= TX_BACKLOG_MAX:
+            self.tx_backlog += frame
             self.frames_sent += 1
+            # Its send time for the clock mapping: now or earlier is a valid lower bound. A clock
+            # still at zero (no /clock received yet) says nothing.
+            now_ns = self.get_clock().now().nanoseconds
+            if now_ns > 0:
+                self.clock.sent(payload[1], payload[0], now_ns)
+        self.flush_backlog()
+
+    def flush_backlog(self) -> None:
+        if self.fd is None or not self.tx_backlog:
+            return
+        try:
+            written = os.write(self.fd, self.tx_backlog)
         except BlockingIOError:
-            pass  # output buffer full: this setpoint is lost, the next one follows in 20 ms
+            return  # the device's buffer is full: the backlog waits
         except OSError as error:
             self.disconnect(error.strerror or str(error))
+            return
+        del self.tx_backlog[:written]
 
     def poll_serial(self) -> None:
+        if self.fd is None:
+            return
+        self.flush_backlog()
         if self.fd is None:
             return
         chunks = []
@@ -204,11 +277,13 @@ class MotorBridge(Node):
                 self.hello_sent = now
             return
         previous = self.last_telemetry
-        if telemetry.faults & protocol.FAULT_RESET and previous is not None \
-                and not previous.faults & protocol.FAULT_RESET:
+        if previous is not None and (telemetry.faults & protocol.FAULT_RESET and not previous.faults & protocol.FAULT_RESET
+                                     or telemetry.sample_us < previous.sample_us):
             self.mcu_resets += 1
             self.get_logger().warning('the MCU has reset; saying hello again')
-            self.write(protocol.hello(self.next_sequence()))
+            self.clock.reset()  # its clock may have restarted
+            previous = None
+            self.say_hello()
             self.mcu_frames_offset = self.frames_sent  # its receive counter restarted from zero
         # The MCU's receive counters are 16 bits: accumulate their increments.
         raw = (telemetry.rx_frames_ok + telemetry.rx_errors) % 65536
@@ -219,7 +294,7 @@ class MotorBridge(Node):
         if previous is not None:
             # A wheel cannot change speed by more than MAX_WHEEL_ACCELERATION between two telemetry
             # frames: larger jumps are encoder glitches (noise, missed or extra counts).
-            dt = max((telemetry.time_ms - previous.time_ms) * 1e-3, 1e-3)
+            dt = max((telemetry.sample_us - previous.sample_us) * 1e-6, 1e-3)
             jumps = [abs(a - b) / dt for a, b in zip(telemetry.velocity, previous.velocity)]
             if max(jumps[:len(self.wheels)]) > self.max_wheel_acceleration:
                 self.encoder_glitches += 1
@@ -227,17 +302,22 @@ class MotorBridge(Node):
         self.on_faults(telemetry.faults, None)
         self.check_tracking(telemetry)
         self.last_telemetry, self.last_telemetry_time = telemetry, now
-        # Stamp with the MCU's sample time mapped onto ROS time: the smallest (now - MCU time) seen
-        # is the offset with the least transport delay, so stamps keep the MCU's even spacing.
-        offset = now.nanoseconds - telemetry.time_ms * 1_000_000
-        if self.mcu_time_offset is None or offset < self.mcu_time_offset or telemetry.faults & protocol.FAULT_RESET:
-            self.mcu_time_offset = offset
-        sample_ns = telemetry.time_ms * 1_000_000 + self.mcu_time_offset
         self.link_was_alive = True
         positions = {w.joint: telemetry.encoder[i] * 2 * math.pi / self.counts_per_rev for i, w in enumerate(self.wheels)}
-        self.odometry.update(sample_ns * 1e-9, positions)
-        if telemetry.time_ms % PUBLISH_PERIOD_MS:
-            return  # odometry integrates every frame; topics go out at the contract's 50 Hz
+        # Odometry integrates every frame on the MCU's clock (its samples are evenly spaced there).
+        self.odometry.update(telemetry.sample_us * 1e-6, positions)
+        sample_ns = self.clock.on_telemetry(telemetry)
+        slot = telemetry.sample_us // (PUBLISH_PERIOD_MS * 1000)
+        if sample_ns is None or slot == self.last_publish_slot or now.nanoseconds == 0:
+            return  # no clock mapping yet; or topics go out at the contract's 50 Hz
+        if now.nanoseconds - sample_ns > self.telemetry_timeout * 1e9:
+            self.stale_telemetry += 1
+            self.get_logger().warning(f'discarding telemetry {(now.nanoseconds - sample_ns) * 1e-9:.3f} s old',
+                                      throttle_duration_sec=5.0)
+            return
+        if sample_ns <= self.last_stamp_ns:
+            return  # after an MCU reset the new mapping may fall behind a published stamp: never repeat or reverse
+        self.last_publish_slot, self.last_stamp_ns = slot, sample_ns
         stamp = convert.stamp_msg(sample_ns)
         names = [w.joint for w in self.wheels]
         self.joint_pub.publish(convert.joint_state(
@@ -308,14 +388,18 @@ class MotorBridge(Node):
             self.link_was_alive = False
             self.get_logger().error(f'no telemetry from the MCU for more than {self.telemetry_timeout} s')
         telemetry = self.last_telemetry
+        offset = self.clock.offset_ns(telemetry.sample_us * 1000) if telemetry else None
         # Frames the MCU never saw: sent since its last reset minus what it counted (good or bad);
         # a few may still be in flight.
         frames_lost = max(0, self.frames_sent - self.mcu_frames_offset - self.mcu_frames_seen - IN_FLIGHT_FRAMES)
         new_lost = max(0, frames_lost - self.reported_lost)
         new_glitches = self.encoder_glitches - self.reported_glitches
+        new_stale = self.stale_telemetry - self.reported_stale
         self.reported_lost, self.reported_glitches = frames_lost, self.encoder_glitches
+        self.reported_stale = self.stale_telemetry
         if self.fd is None:
-            level, message = DiagnosticStatus.ERROR, f'serial device {self.device} not connected'
+            level, message = DiagnosticStatus.ERROR, f'serial device {self.device} not connected' + (
+                f': {self.refusal}' if self.refusal else '')
         elif not alive:
             level, message = DiagnosticStatus.ERROR, 'link down: no telemetry'
         elif self.faults & ~protocol.FAULT_RESET:
@@ -325,10 +409,10 @@ class MotorBridge(Node):
             level = DiagnosticStatus.ERROR
             message = 'wheels not following their setpoints: ' + ', '.join(
                 self.wheels[c].joint for c in sorted(self.not_tracking))
-        elif new_glitches or new_lost > 5:
+        elif new_glitches or new_lost > 5 or new_stale:
             level = DiagnosticStatus.WARN
             message = (f'link or encoder degraded in the last second: {new_lost} frames lost, '
-                       f'{new_glitches} encoder glitches')
+                       f'{new_glitches} encoder glitches, {new_stale} stale telemetry frames discarded')
         elif telemetry is not None and telemetry.status & protocol.STATUS_WATCHDOG_BRAKING:
             level, message = DiagnosticStatus.OK, 'idle: firmware watchdog braking'
         else:
@@ -342,6 +426,8 @@ class MotorBridge(Node):
             'status_flags': f'0x{telemetry.status:04x}' if telemetry else 'n/a',
             'rejected_commands': self.rejected_commands, 'frames_sent': self.frames_sent,
             'frames_lost': frames_lost, 'mcu_resets': self.mcu_resets, 'encoder_glitches': self.encoder_glitches,
+            'stale_telemetry_discarded': self.stale_telemetry,
+            'mcu_clock_offset_ms': 'unknown' if offset is None else f'{offset * 1e-6:.3f}',
         }
         status = DiagnosticStatus(level=level, name=f'{self.get_name()}: base MCU link', message=message,
                                   hardware_id=self.device,
@@ -352,7 +438,7 @@ class MotorBridge(Node):
 
 
 def main(args=None) -> int:
-    return convert.run_node('motor_bridge', MotorBridge, (DescriptionError, ValueError), args)
+    return convert.run_node('motor_bridge', MotorBridge, (DescriptionError, ValueError), args)  # ValueError: parameters
 
 
 if __name__ == '__main__':

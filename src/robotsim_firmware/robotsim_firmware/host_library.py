@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-CHANNELS = 4
+from robotsim_core.drive import MCU_MOTOR_CHANNELS as CHANNELS  # noqa: E402  (one value for C and Python)
 UART_BUFFER = 4096
 
 

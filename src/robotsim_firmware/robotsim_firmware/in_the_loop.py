@@ -15,6 +15,7 @@ from .host_library import CHANNELS, HostFirmware
 from .virtual_serial import PtyLink
 
 FAULTS = ('encoder_stuck', 'encoder_noise', 'motor_dead', 'link_drop', 'link_down', 'mcu_reset', 'clear')
+MAX_LINK_DROP_EVERY = 1_000_000  # one lost frame in a million: about six hours of 50 Hz setpoints
 
 
 def wrap_int32(value: int) -> int:
@@ -63,23 +64,32 @@ class FirmwareInTheLoop:
             duties[channel] = 0.0
         return duties
 
+    def value_range(self, fault: str) -> tuple[int, int, str]:
+        """(lowest, highest, meaning) of the ``value`` a fault accepts; faults without a value take 0."""
+        if fault == 'encoder_noise':  # beyond one wheel revolution of noise an encoder reads garbage
+            return 1, int(self.mcu.counts_per_rev), 'counts of noise amplitude'
+        if fault == 'link_drop':
+            return 2, MAX_LINK_DROP_EVERY, 'every value-th host frame is lost'
+        return 0, 0, f'{fault} takes no value'
+
     def inject(self, fault: str, channel: int = 0, value: float = 0.0) -> str | None:
         """Apply a fault; returns an error message for a bad request (nothing changes then)."""
         if fault not in FAULTS:
             return f'unknown fault {fault!r}; expected one of {", ".join(FAULTS)}'
         if fault in ('encoder_stuck', 'encoder_noise', 'motor_dead') and not 0 <= channel < self.channels:
             return f'channel {channel} out of range 0..{self.channels - 1}'
+        low, high, unit = self.value_range(fault)
+        # NaN fails every comparison, so it lands here too (as do Inf and 1e300): refused before int().
+        if not (low <= value <= high and float(value).is_integer()):
+            accepted = f'a whole number from {low} to {high} ({unit})' if high > low else f'{low} ({unit})'
+            return f'{fault}: value {value!r} out of range: expected {accepted}'
         if fault == 'encoder_stuck':
             self.stuck[channel] = int(self.mcu.plant.encoder[channel])
         elif fault == 'encoder_noise':
-            if value < 1:
-                return 'encoder_noise needs value >= 1 (counts)'
             self.noise[channel] = int(value)
         elif fault == 'motor_dead':
             self.dead.add(channel)
         elif fault == 'link_drop':
-            if value < 2:
-                return 'link_drop needs value >= 2 (every value-th frame is lost)'
             self.link.drop_every = int(value)
         elif fault == 'link_down':
             self.link.down = True

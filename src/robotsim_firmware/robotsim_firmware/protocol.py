@@ -11,9 +11,11 @@ import math
 import struct
 from dataclasses import dataclass
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # 2: telemetry carries the MCU's microsecond clock and its last host frame's arrival
 MAX_PAYLOAD = 96
-CHANNELS = 4
+MAX_WATCHDOG_MS = 0xFFFF  # SET_GAINS carries the watchdog time as u16 milliseconds
+from robotsim_core.drive import MCU_MOTOR_CHANNELS as CHANNELS  # noqa: E402  (one value for C and Python)
+MAX_GAIN = 1e4  # the firmware ignores a SET_GAINS frame with a gain outside [0, MAX_GAIN] (FW_MAX_GAIN)
 
 HELLO, SET_VELOCITY, SET_GAINS = 0x01, 0x02, 0x03
 HELLO_ACK, TELEMETRY, FAULT = 0x81, 0x83, 0x84
@@ -22,7 +24,7 @@ STATUS_HELLO_DONE, STATUS_WATCHDOG_BRAKING, STATUS_SETPOINT_ACTIVE = 1, 2, 4
 FAULT_ENCODER_STALL, FAULT_RESET = 1, 2
 FAULT_NAMES = {FAULT_ENCODER_STALL: 'encoder stall (stuck encoder or dead motor)', FAULT_RESET: 'MCU reset'}
 
-_TELEMETRY = struct.Struct('<I4i4f4hHHHH')
+_TELEMETRY = struct.Struct('<I4i4f4hHHHHIIBB')
 _HELLO_ACK = struct.Struct('<BBBBBHI')
 
 
@@ -72,18 +74,29 @@ def encode_frame(payload: bytes) -> bytes:
 
 class FrameParser:
     """Streaming decoder: bytes in, valid payloads out; malformed frames are counted and the
-    parser resynchronises at the next 0x00 delimiter."""
+    parser resynchronises at the next 0x00 delimiter.
+
+    A receiver that joins a running stream (opening a port, flushing its input) starts in the middle
+    of some frame: until the first delimiter it discards bytes without counting an error, since
+    that fragment was never meant for it: ``synchronised=False``."""
 
     MAX_FRAME = MAX_PAYLOAD + 2 + (MAX_PAYLOAD + 2) // 254 + 2
 
-    def __init__(self):
+    def __init__(self, synchronised: bool = True):
         self.buffer = bytearray()
         self.overflow = False
         self.frames_ok = 0
         self.errors = 0
+        self.synchronised = synchronised
 
     def feed(self, data: bytes) -> list[bytes]:
         payloads = []
+        if not self.synchronised:
+            start = data.find(0)
+            if start < 0:
+                return payloads
+            self.synchronised = True
+            data = data[start + 1:]
         for byte in data:
             if byte == 0:
                 payload = self._finish()
@@ -129,6 +142,11 @@ def set_velocity(sequence: int, wheel_speeds: list[float]) -> bytes:
 
 
 def set_gains(sequence: int, kp: float, ki: float, kd: float, kff: float, watchdog_ms: int) -> bytes:
+    if not (isinstance(watchdog_ms, int) and 1 <= watchdog_ms <= MAX_WATCHDOG_MS):
+        raise ValueError(f'watchdog_ms: expected a whole number from 1 to {MAX_WATCHDOG_MS}, got {watchdog_ms!r}')
+    for name, gain in (('kp', kp), ('ki', ki), ('kd', kd), ('kff', kff)):
+        if not (math.isfinite(gain) and 0.0 <= gain <= MAX_GAIN):
+            raise ValueError(f'gain {name}: expected a finite number from 0 to {MAX_GAIN:g}, got {gain!r}')
     return bytes([SET_GAINS, sequence & 0xFF]) + struct.pack('<4fH', kp, ki, kd, kff, watchdog_ms)
 
 
@@ -143,6 +161,8 @@ class HelloAck:
 
 @dataclass
 class Telemetry:
+    """One TELEMETRY frame. ``time_us``, ``host_rx_us``: low 32 bits of the MCU's microsecond clock
+    (see :func:`unwrap_us`); ``host_rx_type`` 0: no host frame received since the MCU's reset."""
     time_ms: int
     encoder: tuple[int, ...]
     velocity: tuple[float, ...]
@@ -151,6 +171,27 @@ class Telemetry:
     faults: int
     rx_frames_ok: int
     rx_errors: int
+    time_us: int
+    host_rx_us: int
+    host_rx_sequence: int
+    host_rx_type: int
+
+    @property
+    def sample_us(self) -> int:
+        """The MCU time (µs since its boot) the sample was taken at: the 32-bit microsecond field
+        extended by the millisecond field, which wraps 1000 times later (after 49 days)."""
+        return unwrap_us(self.time_us, self.time_ms * 1000)
+
+    @property
+    def host_rx_sample_us(self) -> int:
+        """When the last host frame arrived, on the same clock as :attr:`sample_us` (it arrived before)."""
+        sample = self.sample_us
+        return sample - ((sample - self.host_rx_us) % 2**32)
+
+
+def unwrap_us(low32: int, near_us: int) -> int:
+    """The value congruent to ``low32`` modulo 2**32 nearest ``near_us``."""
+    return near_us + ((low32 - near_us + 2**31) % 2**32) - 2**31
 
 
 @dataclass
@@ -167,7 +208,7 @@ def decode(payload: bytes):
         return HelloAck(protocol, f'{major}.{minor}.{patch}', channels, loop_hz, counts)
     if kind == TELEMETRY and len(body) >= _TELEMETRY.size:
         v = _TELEMETRY.unpack_from(body)
-        return Telemetry(v[0], v[1:5], v[5:9], tuple(d / 32767.0 for d in v[9:13]), *v[13:17])
+        return Telemetry(v[0], v[1:5], v[5:9], tuple(d / 32767.0 for d in v[9:13]), *v[13:21])
     if kind == FAULT and len(body) >= 3:
         faults, channel = struct.unpack_from('<HB', body)
         return Fault(faults, channel)

@@ -2,15 +2,134 @@
 
 A stable path (a symlink to /dev/pts/N, like socat's links) is created for the bridge. The link
 can model the baud rate's byte budget and injected faults (drop every Nth host frame, link down).
-ROS-free and simulator-free.
+ROS-free and simulator-free: the motor bridge imports :func:`unowned_pty_reason` from here.
+
+Ownership. A simulator killed with SIGKILL cannot remove its link, and the kernel later hands its
+/dev/pts/N to an unrelated terminal. So the link comes with an owner file beside it
+(``<link>.owner``: the simulator's pid and its pty) on which the simulator holds an exclusive
+``flock`` for its whole life; the kernel drops that lock when the process dies, however it dies.
+A bridge opens a pseudo-terminal only while a live owner vouches for exactly that pty. A real
+serial device (/dev/ttyACM0) is no pseudo-terminal and needs no owner.
+
+Device buffering (a USB CDC device): while the host does not read, the device cannot send; its
+small transmit FIFO keeps the newest whole frames and drops the oldest. The device sends only
+while the kernel holds nothing unread for the host (as USB sends only when the host asks), so at
+most one FIFO's worth waits in the kernel: a bridge that connects late reads current data.
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
+import select
 import termios
+import time
 import tty
+
+OWNER_SUFFIX = '.owner'
+DEVICE_FIFO_BYTES = 1024      # the MCU's USB transmit FIFO: about 15 telemetry frames (150 ms)
+CLAIM_TIMEOUT = 2.0           # s: a bridge's ownership probe holds the owner file's lock only briefly
+PTY_SLAVE_MAJORS = range(136, 144)  # Linux Unix98 pty slaves (/dev/pts/N)
+
+
+class LinkInUseError(RuntimeError):
+    """Another live simulator owns this serial link path."""
+
+
+def owner_path(link_path: str) -> str:
+    return link_path + OWNER_SUFFIX
+
+
+def is_pseudo_terminal(path: str) -> bool:
+    try:
+        rdev = os.stat(path).st_rdev
+    except OSError:
+        return False
+    return os.path.realpath(path).startswith('/dev/pts/') or os.major(rdev) in PTY_SLAVE_MAJORS
+
+
+def unowned_pty_reason(path: str) -> str | None:
+    """Why the bridge must not open ``path`` (None: open it).
+
+    A path that is no pseudo-terminal (a real serial device, or nothing yet) is left to the
+    caller. A pseudo-terminal must be vouched for by a live owner: its owner file locked by a
+    running simulator and naming this very pty. This never writes to, reads from or changes the
+    terminal itself."""
+    if not is_pseudo_terminal(path):
+        return None
+    device = os.path.realpath(path)
+    owner = owner_path(path)
+    try:
+        fd = os.open(owner, os.O_RDONLY)
+    except OSError:
+        return (f'{path} -> {device} is a pseudo-terminal no simulator owns (no {owner}): '
+                f'a stale link? not opening it')
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pass  # held by its live owner
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return (f'{path} -> {device} is a pseudo-terminal whose simulator is gone ({owner} is not held): '
+                    f'a stale link? not opening it')
+        fields = os.read(fd, 4096).decode(errors='replace').split()
+    finally:
+        os.close(fd)
+    if len(fields) != 2 or fields[1] != device:
+        return f'{path} -> {device} is not the pseudo-terminal its simulator owns ({" ".join(fields) or "starting"})'
+    return None
+
+
+class LinkOwner:
+    """The simulator's claim on a link path: the owner lock, then the symlink replaced atomically."""
+
+    def __init__(self, link_path: str, device: str):
+        self.link_path, self.device = link_path, device
+        self.lock_path = owner_path(link_path)
+        os.makedirs(os.path.dirname(os.path.abspath(link_path)), exist_ok=True)
+        self.fd = self._lock()
+        os.ftruncate(self.fd, 0)
+        os.write(self.fd, f'{os.getpid()} {device}\n'.encode())
+        # A stale link (or one being read right now) is replaced in one rename: a bridge sees the
+        # old target or the new one, never a missing or half-made link.
+        temporary = f'{link_path}.{os.getpid()}.tmp'
+        if os.path.lexists(temporary):
+            os.unlink(temporary)
+        os.symlink(device, temporary)
+        os.replace(temporary, link_path)
+
+    def _lock(self) -> int:
+        deadline = time.monotonic() + CLAIM_TIMEOUT
+        while True:
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.read(fd, 4096).decode(errors='replace').split()
+                os.close(fd)
+                if time.monotonic() > deadline:
+                    raise LinkInUseError(f'serial link {self.link_path} is in use by a running simulator'
+                                         f'{" (pid " + holder[0] + ")" if holder else ""}') from None
+                time.sleep(0.05)
+                continue
+            try:
+                same_file = os.fstat(fd).st_ino == os.stat(self.lock_path).st_ino
+            except FileNotFoundError:
+                same_file = False
+            if same_file:
+                return fd
+            os.close(fd)  # its previous owner removed it between our open and our lock: start over
+
+    def release(self) -> None:
+        try:
+            if os.path.islink(self.link_path) and os.readlink(self.link_path) == self.device:
+                os.unlink(self.link_path)
+            os.unlink(self.lock_path)  # while still holding the lock: a newcomer then makes a new file
+        except OSError:
+            pass
+        os.close(self.fd)
 
 
 class PtyLink:
@@ -24,41 +143,75 @@ class PtyLink:
         termios.tcsetattr(self._slave, termios.TCSANOW, attributes)
         os.set_blocking(self.master, False)
         self.device = os.ttyname(self._slave)
+        self._host_input = select.poll()  # the host side's unread input (the sim's own fd, never read)
+        self._host_input.register(self._slave, select.POLLIN)
         self.path = link_path or self.device
+        self.owner = None
         if link_path:
-            os.makedirs(os.path.dirname(os.path.abspath(link_path)), exist_ok=True)
-            if os.path.lexists(link_path):
-                os.unlink(link_path)
-            os.symlink(self.device, link_path)
+            try:
+                self.owner = LinkOwner(link_path, self.device)
+            except BaseException:
+                self._close_fds()
+                raise
         self.bytes_per_second = baud / 10.0  # 8N1: ten bits per byte
         self._budget = 0.0
         self._pending_out = bytearray()
+        self._mid_frame = False  # the last byte written was inside a frame: its rest must follow
         self._pending_in = bytearray()
         self.down = False
         self.drop_every = 0
         self._host_frames = 0
         self.dropped_frames = 0
+        self.unread_frames_dropped = 0  # frames to the host the device FIFO dropped (nobody reading)
 
     def transfer(self, to_host: bytes, dt: float) -> bytes:
         """Move one tick's bytes: ``to_host`` from the MCU out, and return what the host sent.
 
-        At most the baud rate's worth of bytes per tick leaves the MCU; the rest waits."""
+        At most the baud rate's worth of bytes per tick leaves the MCU; the rest waits in the
+        device FIFO, and while the host does not read, the FIFO keeps only the newest frames."""
         if self.down:
             self._drain_host()  # the wire is cut: what the host sends is lost
             return b''
         self._pending_out += to_host
         self._budget = min(self._budget + self.bytes_per_second * dt, self.bytes_per_second)
-        count = min(int(self._budget), len(self._pending_out))
+        count = 0 if self._unread_by_host() else min(int(self._budget), len(self._pending_out))
         if count:
             try:
                 written = os.write(self.master, bytes(self._pending_out[:count]))
             except OSError as error:
                 if error.errno not in (errno.EAGAIN, errno.EIO):
                     raise
-                written = 0  # nobody has the device open, or its buffer is full
+                written = 0  # the pty's buffer is full
+            if written:
+                self._mid_frame = self._pending_out[written - 1] != 0
             del self._pending_out[:written]
             self._budget -= written
+        self._bound_fifo()
         return self._filter_host(self._drain_host())
+
+    def _unread_by_host(self) -> bool:
+        """Whether bytes wait in the kernel for the bridge to read. (poll() on a tty first completes
+        the kernel's asynchronous hand-over of written bytes when it sees none yet, so this is
+        exact; TIOCINQ misses bytes still being handed over.)"""
+        return bool(self._host_input.poll(0))
+
+    def _bound_fifo(self) -> None:
+        """Drop the oldest whole frames beyond DEVICE_FIFO_BYTES, never the rest of a frame whose
+        start is already on the wire (the host would get a corrupted frame)."""
+        if len(self._pending_out) <= DEVICE_FIFO_BYTES:
+            return
+        keep = 0
+        if self._mid_frame:  # the head of the FIFO is the rest of a frame already partly sent
+            end = self._pending_out.find(0)
+            keep = end + 1 if end >= 0 else len(self._pending_out)
+        cut = keep
+        while len(self._pending_out) - (cut - keep) > DEVICE_FIFO_BYTES:
+            end = self._pending_out.find(0, cut)
+            if end < 0:
+                break
+            cut = end + 1
+            self.unread_frames_dropped += 1
+        del self._pending_out[keep:cut]
 
     def _drain_host(self) -> bytes:
         chunks = []
@@ -92,11 +245,15 @@ class PtyLink:
             out += frame
         return bytes(out)
 
-    def close(self) -> None:
-        if self.path != self.device and os.path.islink(self.path):
-            os.unlink(self.path)
+    def _close_fds(self) -> None:
         for fd in (self.master, self._slave):
             try:
                 os.close(fd)
             except OSError:
                 pass
+
+    def close(self) -> None:
+        if self.owner is not None:
+            self.owner.release()
+            self.owner = None
+        self._close_fds()

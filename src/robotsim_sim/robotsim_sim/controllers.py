@@ -82,12 +82,19 @@ class _Segment:
 
 class TrajectoryFollower:
     """Follows joint trajectories point by point with linear interpolation between points
-    (the position actuators do the tracking); holds the last point afterwards."""
+    (the position actuators do the tracking); holds the last point afterwards.
 
-    def __init__(self, joints: list[str]):
+    Positions beyond a joint's limits are clamped to the limit (the position actuator could not
+    go further anyway); :attr:`newly_clamped` names the joints a load clamped for the first time,
+    so the caller can warn once per joint rather than on every trajectory."""
+
+    def __init__(self, joints: list[str], limits: dict[str, tuple[float, float]] | None = None):
         self.joints = list(joints)
+        self.limits = dict(limits or {})
         self.segments: list[_Segment] = []
         self.hold: np.ndarray | None = None
+        self.clamped_ever: set[str] = set()   # kept across resets: a warning per joint per run
+        self.newly_clamped: list[tuple[str, float, float]] = []  # (joint, requested, clamped to) of the last load
 
     def reset(self) -> None:
         self.segments, self.hold = [], None
@@ -95,6 +102,7 @@ class TrajectoryFollower:
     def load(self, joint_names: list[str], points: list[tuple[float, list[float]]], start: float,
              current: dict[str, float]) -> str | None:
         """Replace the active trajectory; returns an error string for a bad one (nothing changes)."""
+        self.newly_clamped = []
         unknown = [name for name in joint_names if name not in self.joints]
         if unknown:
             return f'unknown joints {unknown}; expected a subset of {self.joints}'
@@ -113,11 +121,21 @@ class TrajectoryFollower:
         segments, last_time = [], start
         for time, positions in points:
             target = previous.copy()
-            target[index] = positions
+            target[index] = [self._clamp(name, position) for name, position in zip(joint_names, positions)]
             segments.append(_Segment(last_time, start + time, previous, target))
             previous, last_time = target, start + time
         self.segments, self.hold = segments, previous
         return None
+
+    def _clamp(self, joint: str, position: float) -> float:
+        if joint not in self.limits:
+            return position
+        lower, upper = self.limits[joint]
+        clamped = min(max(position, lower), upper)
+        if clamped != position and joint not in self.clamped_ever:
+            self.clamped_ever.add(joint)
+            self.newly_clamped.append((joint, position, clamped))
+        return clamped
 
     def targets(self, now: float) -> dict[str, float] | None:
         if self.hold is None:

@@ -12,9 +12,13 @@ import os
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
+import mujoco
+import numpy as np
+
 from robotsim_core.config_schema import load_yaml, parse_spec
 from robotsim_core.description.model import RobotModel
 from robotsim_core.errors import DescriptionError
+from robotsim_core.geometry import rpy_to_quat
 from robotsim_core.mjcf import robot_to_mjcf
 
 from .world_spec import SpawnSpec, WorldSpec
@@ -48,9 +52,46 @@ def load_world(path: str) -> WorldSpec:
     world = parse_spec(WorldSpec, load_yaml(path), path)
     if world.include is not None:
         world.include = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(path)), world.include))
-        if not os.path.isfile(world.include):
-            raise DescriptionError(path, 'include', f'MJCF file not found: {world.include}')
+        _check_include(world.include, path)
     return world
+
+
+def mujoco_message(error: Exception) -> str:
+    """MuJoCo's error text on one line (it puts the offending element on a line of its own)."""
+    return ' '.join(str(error).split())
+
+
+def _check_include(include: str, world_path: str) -> None:
+    """The included MJCF must be a file MuJoCo compiles on its own (errors then name that file)."""
+    if os.path.isdir(include):
+        raise DescriptionError(world_path, 'include', f'expected an MJCF file, {include} is a directory')
+    if not os.path.isfile(include):
+        raise DescriptionError(world_path, 'include', f'MJCF file not found: {include}')
+    try:
+        root = ET.parse(include).getroot()
+    except (ET.ParseError, UnicodeDecodeError) as error:
+        raise DescriptionError(world_path, 'include', f'expected an MJCF (XML) file, {include} is not XML: '
+                                                      f'{mujoco_message(error)}') from None
+    if root.tag != 'mujoco':
+        raise DescriptionError(world_path, 'include', f'expected an MJCF file with a <mujoco> root, '
+                                                      f'{include} has <{root.tag}>')
+    try:
+        mujoco.MjModel.from_xml_path(include)
+    except ValueError as error:
+        raise DescriptionError(world_path, 'include', f'expected an MJCF file MuJoCo compiles, {include}: '
+                                                      f'{mujoco_message(error)}') from None
+
+
+def compile_scene(mjcf: str, world: WorldSpec, robots: list['RobotPlacement']) -> mujoco.MjModel:
+    """The MuJoCo model of a scene. Validation of the world and robot files should leave nothing
+    for MuJoCo to refuse; if it still does (e.g. a name in an included MJCF file), say so on one line."""
+    try:
+        return mujoco.MjModel.from_xml_string(mjcf)
+    except ValueError as error:
+        names = ', '.join(placement.model.source for placement in robots)
+        raise DescriptionError(world.source or world.name, 'include' if world.include else '(scene)',
+                               f'expected a world and robots ({names}) that MuJoCo compiles together: '
+                               f'{mujoco_message(error)}') from None
 
 
 def _num(v: float) -> str:
@@ -104,6 +145,11 @@ def world_element(world: WorldSpec, offscreen_size: tuple[int, int], near: float
                     _cylinder_inertia(cylinder.mass, cylinder.radius, cylinder.height))
     if world.include:
         included = ET.parse(world.include).getroot()
+        include_dir = os.path.dirname(world.include)
+        for element in included.iter():
+            # Asset files are relative to the included file, not to the simulator's working directory.
+            if 'file' in element.attrib and not os.path.isabs(element.get('file')):
+                element.set('file', os.path.join(include_dir, element.get('file')))
         for section in included:
             target = root.find(section.tag)
             if target is None:
@@ -143,10 +189,36 @@ def _prefix_names(element: ET.Element, prefix: str) -> None:
                 node.set(attribute, prefix + node.get(attribute))
 
 
+def _check_robots_fit_world(world: WorldSpec, robots: list[RobotPlacement]) -> None:
+    """What neither file can check alone: names shared by an entity and a robot, sensors faster
+    than the physics (one reading per step at most)."""
+    robot_names = {}
+    for placement in robots:
+        model = placement.model
+        for name in [model.name, placement.namespace] + ([] if placement.namespace else list(model.tree.links)):
+            robot_names.setdefault(name, model)
+    for kind in ('boxes', 'cylinders'):
+        for index, entity in enumerate(getattr(world, kind)):
+            if entity.name in robot_names:
+                model = robot_names[entity.name]
+                raise DescriptionError(world.source or world.name, f'{kind}[{index}].name',
+                                       f'expected a name other than {entity.name!r}, which names robot {model.name} '
+                                       f'or one of its links ({model.source})')
+    physics_rate = 1.0 / world.timestep
+    for placement in robots:
+        for index, sensor in enumerate(placement.model.sensors):
+            if sensor.spec.rate > physics_rate * (1 + 1e-9):
+                raise DescriptionError(placement.model.source, f'sensors[{index}].rate',
+                                       f'expected at most {physics_rate:g} Hz, the physics rate of world {world.name} '
+                                       f'(timestep {world.timestep:g} s): one reading per step at most; '
+                                       f'got {sensor.spec.rate:g}')
+
+
 def build_scene(world: WorldSpec, robots: list[RobotPlacement]) -> str:
     """MJCF text of the world with every robot placed at its spawn pose."""
     if not 1 <= len(robots) <= MAX_ROBOTS:
         raise ValueError(f'expected 1 to {MAX_ROBOTS} robots, got {len(robots)}')
+    _check_robots_fit_world(world, robots)
     cameras = [s.spec for r in robots for s in r.model.sensors if s.type == 'camera']
     size = (max([c.width for c in cameras], default=64), max([c.height for c in cameras], default=64))
     near = min([c.near for c in cameras], default=0.05)
@@ -157,9 +229,21 @@ def build_scene(world: WorldSpec, robots: list[RobotPlacement]) -> str:
         _prefix_names(robot, placement.prefix)
         spawn = placement.spawn or world.spawn
         robot_root = robot.find('worldbody/body')
-        # Drop the robot 1 mm so that tyres start in light contact rather than interpenetrating.
-        robot_root.set('pos', _vec((spawn.xyz[0], spawn.xyz[1], spawn.xyz[2] + 0.001)))
-        robot_root.set('quat', _vec(_yaw_pitch_quat(spawn.yaw)))
+        if placement.model.fixed_base:
+            # Welded to the world: the mount pose (e.g. on a table) is given in the spawn frame.
+            mount = placement.model.mount
+            yaw = _yaw_pitch_quat(spawn.yaw)
+            offset = np.array(mount.xyz, dtype=float)
+            rotated = [math.cos(spawn.yaw) * offset[0] - math.sin(spawn.yaw) * offset[1],
+                       math.sin(spawn.yaw) * offset[0] + math.cos(spawn.yaw) * offset[1], offset[2]]
+            robot_root.set('pos', _vec(np.asarray(spawn.xyz, dtype=float) + rotated))
+            mount_quat = np.empty(4)
+            mujoco.mju_mulQuat(mount_quat, np.asarray(yaw, dtype=float), rpy_to_quat(mount.rpy))
+            robot_root.set('quat', _vec(mount_quat))
+        else:
+            # Drop the robot 1 mm so that tyres start in light contact rather than interpenetrating.
+            robot_root.set('pos', _vec((spawn.xyz[0], spawn.xyz[1], spawn.xyz[2] + 0.001)))
+            robot_root.set('quat', _vec(_yaw_pitch_quat(spawn.yaw)))
         for section in ('asset', 'worldbody', 'actuator', 'sensor', 'equality', 'contact'):
             source = robot.find(section)
             if source is None:

@@ -11,7 +11,6 @@ step after the last published time, so /clock never goes back or repeats.
 from __future__ import annotations
 
 import json
-import math
 import sys
 import time
 from dataclasses import dataclass, field
@@ -22,34 +21,37 @@ from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.executors import SingleThreadedExecutor
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 from trajectory_msgs.msg import JointTrajectory
 
-from robotsim_core.bringup import default_serial_link
+from robotsim_core.bringup import default_serial_link, simulation_value_problem
 from robotsim_core.contract import IMAGE_TOPIC_STEMS, RELIABLE_QOS
 from robotsim_core.description import load_robot
 from robotsim_core.fleet import load_fleet, single_robot
 from robotsim_core.errors import DescriptionError
-from robotsim_core.ros_common import message_class, run_node
+from robotsim_core.ros_common import ParameterError, checked_parameter, message_class, run_node
 from robotsim_firmware.host_library import FirmwareBuildError
+from robotsim_firmware.virtual_serial import LinkInUseError
 from robotsim_msgs.msg import SimStatus
 from robotsim_msgs.srv import InjectFault, Pause, Reset, SetEntityPose, Step
 from robotsim_sensors import ros_messages as convert
 from robotsim_sensors.gl_backend import RenderUnavailable
 
+from .rejections import PerReasonThrottle
 from .world_spec import SpawnSpec
 from .scene import RobotPlacement, load_world, resolve_world_path
 from .simulation import SimOptions, Simulation
 
 ODOM_POSE_VARIANCE = 1e-3
 ODOM_TWIST_VARIANCE = 1e-3
-
-
-class ParameterError(ValueError):
-    """A node parameter has a value the node cannot use."""
+MAX_STEP_SECONDS = 60.0
+"""/sim/step refuses more steps than this much sim time: the node serves nothing else meanwhile."""
+STATUS_PERIOD = 0.5
+"""Wall seconds between /sim/status messages (also during a long /sim/step)."""
 
 
 class CountedPublisher:
@@ -89,25 +91,26 @@ class RobotPorts:
 class SimNode(Node):
     def __init__(self):
         super().__init__('robotsim_sim')
-        declare = self.declare_parameter
-        robot_name = declare('robot', 'rover').value
-        namespace = declare('namespace', '').value
-        fleet_name = declare('fleet', '').value
-        self.world_name = declare('world', 'room').value
-        seed = int(self.number_parameter('seed', 0, minimum=0))
-        self.real_time_factor = self.number_parameter('real_time_factor', 1.0, minimum=0.0)
-        cameras = declare('cameras', True).value
-        self.cmd_vel_stamped = declare('cmd_vel_stamped', False).value
-        command_timeout = self.number_parameter('command_timeout', 0.5, minimum=1e-3)
-        self.clock_rate = self.number_parameter('clock_rate', 250.0, minimum=1e-3)
-        frame_prefix = declare('frame_prefix', '').value
-        self.firmware = declare('firmware', False).value
-        serial_link = declare('serial_link', '').value
+        def declare(name, default, **bounds):
+            return checked_parameter(self, name, default, **bounds)
+        robot_name = declare('robot', 'rover')
+        namespace = declare('namespace', '')
+        fleet_name = declare('fleet', '')
+        self.world_name = declare('world', 'room')
+        seed = self.simulation_parameter('seed', 0)
+        self.real_time_factor = float(self.simulation_parameter('real_time_factor', 1.0))
+        cameras = declare('cameras', True)
+        self.cmd_vel_stamped = declare('cmd_vel_stamped', False)
+        command_timeout = declare('command_timeout', 0.5, minimum=1e-3)
+        self.clock_rate = declare('clock_rate', 250.0, minimum=1e-3)
+        frame_prefix = declare('frame_prefix', '')
+        self.firmware = declare('firmware', False)
+        serial_link = declare('serial_link', '')
         # With firmware in the loop the motor bridge publishes odometry, its TF and the wheel joints.
-        self.publish_base = declare('publish_base', not self.firmware).value
-        self.duration = self.number_parameter('duration', 0.0, minimum=0.0)
-        start_paused = declare('start_paused', False).value
-        log_period = self.number_parameter('log_period', 5.0, minimum=0.1)
+        self.publish_base = declare('publish_base', not self.firmware)
+        self.duration = float(self.simulation_parameter('duration', 0.0))
+        start_paused = declare('start_paused', False)
+        log_period = declare('log_period', 5.0, minimum=0.1, maximum=3600.0)  # a ROS timer period
 
         fleet = load_fleet(fleet_name) if fleet_name else single_robot(robot_name, namespace)
         if serial_link and len(fleet.robots) > 1:
@@ -134,10 +137,12 @@ class SimNode(Node):
         self.last_clock_ns = -1
         self.clock_period_ns = round(1e9 / self.clock_rate)
         self.rejected_commands = 0
+        self.rejections = PerReasonThrottle(period=2.0)
+        self.last_status_wall = time.monotonic()
         self.measured_rtf = 0.0
         self._rtf_window = (time.monotonic(), self.sim.time_ns)
         self._pace_origin = (time.monotonic(), self.sim.time_ns)
-        self.create_timer(0.5, self.publish_status)
+        self.create_timer(STATUS_PERIOD, self.publish_status)
         self.create_timer(log_period, self.log_progress)
         for ports, robot in zip(self.ports, self.sim.robots):
             self.get_logger().info(
@@ -181,12 +186,13 @@ class SimNode(Node):
         return ports
 
     # ------------------------------------------------------------------ helpers
-    def number_parameter(self, name: str, default: float, minimum: float) -> float:
-        """A numeric parameter given as int or float (``x:=0`` and ``x:=0.0`` both work)."""
+    def simulation_parameter(self, name: str, default):
+        """``seed``, ``real_time_factor`` or ``duration``, checked as the launch arguments are."""
         value = self.declare_parameter(name, default, ParameterDescriptor(dynamic_typing=True)).value
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < minimum:
-            raise ParameterError(f'parameter {name!r}: expected a finite number >= {minimum}, got {value!r}')
-        return float(value)
+        problem = simulation_value_problem(name, value)
+        if problem:
+            raise ParameterError(f'parameter {name!r}: {problem}')
+        return value
 
     def stamp_ns(self, episode_ns: int) -> int:
         return self.time_offset_ns + episode_ns
@@ -202,8 +208,28 @@ class SimNode(Node):
         now = self.stamp_ns(self.sim.time_ns)
         if events or now - self.last_clock_ns >= self.clock_period_ns:
             self.publish_clock(now)  # before data stamped with this time
+        if self.sim.instabilities:
+            self.report_instabilities()
         for event in events:
             self.publish_event(self.ports[event.robot], event.channel, event.reading)
+
+    def report_instabilities(self) -> None:
+        for event in self.sim.take_instabilities():
+            # Throttled per kind and entity: a world unstable at every step must not flood the log.
+            suppressed = self.rejections.admit(f'instability {event.what} {event.entity}', time.monotonic())
+            if suppressed is not None:
+                self.get_logger().error(
+                    f'physics unstable at sim time {self.stamp_ns(event.stamp) * 1e-9:.3f} s: {event.what} '
+                    f'(degree of freedom {event.dof}, {event.entity}); MuJoCo reset every body to its initial pose '
+                    f'(robots back at their spawn poses, odometry restarted there); '
+                    f'{self.sim.instability_count} instabilities so far')
+
+    def warn_rejection(self, reason: str, message: str) -> None:
+        """A throttled warning per distinct reason: a flood of one kind never hides another kind."""
+        suppressed = self.rejections.admit(reason, time.monotonic())
+        if suppressed is not None:
+            more = f' ({suppressed} more like it since the last warning)' if suppressed else ''
+            self.get_logger().warning(message + more)
 
     def publish_event(self, ports: RobotPorts, channel: str, reading) -> None:
         stamp = convert.stamp_msg(self.stamp_ns(reading.stamp))
@@ -245,8 +271,8 @@ class SimNode(Node):
         twist.linear.x, twist.linear.y, twist.linear.z = (float(v) for v in reading.true_linear_velocity)
         twist.angular.x, twist.angular.y, twist.angular.z = (float(v) for v in reading.true_angular_velocity)
         ports.pubs['sim/ground_truth'].publish(truth)
-        if not self.publish_base:
-            return
+        if not self.publish_base or 'odom' not in ports.pubs:
+            return  # the motor bridge publishes odometry, or a fixed-base robot has none
         ox, oy, oyaw = reading.odom_pose
         linear, angular = reading.odom_twist
         odom_frame = ports.frame('odom')
@@ -258,6 +284,7 @@ class SimNode(Node):
 
     def publish_status(self) -> None:
         wall, sim_ns = time.monotonic(), self.sim.time_ns
+        self.last_status_wall = wall
         start_wall, start_sim = self._rtf_window
         if wall > start_wall and not self.paused:
             self.measured_rtf = (sim_ns - start_sim) * 1e-9 / (wall - start_wall)
@@ -274,8 +301,9 @@ class SimNode(Node):
         twist = msg.twist if self.cmd_vel_stamped else msg
         if not self.sim.command_base(ports.index, twist.linear.x, twist.angular.z):
             self.rejected_commands += 1
-            self.get_logger().warning(f'rejected non-finite cmd_vel (linear.x={twist.linear.x}, angular.z={twist.angular.z});'
-                                   f' {self.rejected_commands} rejected so far', throttle_duration_sec=2.0)
+            self.warn_rejection(f'{ports.topic("cmd_vel")} non-finite',
+                                f'rejected non-finite {ports.topic("cmd_vel")} (linear.x={twist.linear.x}, '
+                                f'angular.z={twist.angular.z}); {self.rejected_commands} rejected so far')
 
     def on_trajectory(self, ports: RobotPorts, msg: JointTrajectory) -> None:
         points = [(p.time_from_start.sec + p.time_from_start.nanosec * 1e-9, list(p.positions)) for p in msg.points]
@@ -284,7 +312,12 @@ class SimNode(Node):
             start = (msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec - self.time_offset_ns) * 1e-9
         error = self.sim.command_arm(ports.index, [n.removeprefix(ports.frame_prefix) for n in msg.joint_names], points, start)
         if error:
-            self.get_logger().warning(f'rejected arm trajectory: {error}', throttle_duration_sec=2.0)
+            self.rejected_commands += 1
+            self.warn_rejection(f'trajectory: {error}', f'rejected arm trajectory: {error}')
+            return
+        for joint, requested, limit in self.sim.robots[ports.index].arm.newly_clamped:
+            self.get_logger().warning(f'arm trajectory: {ports.frame_prefix}{joint} target {requested:g} is beyond its '
+                                      f'limit; clamped to {limit:g} (warned once per joint)')
 
     def on_pause(self, request, response):
         self.paused = request.paused
@@ -295,11 +328,19 @@ class SimNode(Node):
         return response
 
     def on_step(self, request, response):
+        max_steps = round(MAX_STEP_SECONDS * 1e9 / self.sim.timestep_ns)
         if not self.paused:
             response.success, response.message = False, 'step is only allowed while paused (call sim/pause first)'
+        elif request.steps > max_steps:
+            response.success = False
+            response.message = (f'steps: {request.steps} is too many: expected at most {max_steps} '
+                                f'({MAX_STEP_SECONDS:g} s of sim time at {self.sim.timestep_ns * 1e-9:g} s per step); '
+                                'call step repeatedly or resume with sim/pause')
         else:
             for _ in range(request.steps):
                 self.advance()
+                if time.monotonic() - self.last_status_wall >= STATUS_PERIOD:
+                    self.publish_status()  # the status timer cannot fire while this callback runs
             self.publish_clock(self.stamp_ns(self.sim.time_ns))
             response.success, response.message = True, f'stepped {request.steps}'
         response.sim_time = convert.stamp_msg(self.stamp_ns(self.sim.time_ns))
@@ -319,6 +360,8 @@ class SimNode(Node):
         p, q = request.pose.position, request.pose.orientation
         error = self.sim.set_entity_pose(request.entity, (p.x, p.y, p.z), (q.w, q.x, q.y, q.z))
         response.success, response.message = error is None, error or 'ok'
+        if error:
+            self.warn_rejection(f'set_entity_pose: {error}', f'refused sim/set_entity_pose: {error}')
         return response
 
     def on_inject_fault(self, ports: RobotPorts, request, response):
@@ -326,7 +369,9 @@ class SimNode(Node):
         error = 'firmware is not in the loop (start with firmware:=true)' if firmware is None else \
             firmware.inject(request.fault, request.channel, request.value)
         response.success, response.message = error is None, error or f'{request.fault} applied'
-        if error is None:
+        if error:
+            self.warn_rejection(f'inject_fault: {error}', f'refused {ports.topic("sim/inject_fault")}: {error}')
+        else:
             self.get_logger().info(f'fault injected: {request.fault} channel {request.channel} value {request.value}')
         return response
 
@@ -341,7 +386,9 @@ class SimNode(Node):
 
     def log_progress(self) -> None:
         self.get_logger().info(f'sim time {self.sim.time:.1f} s, real-time factor {self.measured_rtf:.2f}'
-                               f'{" (paused)" if self.paused else ""}, {self.rejected_commands} rejected commands')
+                               f'{" (paused)" if self.paused else ""}, {self.rejected_commands} rejected commands'
+                               + (f', {self.sim.instability_count} physics instabilities' if self.sim.instability_count
+                                  else ''))
 
     def run(self, executor: SingleThreadedExecutor) -> None:
         next_spin = 0.0
@@ -369,6 +416,10 @@ def _run(node: SimNode) -> None:
     started = time.monotonic()
     try:
         node.run(executor)
+    except _rclpy.RCLError:
+        if rclpy.ok(context=node.context):
+            raise
+        # Ctrl-C: rclpy's signal handler shut the context down while the loop was publishing.
     finally:
         node.get_logger().info(node.report(time.monotonic() - started))
         node.sim.close()
@@ -376,7 +427,8 @@ def _run(node: SimNode) -> None:
 
 def main(args=None) -> int:
     return run_node('robotsim_sim', SimNode,
-                            (DescriptionError, RenderUnavailable, ParameterError, FirmwareBuildError), args, _run)
+                            (DescriptionError, RenderUnavailable, ParameterError, FirmwareBuildError, LinkInUseError),
+                    args, _run)
 
 
 if __name__ == '__main__':

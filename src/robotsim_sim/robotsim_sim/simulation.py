@@ -9,6 +9,8 @@ with the same seed replays the same noise.
 
 from __future__ import annotations
 
+import math
+import sys
 from dataclasses import dataclass, field
 
 import mujoco
@@ -18,13 +20,14 @@ from robotsim_core.contract import Contract, robot_contract
 from robotsim_core.drive import WheelOdometry
 from robotsim_core.errors import DescriptionError
 from robotsim_core.geometry import quat_to_yaw
+from robotsim_firmware.host_library import CHANNELS as FIRMWARE_MOTOR_CHANNELS
 from robotsim_firmware.in_the_loop import FirmwareInTheLoop
 from robotsim_sensors.camera import Camera, CameraRenderer
 from robotsim_sensors.imu import Imu
 from robotsim_sensors.lidar import Lidar
 
 from .controllers import BaseController, TrajectoryFollower, WheelSpeedLoop
-from .scene import FIRST_ROBOT_GROUP, RobotPlacement, build_scene
+from .scene import FIRST_ROBOT_GROUP, RobotPlacement, build_scene, compile_scene
 from .world_spec import WorldSpec
 
 
@@ -55,6 +58,22 @@ class Event:
     robot: int
     channel: str      # sensor name, 'joint_states' or 'base_state'
     reading: object
+
+
+# MuJoCo resets the world when one of these fires (unless auto-reset is disabled).
+UNSTABLE_WARNINGS = {mujoco.mjtWarning.mjWARN_BADQACC: 'NaN, Inf or huge acceleration',
+                     mujoco.mjtWarning.mjWARN_BADQVEL: 'NaN, Inf or huge velocity',
+                     mujoco.mjtWarning.mjWARN_BADQPOS: 'NaN, Inf or huge position'}
+
+
+@dataclass
+class Instability:
+    """MuJoCo found the physics unstable and reset the world to its initial state."""
+
+    stamp: int        # sim time (ns) of the step that went unstable
+    what: str
+    entity: str       # robot or world body owning the offending degree of freedom
+    dof: int
 
 
 @dataclass
@@ -131,16 +150,25 @@ class SimOptions:
     """Serial link speed; limits the bytes per tick in each direction."""
 
 
+def _mujoco_warning_to_stderr(text: str) -> None:
+    """MuJoCo's default warning handler also appends to MUJOCO_LOG.TXT in whatever directory the
+    process runs in; instabilities are reported by the simulation itself (``take_instabilities``)."""
+    print(f'mujoco: warning: {text.strip()}', file=sys.stderr, flush=True)
+
+
 class Simulation:
     def __init__(self, world: WorldSpec, placements: list[RobotPlacement], options: SimOptions | None = None):
+        mujoco.set_mju_user_warning(_mujoco_warning_to_stderr)
         self.world = world
         self.options = options or SimOptions()
         self.mjcf = build_scene(world, placements)
-        self.model = mujoco.MjModel.from_xml_string(self.mjcf)
+        self.model = compile_scene(self.mjcf, world, placements)
         self.data = mujoco.MjData(self.model)
         self.timestep_ns = round(world.timestep * 1e9)
         self.step_count = 0
         self.seed = self.options.seed
+        self.instabilities: list[Instability] = []
+        self.instability_count = 0
         self.renderer = None
         cameras = [s for p in placements for s in p.model.sensors if s.type == 'camera']
         if cameras and self.options.cameras:
@@ -163,7 +191,7 @@ class Simulation:
             else:
                 name = self.model.body(root).name
                 for placement in placements:
-                    if name == placement.prefix + placement.model.tree.root():
+                    if name == placement.prefix + placement.model.body_name(placement.model.tree.root()):
                         name = placement.namespace or placement.model.name
             if name not in names:
                 names[name] = 0 if name == 'world' else len(names) + 1
@@ -177,17 +205,22 @@ class Simulation:
         qpos_index = np.array([m.jnt_qposadr[m.joint(prefix + j).id] for j in joints], dtype=int)
         dof_index = np.array([m.jnt_dofadr[m.joint(prefix + j).id] for j in joints], dtype=int)
         root = model.tree.root()
-        root_joint = m.joint(f'{prefix}{root}_freejoint').id
+        # A fixed-base robot is welded to the world: no free joint, no root dofs (-1).
+        root_joint = None if model.fixed_base else m.joint(f'{prefix}{root}_freejoint').id
         arm_joints = [j for arm in model.arms for j in arm.joints + arm.gripper_joints[:1]]
+        followed = [j for arm in model.arms for j in arm.joints + arm.gripper_joints]
+        limits = {j: (model.tree.joints[j].limit.lower, model.tree.joints[j].limit.upper) for j in followed
+                  if model.tree.joints[j].limit is not None and model.tree.joints[j].type != 'continuous'}
         robot = RobotInstance(
             placement=placement, contract=robot_contract(model, self.options.joint_state_rate, self.options.odom_rate),
             base_controller=BaseController(model.drive, self.options.command_timeout) if model.drive else None,
             wheel_loop=WheelSpeedLoop(model.drive) if model.drive else None,
-            arm=TrajectoryFollower([j for arm in model.arms for j in arm.joints + arm.gripper_joints]),
+            arm=TrajectoryFollower(followed, limits),
             odometry=WheelOdometry(model.drive) if model.drive else None,
             joint_names=joints, qpos_index=qpos_index, dof_index=dof_index,
-            root_body=m.body(prefix + root).id, root_qpos=int(m.jnt_qposadr[root_joint]),
-            root_dof=int(m.jnt_dofadr[root_joint]))
+            root_body=m.body(prefix + model.body_name(root)).id,
+            root_qpos=-1 if root_joint is None else int(m.jnt_qposadr[root_joint]),
+            root_dof=-1 if root_joint is None else int(m.jnt_dofadr[root_joint]))
         if model.drive:
             driven = model.drive.driven_wheels
             robot.wheel_actuators = np.array([m.actuator(f'{prefix}{w.joint}_motor').id for w in driven], dtype=int)
@@ -197,6 +230,10 @@ class Simulation:
                 if model.drive.type != 'differential':
                     raise DescriptionError(model.source, 'drive.type', 'firmware in the loop drives differential bases; '
                                            f'{model.name} is {model.drive.type} (run it with firmware:=false)')
+                if len(driven) > FIRMWARE_MOTOR_CHANNELS:
+                    raise DescriptionError(model.source, 'wheels', f'firmware in the loop drives at most '
+                                           f'{FIRMWARE_MOTOR_CHANNELS} wheels (one per motor channel of the MCU); '
+                                           f'{model.name} has {len(driven)} driven wheels (run it with firmware:=false)')
                 links = self.options.serial_links or []
                 robot.firmware = FirmwareInTheLoop(len(driven), links[index] if index < len(links) else None,
                                                    self.options.seed, self.options.baud)
@@ -236,20 +273,20 @@ class Simulation:
         if seed is not None:
             self.seed = int(seed)
         mujoco.mj_resetData(self.model, self.data)
+        for robot in self.robots:
+            # Joints whose range excludes 0 start at the nearest limit, not outside it.
+            for name, value in robot.model.initial_positions.items():
+                self.data.qpos[self.model.jnt_qposadr[self.model.joint(robot.prefix + name).id]] = value
         mujoco.mj_forward(self.model, self.data)
         self.step_count = 0
         streams = iter(np.random.SeedSequence(self.seed).spawn(sum(len(r.schedule) for r in self.robots)))
         for robot in self.robots:
             if robot.base_controller:
                 robot.base_controller.reset()
-                robot.wheel_loop.reset()
-                robot.wheel_targets = None
+            self._resync_after_physics_reset(robot)
             if robot.firmware is not None:
                 robot.firmware.reset(self.seed)
             robot.arm.reset()
-            if robot.odometry:
-                robot.odometry.reset()
-                robot.odometry.update(0.0, self._wheel_positions(robot))
             for item in robot.schedule:
                 item.rng = np.random.default_rng(next(streams))
                 item.index = item.next_ns = 0
@@ -257,6 +294,51 @@ class Simulation:
                     item.on_reset(item.rng)
             for joint, actuator in robot.arm_actuators.items():
                 self.data.ctrl[actuator] = self.data.qpos[self.model.jnt_qposadr[self.model.joint(robot.prefix + joint).id]]
+
+    def _resync_after_physics_reset(self, robot: RobotInstance) -> None:
+        """The world's state went back to its initial one (a reset, or MuJoCo's own after an
+        instability): the controllers' memory of wheel speeds and angles must follow, or the
+        odometry would count the jump of the wheel angles as driving."""
+        if robot.wheel_loop is not None:
+            robot.wheel_loop.reset()
+            robot.wheel_targets = None  # re-applies the steering targets MuJoCo's reset zeroed
+        if robot.odometry:
+            robot.odometry.reset()
+            robot.odometry.update(self.time, self._wheel_positions(robot))
+
+    # ------------------------------------------------------------------ instability
+    def _unstable_warning(self):
+        return next((kind for kind in UNSTABLE_WARNINGS if self.data.warning[kind].number), None)
+
+    def _on_instability(self) -> None:
+        """MuJoCo reset the whole world to its initial state because a position, velocity or
+        acceleration became NaN, infinite or huge (it prints this only to stderr). Record what
+        happened, when and where, and resynchronise the controllers with the reset world."""
+        kind = self._unstable_warning()
+        dof = int(self.data.warning[kind].lastinfo) if kind is not None else -1
+        entity = self._entity_of_dof(dof) if 0 <= dof < self.model.nv else 'unknown'
+        what = UNSTABLE_WARNINGS[kind] if kind is not None else 'unstable physics'
+        self.instabilities.append(Instability(self.time_ns, what, entity, dof))
+        self.instability_count += 1
+        # MuJoCo's reset set its clock and counters back to zero (the counters to one for the
+        # warning at hand, however often it fired); align both so the next one shows again.
+        self.data.time = self.time
+        for warning in UNSTABLE_WARNINGS:
+            self.data.warning[warning].number = 0
+        for robot in self.robots:
+            self._resync_after_physics_reset(robot)
+
+    def _entity_of_dof(self, dof: int) -> str:
+        root = self.model.body_rootid[self.model.jnt_bodyid[self.model.dof_jntid[dof]]]
+        for robot in self.robots:
+            if root == self.model.body_rootid[robot.root_body]:
+                return robot.placement.namespace or robot.model.name
+        return self.model.body(root).name or f'body {root}'
+
+    def take_instabilities(self) -> list[Instability]:
+        """Instabilities since the last call (for the node to report)."""
+        taken, self.instabilities = self.instabilities, []
+        return taken
 
     # ------------------------------------------------------------------ commands
     def command_base(self, robot: int, linear: float, angular: float) -> bool:
@@ -269,20 +351,49 @@ class Simulation:
         start = self.time if start_time is None or start_time <= 0 else max(start_time, self.time)
         return r.arm.load(list(joint_names), points, start, current)
 
-    def set_entity_pose(self, name: str, position, quaternion) -> str | None:
-        """Teleport a robot (by namespace or model name) or a free world body; zero its velocity."""
-        joint = None
+    def entity_joints(self) -> dict[str, int]:
+        """Free joint id of every entity SetEntityPose can move: each robot by its namespace (or,
+        alone, its model name, which also works in a fleet) and each free body of the world."""
+        joints = {}
+        robot_roots = set()
         for robot in self.robots:
-            if name in (robot.placement.namespace, robot.model.name):
-                joint = self.model.joint(f'{robot.prefix}{robot.model.tree.root()}_freejoint').id
-        if joint is None:
-            try:
-                joint = self.model.joint(f'{name}_freejoint').id
-            except KeyError:
-                return f'no entity {name!r}: expected a robot or a free world body'
+            if robot.root_dof < 0:
+                continue  # a fixed-base robot is bolted down: not an entity to teleport
+            joint = self.model.joint(f'{robot.prefix}{robot.model.tree.root()}_freejoint').id
+            robot_roots.add(joint)
+            joints[robot.placement.namespace or robot.model.name] = joint
+            joints.setdefault(robot.model.name, joint)
+        for joint in range(self.model.njnt):
+            name = self.model.joint(joint).name
+            if joint not in robot_roots and name.endswith('_freejoint'):
+                joints[name.removesuffix('_freejoint')] = joint
+        return joints
+
+    def world_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Where an entity may be placed: above the floor's rectangle, up to its longer side high."""
+        half_x, half_y = (size / 2 for size in self.world.floor.size)
+        return np.array([-half_x, -half_y, 0.0]), np.array([half_x, half_y, max(self.world.floor.size)])
+
+    def set_entity_pose(self, name: str, position, quaternion) -> str | None:
+        """Teleport a robot (by namespace or model name) or a free world body; zero its velocity.
+        Returns why a request is refused (nothing moves then)."""
+        entities = self.entity_joints()
+        if name not in entities:
+            expected = f'one of {", ".join(sorted(entities))}'
+            return (f'entity: empty name; expected {expected}' if not name
+                    else f'entity: no entity {name!r}; expected {expected}')
+        joint = entities[name]
+        position = np.asarray(position, dtype=float)
+        low, high = self.world_bounds()
+        if not np.all((position >= low) & (position <= high)):  # also false for NaN
+            return (f'pose.position: ({", ".join(f"{v:g}" for v in position)}) is outside the world: expected x in '
+                    f'[{low[0]:g}, {high[0]:g}], y in [{low[1]:g}, {high[1]:g}], z in [{low[2]:g}, {high[2]:g}] m '
+                    f'(the floor of world {self.world.name})')
         quaternion = np.asarray(quaternion, dtype=float)
-        if not (np.all(np.isfinite(position)) and np.all(np.isfinite(quaternion)) and np.linalg.norm(quaternion) > 0):
-            return 'pose must be finite with a non-zero quaternion'
+        norm = float(np.linalg.norm(quaternion)) if np.all(np.isfinite(quaternion)) else math.nan
+        if not 1e-6 <= norm <= 1e6:
+            return (f'pose.orientation: (w, x, y, z) = ({", ".join(f"{v:g}" for v in quaternion)}): expected a finite '
+                    'quaternion of norm near 1 (between 1e-6 and 1e6; it is normalised)')
         address, dof = self.model.jnt_qposadr[joint], self.model.jnt_dofadr[joint]
         self.data.qpos[address:address + 3] = position
         self.data.qpos[address + 3:address + 7] = quaternion / np.linalg.norm(quaternion)
@@ -316,15 +427,32 @@ class Simulation:
                     self.data.ctrl[actuator] = arm_targets[joint]
 
     def step(self) -> list[Event]:
-        """One physics step; returns the readings that fell due at the new time."""
+        """One physics step; returns the readings that fell due at the new time.
+
+        mj_step integrates qpos/qvel to the new time but leaves everything derived from them
+        (body and sensor poses, sensor data, camera poses) at the state before the step. So when
+        a reading is due, mj_forward first brings the derived quantities to the new time: every
+        reading stamped t holds the state at t. (Stamping with the pre-step time instead would
+        need qpos/qvel from before the step as well.) mj_forward changes nothing the next step
+        depends on, so the trajectory is the same bit for bit; it costs one forward pass on the
+        steps that carry a reading (about a fifth of them at the default rates)."""
         self._apply_controls()
         mujoco.mj_step(self.model, self.data)
         self.step_count += 1
+        # MuJoCo's reset after an instability puts its clock back: one comparison per step notices.
+        # (On an episode's first step the clock agrees either way, so look at the warnings.)
+        if self.data.time < (self.step_count - 0.5) * self.model.opt.timestep or (
+                self.step_count == 1 and self._unstable_warning() is not None):
+            self._on_instability()
         now = self.time_ns
         events = []
+        synced = False
         for index, robot in enumerate(self.robots):
             for item in robot.schedule:
                 if now >= item.next_ns:
+                    if not synced:
+                        mujoco.mj_forward(self.model, self.data)
+                        synced = True
                     events.append(Event(index, item.channel, item.measure(self.data, item.rng, now)))
                     item.advance(now)
         return events
@@ -342,8 +470,11 @@ class Simulation:
         body = robot.root_body
         rotation = self.data.xmat[body].reshape(3, 3)
         # Free-joint qvel: linear velocity in the world frame, angular velocity in the body frame.
-        linear_world = self.data.qvel[robot.root_dof:robot.root_dof + 3]
-        angular_body = self.data.qvel[robot.root_dof + 3:robot.root_dof + 6]
+        if robot.root_dof < 0:
+            linear_world, angular_body = np.zeros(3), np.zeros(3)
+        else:
+            linear_world = self.data.qvel[robot.root_dof:robot.root_dof + 3]
+            angular_body = self.data.qvel[robot.root_dof + 3:robot.root_dof + 6]
         return BaseStateReading(
             stamp, (odometry.x, odometry.y, odometry.yaw) if odometry else (0.0, 0.0, 0.0),
             (odometry.linear, odometry.angular) if odometry else (0.0, 0.0),

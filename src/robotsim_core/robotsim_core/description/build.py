@@ -236,7 +236,7 @@ def make_drive_role(spec, wheels: list[WheelRole], wheelbase: float, track: floa
         no_load = 1.5 * spec.max_linear_speed / min(w.radius for w in wheels if w.driven)
     return DriveRole(spec.type, tuple(wheels), wheelbase, track, spec.max_linear_speed,
                      spec.max_linear_acceleration, spec.max_yaw_rate, max_steering_angle,
-                     spec.wheel_max_torque, no_load, spec.wheel_armature)
+                     spec.wheel_max_torque, no_load, spec.wheel_armature, spec.wheel_separation_multiplier)
 
 
 def build_robot(spec: RobotSpec, source: str) -> RobotModel:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from ..config_schema import load_yaml, parse_spec
+from ..errors import DescriptionError
 from .build import build_robot
 from .model import RobotModel
 from .spec import RobotSpec, UrdfOverlaySpec
@@ -30,10 +31,25 @@ def resolve_robot_path(name_or_path: str) -> str:
     return os.path.join(robot_config_dir(), f'{name_or_path}.yaml')
 
 
-def load_robot(name_or_path: str) -> RobotModel:
-    """Load a robot YAML (generated robot) or URDF overlay YAML (has a ``urdf`` key)."""
+def load_robot(name_or_path: str, strict: bool = False) -> RobotModel:
+    """Load a robot YAML (generated robot) or URDF overlay YAML (has a ``urdf`` key); ``strict``
+    refuses URDF inertials that need repair, as the overlay's ``strict: true`` does."""
     path = resolve_robot_path(name_or_path)
+    if path.lower().endswith(('.urdf', '.xacro')) or _looks_like_xml(path):
+        raise DescriptionError(path, '', 'this is a URDF, expected a robot YAML or an overlay YAML naming the URDF: '
+                                         f'write one with `robotsim import {path} --out overlay.yaml`')
     data = load_yaml(path)
     if isinstance(data, dict) and 'urdf' in data:
-        return import_urdf(parse_spec(UrdfOverlaySpec, data, path), path)
+        spec = parse_spec(UrdfOverlaySpec, data, path)
+        spec.strict = spec.strict or strict
+        return import_urdf(spec, path)
     return build_robot(parse_spec(RobotSpec, data, path), path)
+
+
+def _looks_like_xml(path: str) -> bool:
+    try:
+        with open(path, 'rb') as stream:
+            start = stream.read(256).lstrip()
+    except OSError:
+        return False  # load_yaml reports the missing file
+    return start.startswith(b'<')

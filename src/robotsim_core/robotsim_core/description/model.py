@@ -26,6 +26,8 @@ class Geometry:
     size: tuple[float, ...] = ()
     filename: str = ''
     scale: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    # The file MuJoCo reads when ``filename`` is in a format it cannot (a cached STL conversion).
+    mujoco_file: str = ''
 
 
 @dataclass(frozen=True)
@@ -184,10 +186,29 @@ class DriveRole:
     wheel_max_torque: float
     wheel_no_load_speed: float     # rad/s at full duty without load (sets the back-EMF damping)
     wheel_armature: float          # kg m^2 reflected rotor inertia
+    # Skid-steer calibration (ros2_control diff_drive_controller's name): the track both the
+    # odometry and the inverse kinematics use is track * multiplier; 1 for Ackermann drives.
+    wheel_separation_multiplier: float = 1.0
 
     @cached_property
     def driven_wheels(self) -> tuple[WheelRole, ...]:
         return tuple(wheel for wheel in self.wheels if wheel.driven)
+
+    @property
+    def effective_track(self) -> float:
+        """Track of the ideal differential drive that turns like this base (m): wider than the
+        wheels' track on a skid-steer base, whose tyres scrub sideways in a turn."""
+        return self.track * self.wheel_separation_multiplier
+
+
+@dataclass(frozen=True)
+class LinkContact:
+    """Contact parameters of one link's collision geoms (None: MuJoCo's default)."""
+
+    friction: float | None = None      # sliding coefficient; 0 = frictionless
+    stiffness: float | None = None     # N/m (Gazebo kp)
+    damping: float | None = None       # N s/m (Gazebo kd)
+    self_collide: bool = True
 
 
 @dataclass(frozen=True)
@@ -220,6 +241,23 @@ class RobotModel:
     sensors: list[SensorRole] = field(default_factory=list)
     # Sliding friction per link for ground contact; 0 means frictionless (ball casters).
     link_friction: dict[str, float] = field(default_factory=dict)
+    # Imported robots (see description/urdf_import.py); generated robots keep the defaults.
+    fixed_base: bool = False               # root welded to the world at ``mount`` (no free joint)
+    mount: Pose = Pose()                   # root link in the spawn frame (fixed base)
+    # MuJoCo inertial per link after lumping fixed-joint links into their moving ancestor and
+    # repairing invalid tensors; None: every link's own URDF inertial as is.
+    body_inertials: dict[str, Inertial | None] | None = None
+    contacts: dict[str, LinkContact] = field(default_factory=dict)
+    collision_excludes: list[tuple[str, str]] = field(default_factory=list)   # link pairs that never collide
+    exclusion_counts: dict[str, int] = field(default_factory=dict)            # reason -> pairs excluded
+    warnings: list[str] = field(default_factory=list)                         # repairs, one line each
+    gravity_compensation: bool = False     # arm servos cancel gravity on the links they carry
+    initial_positions: dict[str, float] = field(default_factory=dict)  # joint -> start position (default 0)
+
+    def body_name(self, link: str) -> str:
+        """MuJoCo body of a link: its own name, except a URDF root link called ``world`` (MuJoCo's
+        world body has that name), which becomes ``<robot>_world``."""
+        return f'{self.name}_world' if link == 'world' and link == self.tree.root() else link
 
     def summary(self) -> dict:
         tree = self.tree
@@ -230,6 +268,7 @@ class RobotModel:
             'moving_joints': len(tree.moving_joints()),
             'mass_kg': round(sum(link.inertial.mass for link in tree.links.values() if link.inertial), 6),
             'drive': self.drive.type if self.drive else None,
+            'fixed_base': self.fixed_base,
             'wheels': len(self.drive.wheels) if self.drive else 0,
             'wheelbase_m': round(self.drive.wheelbase, 6) if self.drive else None,
             'track_m': round(self.drive.track, 6) if self.drive else None,

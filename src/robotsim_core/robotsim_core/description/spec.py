@@ -2,18 +2,65 @@
 
 Units are SI (REP 103): metres, kilograms, seconds, radians, hertz. Every field documents
 itself below; :func:`robotsim_core.config_schema.parse_spec` enforces types and ranges.
+
+Bounds (beyond the config-wide ones of :mod:`robotsim_core.config_schema`: every number finite and
+within +-1e6, every positive number >= 1e-6):
+
+* sizes (lengths, radii, thicknesses) >= :data:`MIN_SIZE` (1 mm): MuJoCo needs a moving body's
+  inertia above its resolution, and contacts of thinner shapes are not resolved at a 2 ms step;
+* masses from :data:`MIN_MASS` (1 g) to :data:`MAX_MASS` (10 t);
+* sensor rates from :data:`MIN_SENSOR_RATE` (0.1 Hz) to 100 Hz (lidar), 120 Hz (camera), 1 kHz (IMU),
+  and never above the world's physics rate (checked when the scene is built);
+* lidar: at most :data:`MAX_LIDAR_SAMPLES` beams per channel, :data:`MAX_LIDAR_CHANNELS` channels and
+  :data:`MAX_LIDAR_RAYS` rays per scan (an Ouster OS1-128 at 2048 x 128);
+* camera images at most :data:`MAX_IMAGE_SIDE` px a side: one offscreen buffer (4x multisampled),
+  sized to the largest camera, serves every camera; software GL (llvmpipe) refuses sides above
+  16384 px and a 4096 x 4096 buffer already takes about half a GiB;
+* names (robot, arms, joints, links, wheels, sensors) are ROS name tokens: they become frame ids,
+  topic names and MuJoCo names.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass
 from typing import Literal
 
 from ..config_schema import spec_field
 from ..errors import DescriptionError
 
 Vec3 = tuple[float, float, float]
+RGBA = tuple[float, float, float, float]
+
+MIN_SIZE = 1e-3
+MIN_MASS = 1e-3
+MAX_MASS = 1e4
+MIN_SENSOR_RATE = 0.1
+MAX_LIDAR_SAMPLES = 8192
+MAX_LIDAR_CHANNELS = 128
+MAX_LIDAR_RAYS = 2048 * 128
+MAX_IMAGE_SIDE = 4096
+MAX_WHEELS = 20
+NAME = (r'[A-Za-z][A-Za-z0-9_]*', 'a name of letters, digits and _ starting with a letter')
+NAME_OR_EMPTY = (r'([A-Za-z][A-Za-z0-9_]*)?', "'' or a name of letters, digits and _ starting with a letter")
+
+
+def size_field(default=MISSING, **rules):
+    """A length that must be at least :data:`MIN_SIZE`."""
+    return spec_field(default, at_least=MIN_SIZE, **rules)
+
+
+def mass_field(default=MISSING):
+    return spec_field(default, at_least=MIN_MASS, at_most=MAX_MASS)
+
+
+def name_field(default=MISSING):
+    return spec_field(default, pattern=NAME)
+
+
+def colour_field(default):
+    """RGBA, each component 0..1."""
+    return spec_field(default, non_negative=True, at_most=1.0)
 
 
 @dataclass
@@ -26,13 +73,13 @@ class PoseSpec:
 
 @dataclass
 class BaseSpec:
-    size: Vec3 = spec_field(positive=True)
+    size: Vec3 = size_field()
     """Chassis box full extents: length (x), width (y), height (z) in m."""
-    mass: float = spec_field(positive=True)
+    mass: float = mass_field()
     """Chassis mass without wheels, arm or sensors (kg)."""
     ground_clearance: float = spec_field(0.02, non_negative=True)
     """Height of the chassis box's underside above the ground (m)."""
-    color: tuple[float, float, float, float] = (0.25, 0.3, 0.35, 1.0)
+    color: RGBA = colour_field((0.25, 0.3, 0.35, 1.0))
     """RGBA of the chassis in URDF/MuJoCo visuals."""
 
 
@@ -41,15 +88,15 @@ class WheelCountSpec:
     """Wheels given as a count: even counts are left/right pairs over count/2 axles; an odd count
     adds an unpowered centre caster on the front axle."""
 
-    count: int = spec_field(at_least=3)
+    count: int = spec_field(at_least=3, at_most=MAX_WHEELS)
     """Number of wheels including the caster (>= 3: two wheels alone cannot stand)."""
-    radius: float = spec_field(positive=True)
+    radius: float = size_field()
     """Wheel radius (m)."""
-    width: float = spec_field(positive=True)
+    width: float = size_field()
     """Tyre width (m)."""
-    mass: float = spec_field(0.2, positive=True)
+    mass: float = mass_field(0.2)
     """Mass of one wheel (kg)."""
-    track: float | None = spec_field(None, positive=True)
+    track: float | None = size_field(None)
     """Distance between left and right wheel centres (m); default chassis width + wheel width."""
     axle_positions: list[float] | None = None
     """x of each axle in base_link, front first (m); default spread over the chassis length."""
@@ -57,7 +104,7 @@ class WheelCountSpec:
     """Which axles are powered."""
     steered: Literal['none', 'front'] = 'none'
     """Which axle steers (Ackermann robots need 'front')."""
-    caster_radius: float | None = spec_field(None, positive=True)
+    caster_radius: float | None = size_field(None)
     """Radius of the ball caster added for odd counts (m); default half the wheel radius."""
     friction: float = spec_field(1.0, positive=True)
     """Tyre-ground sliding friction coefficient."""
@@ -78,13 +125,13 @@ class WheelSpec:
 
     position: tuple[float, float] = spec_field()
     """(x, y) of the wheel centre in base_link (m); y > 0 is left, y < 0 right, y = 0 a caster."""
-    radius: float = spec_field(positive=True)
+    radius: float = size_field()
     """Wheel radius (m)."""
-    width: float = spec_field(positive=True)
+    width: float = size_field()
     """Tyre width (m); a passive wheel on the centre line is modelled as a ball caster."""
-    name: str | None = None
+    name: str | None = name_field(None)
     """Link/joint name stem; default ``<side>_wheel_<index>``."""
-    mass: float = spec_field(0.2, positive=True)
+    mass: float = mass_field(0.2)
     """Mass (kg)."""
     driven: bool = True
     """Powered by a motor."""
@@ -112,19 +159,30 @@ class DriveSpec:
     """Wheel speed of an unloaded motor at full duty (rad/s); default 1.5 x the top speed's wheel speed."""
     wheel_armature: float = spec_field(0.002, positive=True)
     """Rotor inertia reflected through the gearbox (kg m^2): what a gear motor adds to the wheel."""
+    wheel_separation_multiplier: float = spec_field(1.0, positive=True, at_most=10.0)
+    """Differential only: effective track / wheel track, used by the odometry and the inverse
+    kinematics (ros2_control diff_drive_controller's parameter of that name). A skid-steer base
+    scrubs its tyres sideways in a turn, so it turns slower than its wheel speeds say: > 1.
+    Measure it with ``robotsim calibrate odometry``."""
+
+    def check(self, source: str, path: str) -> None:
+        if self.type != 'differential' and self.wheel_separation_multiplier != 1.0:
+            raise DescriptionError(source, f'{path}.wheel_separation_multiplier',
+                                   f'expected no multiplier for a {self.type} drive (its odometry takes the '
+                                   'turn from the steering angles, not the track)')
 
 
 @dataclass
 class LinkShapeSpec:
-    length: float = spec_field(positive=True)
+    length: float = size_field()
     """Extent along ``direction`` (m); the next joint sits at the far end by default."""
-    thickness: float = spec_field(0.04, positive=True)
+    thickness: float = size_field(0.04)
     """Diameter of a cylinder / side of a square box (m)."""
     shape: Literal['cylinder', 'box'] = 'cylinder'
     """Collision and visual shape."""
     direction: Vec3 = (0.0, 0.0, 1.0)
     """Unit direction, in the link frame, in which the link extends."""
-    mass: float = spec_field(0.1, positive=True)
+    mass: float = mass_field(0.1)
     """Mass (kg)."""
 
     def check(self, source: str, path: str) -> None:
@@ -134,7 +192,7 @@ class LinkShapeSpec:
 
 @dataclass
 class ArmJointSpec:
-    name: str = spec_field()
+    name: str = name_field()
     """Joint name as published in /joint_states."""
     lower: float = spec_field()
     """Lower position limit (rad or m)."""
@@ -152,7 +210,7 @@ class ArmJointSpec:
     """Velocity limit (rad/s or m/s)."""
     origin: PoseSpec | None = None
     """Joint frame in the previous link's frame; default: the previous link's tip (the mount for the first)."""
-    link_name: str | None = None
+    link_name: str | None = name_field(None)
     """Name of the moved link; default ``<joint name without _joint>_link``."""
 
     def check(self, source: str, path: str) -> None:
@@ -165,13 +223,13 @@ class ArmJointSpec:
 
 @dataclass
 class GripperSpec:
-    stroke: float = spec_field(0.02, positive=True)
+    stroke: float = size_field(0.02)
     """Travel of each finger from closed (m)."""
-    finger_length: float = spec_field(0.04, positive=True)
+    finger_length: float = size_field(0.04)
     """Finger length along the last link's direction (m)."""
-    finger_thickness: float = spec_field(0.01, positive=True)
+    finger_thickness: float = size_field(0.01)
     """Finger box side (m)."""
-    finger_mass: float = spec_field(0.02, positive=True)
+    finger_mass: float = mass_field(0.02)
     """Mass of one finger (kg)."""
     effort: float = spec_field(10.0, positive=True)
     """Grip force limit per finger (N)."""
@@ -179,8 +237,8 @@ class GripperSpec:
 
 @dataclass
 class ArmSpec:
-    name: str = spec_field()
-    """Arm name; prefixes nothing, but names the arm's controller."""
+    name: str = name_field()
+    """Arm name; names the gripper's fingers and the arm's controller."""
     joints: list[ArmJointSpec] = spec_field(non_empty=True)
     """Serial chain from the mount outwards."""
     parent: str = 'base_link'
@@ -200,7 +258,7 @@ class TopicQosSpec:
     """Delivery guarantee."""
     durability: Literal['volatile', 'transient_local'] = 'volatile'
     """Whether late subscribers get the last messages."""
-    depth: int = spec_field(5, at_least=1)
+    depth: int = spec_field(5, at_least=1, at_most=1000)
     """History depth."""
 
 
@@ -208,19 +266,19 @@ class TopicQosSpec:
 class LidarSpec:
     type: Literal['lidar'] = spec_field()
     """Ray-cast lidar: one channel publishes LaserScan, more publish PointCloud2."""
-    name: str = 'laser'
+    name: str = name_field('laser')
     """Sensor name; also its frame_id."""
     parent: str = 'base_link'
     """Link the sensor is mounted on."""
     pose: PoseSpec = spec_field(default_factory=PoseSpec)
     """Sensor frame in the parent link (REP 103: x forward, z up)."""
-    rate: float = spec_field(10.0, positive=True)
+    rate: float = spec_field(10.0, at_least=MIN_SENSOR_RATE, at_most=100.0)
     """Scan rate (Hz)."""
-    samples: int = spec_field(360, at_least=1)
+    samples: int = spec_field(360, at_least=1, at_most=MAX_LIDAR_SAMPLES)
     """Beams per revolution/channel."""
     horizontal_fov: float = spec_field(2 * math.pi, positive=True, at_most=2 * math.pi)
     """Horizontal field of view (rad), centred on +x."""
-    channels: int = spec_field(1, at_least=1)
+    channels: int = spec_field(1, at_least=1, at_most=MAX_LIDAR_CHANNELS)
     """Vertical channels."""
     vertical_fov: float = spec_field(0.0, non_negative=True, at_most=math.pi)
     """Vertical field of view (rad), centred on the horizon; 0 for a single plane."""
@@ -239,6 +297,9 @@ class LidarSpec:
                                    f'expected range_min < range_max, got {self.range_min} >= {self.range_max}')
         if self.channels > 1 and self.vertical_fov <= 0:
             raise DescriptionError(source, f'{path}.vertical_fov', 'expected a number > 0 when channels > 1')
+        if self.samples * self.channels > MAX_LIDAR_RAYS:
+            raise DescriptionError(source, f'{path}.samples', f'expected samples x channels <= {MAX_LIDAR_RAYS} rays '
+                                   f'per scan, got {self.samples} x {self.channels}')
 
     @property
     def frame(self) -> str:
@@ -249,17 +310,18 @@ class LidarSpec:
 class CameraSpec:
     type: Literal['camera'] = spec_field()
     """Offscreen-rendered camera."""
-    name: str = 'camera'
-    """Sensor name; frames are ``<name>_link`` and ``<name>_optical_frame``, topics ``/<name>/...``."""
+    name: str = name_field('camera')
+    """Sensor name; frames are ``<name>_link`` and ``<name>_optical_frame`` (see ``optical_frame``),
+    topics ``/<name>/...``."""
     parent: str = 'base_link'
     """Link the camera body is mounted on."""
     pose: PoseSpec = spec_field(default_factory=PoseSpec)
     """``<name>_link`` in the parent link (REP 103 body frame: x along the view direction)."""
-    rate: float = spec_field(15.0, positive=True)
+    rate: float = spec_field(15.0, at_least=MIN_SENSOR_RATE, at_most=120.0)
     """Capture rate (Hz)."""
-    width: int = spec_field(320, at_least=1)
+    width: int = spec_field(320, at_least=1, at_most=MAX_IMAGE_SIDE)
     """Image width (px)."""
-    height: int = spec_field(240, at_least=1)
+    height: int = spec_field(240, at_least=1, at_most=MAX_IMAGE_SIDE)
     """Image height (px)."""
     vertical_fov: float = spec_field(1.0, positive=True, at_most=math.pi - 1e-3)
     """Vertical field of view (rad)."""
@@ -275,6 +337,10 @@ class CameraSpec:
     """Gaussian depth noise (m)."""
     qos: TopicQosSpec | None = None
     """QoS override for this sensor's topics (default: SensorDataQoS)."""
+    optical_frame: str = spec_field('', pattern=NAME_OR_EMPTY)
+    """Frame id of the images ('' = ``<name>_optical_frame``). Name it as the real camera's driver
+    stamps its images, so both worlds agree: a RealSense (realsense-ros 4.x) stamps colour and aligned
+    depth ``<camera_name>_color_optical_frame``."""
 
     def check(self, source: str, path: str) -> None:
         if self.near >= self.far:
@@ -282,7 +348,7 @@ class CameraSpec:
 
     @property
     def frame(self) -> str:
-        return f'{self.name}_optical_frame'
+        return self.optical_frame or f'{self.name}_optical_frame'
 
     @property
     def body_frame(self) -> str:
@@ -293,13 +359,13 @@ class CameraSpec:
 class ImuSpec:
     type: Literal['imu'] = spec_field()
     """Inertial measurement unit (REP 145)."""
-    name: str = 'imu'
+    name: str = name_field('imu')
     """Sensor name; frame ``<name>_link``."""
     parent: str = 'base_link'
     """Link the IMU is mounted on."""
     pose: PoseSpec = spec_field(default_factory=PoseSpec)
     """IMU frame in the parent link."""
-    rate: float = spec_field(100.0, positive=True)
+    rate: float = spec_field(100.0, at_least=MIN_SENSOR_RATE, at_most=1000.0)
     """Sample rate (Hz)."""
     gyro_noise_stddev: float = spec_field(0.002, non_negative=True)
     """Angular velocity white noise (rad/s)."""
@@ -326,7 +392,7 @@ SensorSpec = LidarSpec | CameraSpec | ImuSpec
 class RobotSpec:
     """A robot generated entirely from YAML."""
 
-    name: str = spec_field()
+    name: str = name_field()
     """Robot name (URDF robot name, MuJoCo model name)."""
     base: BaseSpec = spec_field()
     """The chassis."""
@@ -348,13 +414,13 @@ class OverlayWheelSpec:
     """Powered by a motor."""
     steer_joint: str | None = None
     """URDF joint (about z) that steers this wheel, if any."""
-    radius: float | None = spec_field(None, positive=True)
+    radius: float | None = size_field(None)
     """Wheel radius (m); default from the wheel link's cylinder or sphere collision."""
 
 
 @dataclass
 class OverlayArmSpec:
-    name: str = spec_field()
+    name: str = name_field()
     """Arm name."""
     joints: list[str] = spec_field(non_empty=True)
     """URDF joints of the arm, base to tip."""
@@ -363,22 +429,76 @@ class OverlayArmSpec:
 
 
 @dataclass
+class OverlayDriveSpec(DriveSpec):
+    wheel_max_torque: float | None = spec_field(None, positive=True)
+    """Stall torque of one wheel motor (N m); default the wheel joint's URDF ``<limit effort>``
+    (2 N m when the URDF gives none)."""
+
+
+@dataclass
+class ContactSpec:
+    """Contact of one link's collision shapes, overriding what its URDF ``<gazebo reference>`` tag says."""
+
+    friction: float | None = spec_field(None, non_negative=True)
+    """Sliding friction coefficient; 0 makes the link slide freely (a passive caster)."""
+    stiffness: float | None = spec_field(None, positive=True)
+    """Contact stiffness (N/m), Gazebo's ``kp``."""
+    damping: float | None = spec_field(None, non_negative=True)
+    """Contact damping (N s/m), Gazebo's ``kd``."""
+    self_collide: bool | None = None
+    """Whether the link collides with the robot's other links (Gazebo's ``selfCollide``); default true."""
+
+
+@dataclass
 class UrdfOverlaySpec:
-    """An existing URDF plus what it cannot say: the way Gazebo's ``<gazebo>`` tags extend one."""
+    """An existing URDF plus what it cannot say: the way Gazebo's ``<gazebo>`` tags extend one.
+
+    With ``drive`` and ``wheels`` the robot is a mobile base (its root link floats); without them
+    it is a fixed-base robot whose root link is welded to the world at ``mount``."""
 
     urdf: str = spec_field()
-    """Path of the URDF, relative to this overlay file."""
-    drive: DriveSpec = spec_field()
-    """Drive kinematics and limits."""
-    wheels: list[OverlayWheelSpec] = spec_field(non_empty=True)
-    """The base's wheels by joint."""
-    name: str | None = None
+    """Path of the URDF, relative to this overlay file, or ``package://NAME/...``."""
+    drive: OverlayDriveSpec | None = None
+    """Drive kinematics and limits (mobile bases; give ``wheels`` too)."""
+    wheels: list[OverlayWheelSpec] = spec_field(default_factory=list)
+    """The base's wheels by joint (mobile bases; give ``drive`` too)."""
+    mount: PoseSpec | None = None
+    """Fixed-base robots: pose of the root link in the robot's spawn frame (e.g. on a table); default
+    the spawn pose itself."""
+    name: str | None = name_field(None)
     """Robot name; default the URDF's."""
     base_link: str = 'base_link'
-    """Chassis link."""
+    """Chassis link (mobile bases) or the arm's base link (fixed base)."""
     package_paths: dict[str, str] = spec_field(default_factory=dict)
     """``package://NAME`` -> directory (relative to this file) for meshes."""
     arms: list[OverlayArmSpec] = spec_field(default_factory=list)
     """Arms by joint name."""
     sensors: list[SensorSpec] = spec_field(default_factory=list)
     """Sensors to mount; frames are added to the URDF as fixed links."""
+    contacts: dict[str, ContactSpec] = spec_field(default_factory=dict)
+    """Per-link contact overrides by link name (friction, stiffness, damping, self_collide)."""
+    srdf: str | None = None
+    """MoveIt SRDF (relative to this file, or ``package://``) whose ``<disable_collisions>`` pairs never collide."""
+    self_collision: bool = True
+    """Links of the robot collide with each other (adjacent links and the exclusions never do)."""
+    gravity_compensation: bool = True
+    """Arm joints' position servos cancel gravity on the links they carry, as real arm controllers do."""
+    strict: bool = False
+    """Refuse a URDF whose inertials need repair instead of repairing them with a warning."""
+
+    def check(self, source: str, path: str) -> None:
+        if (self.drive is None) != (not self.wheels):
+            given, missing = ('drive', 'wheels') if self.drive is not None else ('wheels', 'drive')
+            raise DescriptionError(source, _join_key(path, missing),
+                                   f'expected {missing} with {given} (a mobile base), or neither (a fixed-base robot)')
+        if self.mount is not None and self.drive is not None:
+            raise DescriptionError(source, _join_key(path, 'mount'),
+                                   'expected no mount on a mobile base (it spawns on the floor); mount is for fixed-base robots')
+
+    @property
+    def fixed_base(self) -> bool:
+        return self.drive is None
+
+
+def _join_key(path: str, key: str) -> str:
+    return f'{path}.{key}' if path else key

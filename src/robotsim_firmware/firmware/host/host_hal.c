@@ -29,17 +29,16 @@ size_t hal_uart_read(uint8_t *buf, size_t max) {
 }
 
 size_t hal_uart_write(const uint8_t *buf, size_t len) {
-  size_t n = 0;
-  for (; n < len; ++n) {
-    uint32_t next = (plant.tx_head + 1) % HOST_UART_BUFFER;
-    if (next == plant.tx_tail) {
-      plant.tx_dropped += (uint32_t)(len - n);
-      break;
-    }
-    plant.tx[plant.tx_head] = buf[n];
-    plant.tx_head = next;
+  uint32_t used = (plant.tx_head + HOST_UART_BUFFER - plant.tx_tail) % HOST_UART_BUFFER;
+  if (len > HOST_UART_BUFFER - 1u - used) { /* all or nothing: never a truncated frame */
+    plant.tx_dropped += (uint32_t)len;
+    return 0;
   }
-  return n;
+  for (size_t n = 0; n < len; ++n) {
+    plant.tx[plant.tx_head] = buf[n];
+    plant.tx_head = (plant.tx_head + 1) % HOST_UART_BUFFER;
+  }
+  return len;
 }
 
 void hal_fault_led(uint8_t on) { plant.fault_led = on; }
@@ -60,15 +59,17 @@ void fw_host_reset(void) {
 }
 
 /* Run the firmware for dt_ns of sim time in whole loop periods, carrying the remainder, so the
- * loop count never drifts from sim time. Returns the loops run. */
+ * loop count never drifts from sim time. Returns the loops run. A loop runs at the time it reads:
+ * the first loop of a physics tick sees the encoders at the tick's own time, so telemetry stamped
+ * with that loop's time describes the wheels at that time. */
 uint32_t fw_host_advance(uint64_t dt_ns) {
   const uint64_t period_ns = 1000000000ull / FW_LOOP_HZ;
   uint32_t ran = 0;
   plant.remainder_ns += dt_ns;
   while (plant.remainder_ns >= period_ns) {
     plant.remainder_ns -= period_ns;
-    plant.time_ns += period_ns;
     fw_step();
+    plant.time_ns += period_ns;
     plant.loops++;
     ran++;
   }

@@ -15,7 +15,7 @@ struct host_plant {
   float duty[HAL_MOTOR_CHANNELS];         /* written by the firmware */
   uint8_t brake[HAL_MOTOR_CHANNELS];      /* written by the firmware */
   uint8_t fault_led;
-  uint64_t time_ns;                       /* firmware clock = sim time of the current loop */
+  uint64_t time_ns;                       /* firmware clock: the sim time of the next loop (hal_time_us in a loop) */
   uint64_t loops;                         /* loop iterations run since reset */
   uint64_t remainder_ns;                  /* sim time not yet covered by a whole loop period */
   uint32_t rx_head, rx_tail;              /* sim -> firmware bytes (ring) */

@@ -12,6 +12,7 @@
 #include "protocol.h"
 
 #define TWO_PI 6.28318530718f
+#define FW_MAX_GAIN 1e4f /* far above any useful duty-per-(rad/s) gain; rejects absurd values */
 
 struct gains {
   float kp, ki, kd, kff;
@@ -35,6 +36,9 @@ static struct {
   uint16_t faults;
   uint8_t tx_sequence;
   uint8_t stalled_channel_mask;
+  uint64_t host_rx_us; /* when the last valid host frame arrived (echoed in telemetry for clock mapping) */
+  uint8_t host_rx_sequence;
+  uint8_t host_rx_type;
 } fw;
 
 static void send(const uint8_t *payload, size_t len) {
@@ -49,10 +53,15 @@ static void send_fault(uint16_t faults, uint8_t channel) {
   send(payload, sizeof(payload));
 }
 
+static int valid_gain(float gain) { return gain >= 0.0f && gain <= FW_MAX_GAIN; } /* false for NaN */
+
 static void on_message(const uint8_t *payload, size_t len, void *user) {
   (void)user;
   if (len < 2) return;
   uint8_t type = payload[0];
+  fw.host_rx_us = hal_time_us();
+  fw.host_rx_sequence = payload[1];
+  fw.host_rx_type = type;
   const uint8_t *body = payload + 2;
   size_t body_len = len - 2;
   if (type == MSG_HELLO && body_len >= 1) {
@@ -74,11 +83,16 @@ static void on_message(const uint8_t *payload, size_t len, void *user) {
     fw.last_setpoint_us = hal_time_us();
     fw.status |= STATUS_SETPOINT_ACTIVE;
   } else if (type == MSG_SET_GAINS && body_len >= 18) {
-    fw.gains.kp = proto_get_f32(body);
-    fw.gains.ki = proto_get_f32(body + 4);
-    fw.gains.kd = proto_get_f32(body + 8);
-    fw.gains.kff = proto_get_f32(body + 12);
-    fw.gains.watchdog_ms = proto_get_u16(body + 16);
+    float kp = proto_get_f32(body), ki = proto_get_f32(body + 4), kd = proto_get_f32(body + 8),
+          kff = proto_get_f32(body + 12);
+    /* A NaN, infinite, negative or absurd gain would drive the motors with garbage: keep the old set. */
+    if (valid_gain(kp) && valid_gain(ki) && valid_gain(kd) && valid_gain(kff)) {
+      fw.gains.kp = kp;
+      fw.gains.ki = ki;
+      fw.gains.kd = kd;
+      fw.gains.kff = kff;
+      fw.gains.watchdog_ms = proto_get_u16(body + 16);
+    }
   }
 }
 
@@ -100,11 +114,12 @@ void fw_init(void) {
 
 static float clamp(float value, float low, float high) { return value < low ? low : (value > high ? high : value); }
 
-static void send_telemetry(void) {
+/* sample_us: when this loop read the encoders, the instant the telemetry describes. */
+static void send_telemetry(uint64_t sample_us) {
   uint8_t payload[2 + TELEMETRY_BODY_SIZE] = {MSG_TELEMETRY, fw.tx_sequence++};
   uint8_t *p = payload + 2;
   uint32_t newest = (fw.history_index + FW_VELOCITY_WINDOW - 1) % FW_VELOCITY_WINDOW;
-  proto_put_u32(p, (uint32_t)(hal_time_us() / 1000u));
+  proto_put_u32(p, (uint32_t)(sample_us / 1000u));
   p += 4;
   for (int i = 0; i < HAL_MOTOR_CHANNELS; ++i, p += 4) proto_put_u32(p, (uint32_t)fw.history[newest][i]);
   for (int i = 0; i < HAL_MOTOR_CHANNELS; ++i, p += 4) proto_put_f32(p, fw.velocity[i]);
@@ -113,6 +128,10 @@ static void send_telemetry(void) {
   proto_put_u16(p + 2, fw.faults);
   proto_put_u16(p + 4, (uint16_t)fw.parser.frames_ok);
   proto_put_u16(p + 6, (uint16_t)fw.parser.errors);
+  proto_put_u32(p + 8, (uint32_t)sample_us);
+  proto_put_u32(p + 12, (uint32_t)fw.host_rx_us);
+  p[16] = fw.host_rx_sequence;
+  p[17] = fw.host_rx_type;
   send(payload, sizeof(payload));
 }
 
@@ -163,5 +182,6 @@ void fw_step(void) {
   }
   fw.history_index = (fw.history_index + 1) % FW_VELOCITY_WINDOW;
   hal_fault_led(fw.faults != 0);
-  if (++fw.loops % FW_TELEMETRY_DIVIDER == 0) send_telemetry();
+  /* Telemetry on the first loop after boot and every tenth after it. */
+  if (fw.loops++ % FW_TELEMETRY_DIVIDER == 0) send_telemetry(now);
 }

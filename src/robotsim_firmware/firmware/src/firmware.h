@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 #define FW_VERSION_MAJOR 1
-#define FW_VERSION_MINOR 0
+#define FW_VERSION_MINOR 1
 #define FW_VERSION_PATCH 0
 #define FW_LOOP_HZ 1000u            /* control loop rate */
 #define FW_TELEMETRY_DIVIDER 10u    /* telemetry every 10 loops: 100 Hz */

@@ -25,7 +25,8 @@ uint64_t hal_time_us(void);
 /* Non-blocking UART: read up to max bytes into buf, returns the count (0 when none). */
 size_t hal_uart_read(uint8_t *buf, size_t max);
 
-/* Queue bytes for transmission; returns how many were accepted (the rest is dropped). */
+/* Queue bytes for transmission: all of them or, when they do not fit, none (returns 0). A frame is
+ * never cut short: a truncated frame would reach the host as a corrupted one. */
 size_t hal_uart_write(const uint8_t *buf, size_t len);
 
 /* Optional fault indicator (LED); may do nothing. */

@@ -7,7 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PROTOCOL_VERSION 1
+/* 2: TELEMETRY carries the MCU's microsecond clock and when the last host frame arrived. */
+#define PROTOCOL_VERSION 2
 #define PROTO_MAX_PAYLOAD 96
 /* COBS adds one byte per 254 plus one; plus CRC and delimiter. */
 #define PROTO_MAX_FRAME (PROTO_MAX_PAYLOAD + 2 + (PROTO_MAX_PAYLOAD + 2) / 254 + 2)
@@ -41,8 +42,14 @@ struct proto_telemetry {
   uint16_t faults;
   uint16_t rx_frames_ok;
   uint16_t rx_errors;  /* CRC, COBS and length errors */
+  uint32_t time_us;    /* the same sample instant as time_ms, in microseconds (low 32 bits) */
+  uint32_t host_rx_us; /* when the last valid host frame was received (microseconds, low 32 bits) */
+  uint8_t host_rx_sequence; /* that frame's sequence number */
+  uint8_t host_rx_type;     /* that frame's type; 0 = none since reset */
 };
-#define TELEMETRY_BODY_SIZE (4 + 16 + 16 + 8 + 2 + 2 + 2 + 2)
+/* The host maps MCU time onto its own clock from host_rx_*: a frame cannot arrive before it was
+ * sent, so (host send time - MCU receive time) is a lower bound of the clock offset. */
+#define TELEMETRY_BODY_SIZE (4 + 16 + 16 + 8 + 2 + 2 + 2 + 2 + 4 + 4 + 1 + 1)
 
 uint16_t proto_crc16(const uint8_t *data, size_t len);
 

@@ -1,0 +1,92 @@
+"""Odometry against ground truth in the headless simulation core (no ROS): drives calibration
+manoeuvres on an open floor and fits ``drive.wheel_separation_multiplier``
+(:mod:`robotsim_core.odometry_calibration` has the method and the fit)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from robotsim_core.description.model import RobotModel
+from robotsim_core.geometry import quat_to_yaw
+from robotsim_core.odometry_calibration import (CALIBRATION_MANOEUVRES, Manoeuvre, YawComparison, fit_multiplier,
+                                                require_differential)
+
+from .scene import RobotPlacement
+from .simulation import SimOptions, Simulation
+from .world_spec import FloorSpec, WorldSpec
+
+
+def open_floor(friction: float = 1.0, timestep: float = 0.002) -> WorldSpec:
+    """A floor without walls or obstacles, large enough for every manoeuvre."""
+    return WorldSpec(name='calibration_floor', timestep=timestep, floor=FloorSpec(size=(40.0, 40.0), friction=friction))
+
+
+def _relative(pose_xy: np.ndarray, origin_xy: np.ndarray, origin_yaw: float) -> np.ndarray:
+    c, s = math.cos(origin_yaw), math.sin(origin_yaw)
+    dx, dy = pose_xy - origin_xy
+    return np.array([c * dx + s * dy, -s * dx + c * dy])
+
+
+class OdometryTrials:
+    """One simulation of ``model`` with a given multiplier; :meth:`drive` runs one manoeuvre from rest."""
+
+    def __init__(self, model: RobotModel, multiplier: float, world: WorldSpec | None = None, seed: int = 0):
+        require_differential(model)
+        self.multiplier = multiplier
+        self.model = replace(model, drive=replace(model.drive, wheel_separation_multiplier=multiplier))
+        self.sim = Simulation(world or open_floor(), [RobotPlacement(self.model)], SimOptions(seed=seed, cameras=False))
+
+    def drive(self, manoeuvre: Manoeuvre) -> YawComparison:
+        """Hold the command; compare odometry and ground truth over the stretch after ``settle`` s."""
+        sim = self.sim
+        sim.reset()
+        steps = round((manoeuvre.settle + manoeuvre.duration) / sim.model.opt.timestep)
+        start_step = round(manoeuvre.settle / sim.model.opt.timestep)
+        first = previous = None
+        odom_yaw = true_yaw = path = 0.0
+        for step in range(steps):
+            sim.command_base(0, manoeuvre.linear, manoeuvre.angular)
+            for event in sim.step():
+                if event.channel != 'base_state' or step < start_step:
+                    continue
+                reading = event.reading
+                if first is None:
+                    first = previous = reading
+                    continue
+                # Unwrapped sums of the 50 Hz increments: a manoeuvre turns several times.
+                odom_yaw += math.remainder(reading.odom_pose[2] - previous.odom_pose[2], math.tau)
+                true_yaw += math.remainder(quat_to_yaw(*reading.true_quaternion)
+                                           - quat_to_yaw(*previous.true_quaternion), math.tau)
+                path += float(np.hypot(*(reading.true_position[:2] - previous.true_position[:2])))
+                previous = reading
+        odom_xy = _relative(np.array(previous.odom_pose[:2]), np.array(first.odom_pose[:2]), first.odom_pose[2])
+        true_xy = _relative(previous.true_position[:2], first.true_position[:2], quat_to_yaw(*first.true_quaternion))
+        return YawComparison(manoeuvre.label, odom_yaw * self.multiplier, true_yaw, path,
+                             float(np.linalg.norm(odom_xy - true_xy)))
+
+
+def calibrate_in_simulation(model: RobotModel, manoeuvres=CALIBRATION_MANOEUVRES, world: WorldSpec | None = None,
+                            seed: int = 0, start: float | None = None, iterations: int = 6,
+                            tolerance: float = 0.005, report=None) -> tuple[float, list[YawComparison]]:
+    """Fixed point of drive-and-fit: the multiplier changes the wheel speeds a command asks for,
+    and scrub depends a little on them, so the manoeuvres are driven again with each new estimate
+    until it moves by less than ``tolerance`` (relative). Returns the multiplier and the last
+    manoeuvres' comparisons (driven with a multiplier within ``tolerance`` of it)."""
+    multiplier = start if start is not None else model.drive.wheel_separation_multiplier
+    for iteration in range(iterations):
+        trials = OdometryTrials(model, multiplier, world, seed)
+        try:
+            comparisons = [trials.drive(manoeuvre) for manoeuvre in manoeuvres]
+        finally:
+            trials.sim.close()
+        fitted = fit_multiplier(comparisons)
+        if report is not None:
+            report(iteration, multiplier, fitted)
+        converged = abs(fitted - multiplier) <= tolerance * multiplier
+        multiplier = fitted
+        if converged:
+            break
+    return multiplier, comparisons
