@@ -108,6 +108,19 @@ def test_undeclared_or_bad_arguments_are_refused_by_the_launch_file(mode, argume
     assert expected in str(error.value)
 
 
+@pytest.mark.parametrize('value', [None, [], [1, 'a']])
+def test_real_config_parameters_ros_cannot_hold_stop_the_launch_file_before_any_node(value, tmp_path,
+                                                                                    real_drivers_installed):
+    """launch_ros itself aborts on these only after the first nodes have started."""
+    data = yaml.safe_load((WORKSPACE / 'config' / 'real' / 'rover.yaml').read_text())
+    data['drivers'][2]['parameters']['broken'] = value
+    config = tmp_path / 'rover.yaml'
+    config.write_text(yaml.safe_dump(data))
+    with pytest.raises(Exception) as error:
+        load_launch_file(str(LAUNCH / 'real.launch.py'), {'real_config': str(config)})
+    assert f'{config}: drivers[2].parameters.broken: expected a ROS parameter value' in str(error.value)
+
+
 # ----------------------------------------------------------------------------- live `ros2 launch`
 ROS2 = shutil.which('ros2')
 needs_ros2 = pytest.mark.skipif(ROS2 is None, reason='the ros2 command (ros2cli wheels) is not installed')
