@@ -302,6 +302,28 @@ def test_collada_mesh_is_converted_once_into_the_cache(tmp_path, monkeypatch):
     assert mesh.geom_rbound[0] == pytest.approx(stl.geom_rbound[0], rel=0.1)
 
 
+def test_stl_files_mujoco_cannot_decode_are_converted(tmp_path, monkeypatch):
+    """MuJoCo reads binary STL of at most 200,000 triangles only; ASCII STL (common in URDF packages) and
+    larger meshes (a Go1 leg has 351,394) go through the cache (binary STL; OBJ above the limit); a binary
+    STL it reads is used as is."""
+    import trimesh
+    monkeypatch.setenv('ROBOTSIM_CACHE', str(tmp_path / 'cache'))
+    box = trimesh.creation.box((0.1, 0.2, 0.3))
+    ascii_stl, binary_stl = tmp_path / 'ascii.stl', tmp_path / 'binary.stl'
+    ascii_stl.write_text(trimesh.exchange.stl.export_stl_ascii(box))
+    binary_stl.write_bytes(trimesh.exchange.stl.export_stl(box))
+    assert mujoco_mesh(str(binary_stl), 'x.urdf', 'k').path == str(binary_stl)
+    converted = mujoco_mesh(str(ascii_stl), 'x.urdf', 'k')
+    assert converted.converted and converted.path.endswith('.stl')
+    model = mujoco.MjModel.from_xml_string(f'<mujoco><asset><mesh name="m" file="{converted.path}"/></asset>'
+                                           '<worldbody><geom type="mesh" mesh="m"/></worldbody></mujoco>')
+    assert model.nmeshface == 12
+    big = trimesh.creation.icosphere(subdivisions=8)  # 1,310,720 triangles
+    big_stl = tmp_path / 'big.stl'
+    big_stl.write_bytes(trimesh.exchange.stl.export_stl(big))
+    assert mujoco_mesh(str(big_stl), 'x.urdf', 'k').path.endswith('.obj')
+
+
 def test_unreadable_mesh_is_one_line_naming_urdf_link_and_file(tmp_path, monkeypatch):
     monkeypatch.setenv('ROBOTSIM_CACHE', str(tmp_path / 'cache'))
     (tmp_path / 'broken.dae').write_text('<COLLADA>not a mesh')

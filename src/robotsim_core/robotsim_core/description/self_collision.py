@@ -59,7 +59,11 @@ def touching_pairs(model: RobotModel, positions: dict[str, float]) -> set[frozen
 
     from ..mjcf import robot_to_mjcf
 
-    compiled = mujoco.MjModel.from_xml_string(robot_to_mjcf(model))
+    try:
+        compiled = mujoco.MjModel.from_xml_string(robot_to_mjcf(model))
+    except ValueError as error:  # MuJoCo's compiler message, e.g. a mesh it cannot take
+        raise DescriptionError(model.source, '', 'generated MuJoCo model does not compile: '
+                                                 + ' '.join(str(error).split())) from None
     data = mujoco.MjData(compiled)
     for name, value in positions.items():
         data.qpos[compiled.jnt_qposadr[compiled.joint(name).id]] = value
