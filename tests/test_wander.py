@@ -8,14 +8,14 @@ from robotsim_core.description import load_robot
 from robotsim_learning.wander import Wanderer
 from robotsim_sim.scene import RobotPlacement, load_world, resolve_world_path
 from robotsim_sim.simulation import SimOptions, Simulation
+from sim_checks import body_collisions
 
 
 @pytest.mark.parametrize('seed', [0, 3, 7])
 def test_wanders_the_room_without_collisions(seed):
     sim = Simulation(load_world(resolve_world_path('room')), [RobotPlacement(load_robot('rover'))],
                      SimOptions(seed=seed, cameras=False))
-    model, data = sim.model, sim.data
-    robot_root = sim.robots[0].root_body
+    model = sim.model
     drivable = {model.geom(name).id for name in ('floor', 'kerb')}
     wanderer = Wanderer()
     command = (0.0, 0.0)
@@ -26,16 +26,7 @@ def test_wanders_the_room_without_collisions(seed):
             if event.channel == 'laser':
                 scan = event.reading
                 command = wanderer.command(scan.ranges.astype(np.float64), scan.angle_min, scan.angle_increment)
-        for contact in data.contact[:data.ncon]:
-            ours = [g for g in (contact.geom1, contact.geom2) if model.body_rootid[model.geom_bodyid[g]] == robot_root]
-            if len(ours) != 1:
-                continue
-            other = contact.geom2 if ours[0] == contact.geom1 else contact.geom1
-            wheel = 'wheel' in model.body(model.geom_bodyid[ours[0]]).name
-            # Tyres on the floor and the kerb are driving; anything else is a collision.
-            if not (wheel and other in drivable):
-                collisions.append(f'{model.body(model.geom_bodyid[ours[0]]).name} hit '
-                                  f'{model.geom(other).name or model.body(model.geom_bodyid[other]).name}')
+        collisions += body_collisions(sim, drivable)
         if sim.step_count % 50 == 0:
             positions.append(sim.ground_truth_pose()[0][:2])
     path = np.sum(np.linalg.norm(np.diff(np.array(positions), axis=0), axis=1))

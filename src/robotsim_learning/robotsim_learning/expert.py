@@ -1,0 +1,257 @@
+"""The privileged expert (simulation only, ROS-free): plans on the known world, follows the plan.
+
+It may read what a real robot cannot: the world description (every wall, box and cylinder) and the
+ground-truth pose. That makes it the teacher of behaviour cloning, never a node of the real robot.
+
+Planning: an occupancy grid of the world's floor in which every obstacle taller than the robot can
+drive over is inflated by the robot's footprint radius plus a clearance, then A* (8-connected, octile
+distance) from the robot to the goal, and the path shortened where a straight line stays free.
+Following: pure pursuit on the shortened path (turning on the spot first when the next waypoint is
+far off the heading), slowing down near the goal. Deterministic: the same world, pose and goal give
+the same commands.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from robotsim_core.description.model import RobotModel
+from robotsim_core.kinematics import forward_kinematics
+
+
+@dataclass
+class ExpertConfig:
+    resolution: float = 0.05
+    """Grid cell size (m)."""
+    clearance: float = 0.06
+    """Margin kept between the robot's footprint circle and every obstacle (m)."""
+    step_height: float = 0.03
+    """Obstacles whose top is lower than this are driven over (a door threshold), not avoided (m)."""
+    lookahead: float = 0.35
+    """Pure-pursuit look-ahead distance along the path (m)."""
+    goal_tolerance: float = 0.15
+    """Distance to the goal at which it counts as reached and the robot stops (m)."""
+    max_linear: float = 0.35
+    """Cruise speed (m/s), capped by the robot's own limit."""
+    max_angular: float = 1.2
+    """Largest yaw rate commanded (rad/s), capped by the robot's own limit."""
+    turn_in_place_angle: float = 0.7
+    """Heading error above which the robot turns on the spot before driving (rad)."""
+    replan_distance: float = 0.3
+    """Re-plan when the robot is this far from its path (pushed, slipped) (m)."""
+
+
+def footprint_radius(model: RobotModel) -> float:
+    """Radius of the circle about the base frame's z axis that covers every collision shape of the robot
+    at its zero configuration (arm included: it swings with the base)."""
+    poses = forward_kinematics(model.tree, {})
+    base_inverse = np.linalg.inv(poses[model.base_link])
+    radius = 0.0
+    for name, link in model.tree.links.items():
+        for shape in link.collisions:
+            centre = (base_inverse @ poses[name] @ shape.origin.matrix())[:3, 3]
+            size = shape.geometry.size
+            extent = {'box': lambda: math.hypot(size[0], size[1]) / 2, 'sphere': lambda: size[0],
+                      'cylinder': lambda: max(size[0], size[1] / 2)}.get(shape.geometry.kind, lambda: 0.05)()
+            radius = max(radius, math.hypot(centre[0], centre[1]) + extent)
+    return radius
+
+
+class OccupancyGrid:
+    """The world's floor as cells; True = the footprint's centre may not be there."""
+
+    def __init__(self, world, inflation: float, resolution: float, step_height: float):
+        self.resolution = resolution
+        half_x, half_y = world.floor.size[0] / 2, world.floor.size[1] / 2
+        self.origin = np.array([-half_x, -half_y])
+        self.shape = (int(math.ceil(2 * half_x / resolution)), int(math.ceil(2 * half_y / resolution)))
+        xs = self.origin[0] + (np.arange(self.shape[0]) + 0.5) * resolution
+        ys = self.origin[1] + (np.arange(self.shape[1]) + 0.5) * resolution
+        self.x, self.y = np.meshgrid(xs, ys, indexing='ij')
+        blocked = np.zeros(self.shape, dtype=bool)
+        # The floor's own edge is an obstacle too: the robot must not drive off it.
+        blocked |= (np.abs(self.x) > half_x - inflation) | (np.abs(self.y) > half_y - inflation)
+        for wall in world.walls:
+            blocked |= self._near_segment(np.array(wall.start), np.array(wall.end), wall.thickness / 2 + inflation)
+        for box in world.boxes:
+            if box.position[2] + box.size[2] / 2 < step_height:
+                continue
+            blocked |= self._in_box(box, inflation)
+        for cylinder in world.cylinders:
+            if cylinder.position[2] + cylinder.height / 2 < step_height:
+                continue
+            blocked |= np.hypot(self.x - cylinder.position[0], self.y - cylinder.position[1]) \
+                <= cylinder.radius + inflation
+        self.blocked = blocked
+
+    def _near_segment(self, a: np.ndarray, b: np.ndarray, distance: float) -> np.ndarray:
+        ab = b - a
+        t = np.clip(((self.x - a[0]) * ab[0] + (self.y - a[1]) * ab[1]) / max(float(ab @ ab), 1e-12), 0.0, 1.0)
+        return np.hypot(self.x - (a[0] + t * ab[0]), self.y - (a[1] + t * ab[1])) <= distance
+
+    def _in_box(self, box, inflation: float) -> np.ndarray:
+        c, s = math.cos(box.yaw), math.sin(box.yaw)
+        dx, dy = self.x - box.position[0], self.y - box.position[1]
+        local_x, local_y = c * dx + s * dy, -s * dx + c * dy
+        # Distance from the rectangle (0 inside), so corners are rounded like the footprint.
+        out_x = np.maximum(np.abs(local_x) - box.size[0] / 2, 0.0)
+        out_y = np.maximum(np.abs(local_y) - box.size[1] / 2, 0.0)
+        return np.hypot(out_x, out_y) <= inflation
+
+    def cell(self, xy) -> tuple[int, int]:
+        i, j = np.floor((np.asarray(xy, dtype=float) - self.origin) / self.resolution).astype(int)
+        return int(np.clip(i, 0, self.shape[0] - 1)), int(np.clip(j, 0, self.shape[1] - 1))
+
+    def centre(self, cell: tuple[int, int]) -> np.ndarray:
+        return self.origin + (np.array(cell) + 0.5) * self.resolution
+
+    def free_line(self, a, b) -> bool:
+        """Every cell on the segment a-b (sampled at half a cell) is free."""
+        a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+        samples = max(2, int(math.ceil(np.linalg.norm(b - a) / (self.resolution / 2))) + 1)
+        return not any(self.blocked[self.cell(a + (b - a) * t)] for t in np.linspace(0.0, 1.0, samples))
+
+    def nearest_free(self, cell: tuple[int, int], limit: int = 10) -> tuple[int, int] | None:
+        """The closest free cell within ``limit`` cells (a start pose pushed against an obstacle)."""
+        if not self.blocked[cell]:
+            return cell
+        best = None
+        for di in range(-limit, limit + 1):
+            for dj in range(-limit, limit + 1):
+                i, j = cell[0] + di, cell[1] + dj
+                if 0 <= i < self.shape[0] and 0 <= j < self.shape[1] and not self.blocked[i, j]:
+                    if best is None or di * di + dj * dj < best[0]:
+                        best = (di * di + dj * dj, (i, j))
+        return best[1] if best else None
+
+
+def astar(grid: OccupancyGrid, start: tuple[int, int], goal: tuple[int, int]) -> list[tuple[int, int]] | None:
+    """Shortest 8-connected cell path (octile metric), or None when the goal cannot be reached."""
+    steps = [(di, dj, math.hypot(di, dj)) for di in (-1, 0, 1) for dj in (-1, 0, 1) if di or dj]
+
+    def octile(cell):
+        dx, dy = abs(cell[0] - goal[0]), abs(cell[1] - goal[1])
+        return max(dx, dy) + (math.sqrt(2) - 1) * min(dx, dy)
+
+    cost = {start: 0.0}
+    parent = {}
+    frontier = [(octile(start), 0, start)]
+    counter = 0  # tie-breaker: equal priorities pop in insertion order, so the result is deterministic
+    while frontier:
+        _, _, cell = heapq.heappop(frontier)
+        if cell == goal:
+            path = [cell]
+            while cell in parent:
+                cell = parent[cell]
+                path.append(cell)
+            return path[::-1]
+        for di, dj, length in steps:
+            nxt = (cell[0] + di, cell[1] + dj)
+            if not (0 <= nxt[0] < grid.shape[0] and 0 <= nxt[1] < grid.shape[1]) or grid.blocked[nxt]:
+                continue
+            if di and dj and (grid.blocked[cell[0] + di, cell[1]] or grid.blocked[cell[0], cell[1] + dj]):
+                continue  # no corner cutting between two blocked cells
+            new_cost = cost[cell] + length
+            if new_cost < cost.get(nxt, math.inf):
+                cost[nxt] = new_cost
+                parent[nxt] = cell
+                counter += 1
+                heapq.heappush(frontier, (new_cost + octile(nxt), counter, nxt))
+    return None
+
+
+def shortcut(grid: OccupancyGrid, points: list[np.ndarray]) -> list[np.ndarray]:
+    """Greedy line-of-sight shortening: from each kept point, jump to the farthest visible one."""
+    kept, index = [points[0]], 0
+    while index < len(points) - 1:
+        farthest = index + 1
+        for candidate in range(len(points) - 1, index, -1):
+            if grid.free_line(points[index], points[candidate]):
+                farthest = candidate
+                break
+        kept.append(points[farthest])
+        index = farthest
+    return kept
+
+
+class Expert:
+    """Drives a differential robot to a goal (x, y) in a known world, from ground-truth poses."""
+
+    def __init__(self, world, model: RobotModel, config: ExpertConfig | None = None):
+        self.config = config or ExpertConfig()
+        self.radius = footprint_radius(model)
+        self.grid = OccupancyGrid(world, self.radius + self.config.clearance, self.config.resolution,
+                                  self.config.step_height)
+        drive = model.drive
+        self.max_linear = min(self.config.max_linear, drive.max_linear_speed) if drive else self.config.max_linear
+        self.max_angular = min(self.config.max_angular, drive.max_yaw_rate) if drive else self.config.max_angular
+        self.path: list[np.ndarray] | None = None
+        self.goal: np.ndarray | None = None
+
+    def plan(self, start_xy, goal_xy) -> list[np.ndarray] | None:
+        """Waypoints from start to goal (the goal last), or None when no collision-free path exists."""
+        start = self.grid.nearest_free(self.grid.cell(start_xy))
+        goal = self.grid.nearest_free(self.grid.cell(goal_xy), limit=2)
+        if start is None or goal is None:
+            return None
+        cells = astar(self.grid, start, goal)
+        if cells is None:
+            return None
+        points = [np.asarray(start_xy, dtype=float)] + [self.grid.centre(c) for c in cells[1:-1]] \
+            + [np.asarray(goal_xy, dtype=float)]
+        return shortcut(self.grid, points)
+
+    def command(self, pose: tuple[float, float, float], goal_xy) -> tuple[float, float, str]:
+        """(linear m/s, angular rad/s, status) for the robot at ``pose`` (x, y, yaw in the world);
+        status: 'driving', 'reached' (stopped at the goal) or 'no_path' (stopped: unreachable)."""
+        c = self.config
+        position, yaw = np.array(pose[:2], dtype=float), float(pose[2])
+        goal = np.asarray(goal_xy, dtype=float)
+        if np.linalg.norm(goal - position) <= c.goal_tolerance:
+            return 0.0, 0.0, 'reached'
+        if self.goal is None or not np.allclose(goal, self.goal) or self.path is None \
+                or self._distance_to_path(position) > c.replan_distance:
+            self.goal, self.path = goal, self.plan(position, goal)
+        if self.path is None:
+            return 0.0, 0.0, 'no_path'
+        target = self._lookahead_point(position)
+        heading = math.atan2(target[1] - position[1], target[0] - position[0])
+        error = math.remainder(heading - yaw, math.tau)
+        if abs(error) > c.turn_in_place_angle:
+            return 0.0, math.copysign(self.max_angular, error), 'driving'
+        distance = float(np.linalg.norm(goal - position))
+        speed = self.max_linear * min(1.0, distance / 0.5) * max(0.2, math.cos(error))
+        # Pure pursuit: curvature 2 sin(error) / L toward the look-ahead point.
+        lookahead = max(float(np.linalg.norm(target - position)), 1e-3)
+        angular = float(np.clip(speed * 2.0 * math.sin(error) / lookahead, -self.max_angular, self.max_angular))
+        return speed, angular, 'driving'
+
+    def _distance_to_path(self, position: np.ndarray) -> float:
+        best = math.inf
+        for a, b in zip(self.path, self.path[1:]):
+            ab = b - a
+            t = float(np.clip((position - a) @ ab / max(float(ab @ ab), 1e-12), 0.0, 1.0))
+            best = min(best, float(np.linalg.norm(position - (a + t * ab))))
+        return best
+
+    def _lookahead_point(self, position: np.ndarray) -> np.ndarray:
+        """The point ``lookahead`` m further along the path than the robot's projection onto it."""
+        best, best_index, best_t = math.inf, 0, 0.0
+        for index, (a, b) in enumerate(zip(self.path, self.path[1:])):
+            ab = b - a
+            t = float(np.clip((position - a) @ ab / max(float(ab @ ab), 1e-12), 0.0, 1.0))
+            distance = float(np.linalg.norm(position - (a + t * ab)))
+            if distance < best:
+                best, best_index, best_t = distance, index, t
+        remaining = self.config.lookahead
+        point = self.path[best_index] + best_t * (self.path[best_index + 1] - self.path[best_index])
+        for a, b in zip([point] + self.path[best_index + 1:-1], self.path[best_index + 1:]):
+            length = float(np.linalg.norm(b - a))
+            if length >= remaining:
+                return a + (b - a) * (remaining / max(length, 1e-12))
+            remaining -= length
+        return self.path[-1]
