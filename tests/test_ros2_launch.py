@@ -1,6 +1,6 @@
 """The launch files under the real ROS 2 ``launch`` / ``launch_ros`` libraries and the real ``ros2`` CLI.
 
-Static: for 8 argument sets each launch file yields exactly the nodes, parameters, remappings and
+Static: for 9 argument sets each launch file yields exactly the nodes, parameters, remappings and
 arguments of the bare-machine launcher (both read robotsim_core.bringup's graph). Live: ``ros2
 launch`` in a subprocess, as a user runs it: the simulator comes up and ``ros2 topic hz`` measures
 /scan; bad arguments, missing drivers and a failed required node stop it with a clear line and a
@@ -35,6 +35,7 @@ CASES = [
     ('real', {'robot': 'racer', 'namespace': 'car1', 'record': 'true'}),
     ('robot', {'use_sim': 'false'}),
     ('robot', {'use_sim': 'true', 'demo': 'true'}),
+    ('sim', {'fleet': 'two_rovers', 'driver': 'expert', 'goal': '1.5,-0.5'}),
 ]
 
 

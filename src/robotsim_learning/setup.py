@@ -19,6 +19,7 @@ setup(
     entry_points={
         'console_scripts': [
             'wander = robotsim_learning.wander_node:main',
+            'expert = robotsim_learning.expert_node:main',
             'recorder = robotsim_learning.recorder_node:main',
         ],
     },

@@ -8,7 +8,7 @@ ends when the node dies. Two thin consumers read it and nothing else:
 * the bare-machine launcher ``robotsim launch`` (:mod:`robotsim_core.launcher`).
 
 Sim mode: one simulator node hosts the world and every robot of the fleet; each robot gets its
-state publisher, its motor bridge (firmware in the loop) and optionally the demo driver, all in the
+state publisher, its motor bridge (firmware in the loop) and optionally a driver (wanderer, expert), all in the
 robot's namespace. Real mode: the drivers named in ``config/real/<robot>.yaml``.
 """
 
@@ -71,7 +71,11 @@ class BringupConfig:
     bag: str = ''
     """Output folder of the bag ('' = ./robotsim_bag; it must not exist yet)."""
     demo: bool = False
-    """Start the demo driver (reactive lidar wanderer publishing cmd_vel) for every robot."""
+    """Start the demo driver for every robot: the same as driver:=wander."""
+    driver: str = ''
+    """Who drives every robot: '' (nobody: publish cmd_vel yourself), wander (reactive lidar wanderer), expert (sim only: plans on the known world to the goal on goal_pose)."""
+    goal: str = ''
+    """driver:=expert: a goal 'x,y' (m, in the robot's odom frame) to drive to at start ('' = wait for goal_pose)."""
     report: str = ''
     """Sim: path of the run report PNG written at the end ('' = no live summary, no report)."""
     seed: int = 0
@@ -144,7 +148,29 @@ def config_from_arguments(arguments: dict[str, str], source: str = 'launch argum
     config = BringupConfig(**values)
     if config.firmware not in ('auto', 'true', 'false'):
         raise DescriptionError(source, 'firmware', f'expected true, false or auto, got {config.firmware!r}')
+    if config.driver not in DRIVERS:
+        raise DescriptionError(source, 'driver', f'expected one of {", ".join(repr(d) for d in DRIVERS)}, '
+                                                 f'got {config.driver!r}')
+    if config.driver == 'expert' and not config.use_sim:
+        raise DescriptionError(source, 'driver', 'expert reads the simulator\'s ground truth: sim only')
+    if config.demo and config.driver not in ('', 'wander'):
+        raise DescriptionError(source, 'demo', f'demo:=true is driver:=wander; it contradicts driver:={config.driver}')
+    if config.goal:
+        parts = config.goal.split(',')
+        try:
+            values = [float(part) for part in parts]
+        except ValueError:
+            values = []
+        if len(values) != 2 or not all(math.isfinite(v) for v in values):
+            raise DescriptionError(source, 'goal', f"expected 'x,y' (two finite numbers, m), got {config.goal!r}")
     return config
+
+
+DRIVERS = ('', 'wander', 'expert')
+
+
+def driver_of(config: BringupConfig) -> str:
+    return 'wander' if config.demo else config.driver
 
 
 def graph_for(mode: str, arguments: dict[str, str], source: str = 'launch arguments') -> list['NodeSpec']:
@@ -274,8 +300,15 @@ def _sim_nodes(config: BringupConfig, fleet: FleetSpec) -> list[NodeSpec]:
             nodes.append(NodeSpec('robotsim_firmware', 'motor_bridge', 'motor_bridge', ns,
                                   {'robot': entry.robot, 'device': default_serial_link(ns), 'frame_prefix': prefix,
                                    'reconnect_period': 0.2, 'use_sim_time': True}, required=True))
-        if config.demo:
+        if driver_of(config) == 'wander':
             nodes.append(NodeSpec('robotsim_learning', 'wander', 'wander', ns, {'use_sim_time': True}))
+        elif driver_of(config) == 'expert':
+            parameters = {'robot': entry.robot, 'world': config.world, 'frame_prefix': prefix, 'use_sim_time': True}
+            if entry.xyz is not None:
+                parameters['spawn'] = [float(entry.xyz[0]), float(entry.xyz[1]), float(entry.yaw)]
+            if config.goal:
+                parameters['goal'] = [float(v) for v in config.goal.split(',')]
+            nodes.append(NodeSpec('robotsim_learning', 'expert', 'expert', ns, parameters))
     if config.report:
         nodes.append(NodeSpec('robotsim_sim', 'monitor', 'robotsim_monitor', parameters={
             'report': config.report, 'world': config.world,
