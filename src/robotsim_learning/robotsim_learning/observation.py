@@ -1,0 +1,125 @@
+"""What a learned policy sees, built from the robot's own topics only (ROS-free).
+
+One vector per decision, the same in training (from recorded bags) and on the robot (the policy
+node): the lidar scan pooled into sectors, a small grey-scale copy of the camera image, the odometry
+twist, and the goal relative to the robot. The :class:`ObservationSpec` travels inside the exported
+policy file, so a node can refuse a policy trained for another robot (another beam count or image
+size) instead of feeding it misread inputs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ObservationSpec:
+    scan_samples: int
+    """Beams of the robot's LaserScan the policy was trained on (its description's lidar samples)."""
+    scan_range_max: float
+    """Range reported for 'no return' (+Inf) and the clip of every range (m)."""
+    sectors: int = 36
+    """The scan is pooled into this many equal sectors, each its nearest range (obstacles stay visible)."""
+    image_width: int = 0
+    """Width of the robot's camera image (px); 0 = no image in the observation."""
+    image_height: int = 0
+    """Height of the robot's camera image (px)."""
+    image_sectors: tuple[int, int] = (12, 16)
+    """(rows, columns) of the grey-scale copy of the image: each cell the mean of its pixels, 0..1."""
+
+    @property
+    def uses_image(self) -> bool:
+        return self.image_width > 0
+
+    @property
+    def size(self) -> int:
+        image = self.image_sectors[0] * self.image_sectors[1] if self.uses_image else 0
+        return self.sectors + image + 2 + 3
+
+    def names(self) -> list[str]:
+        names = [f'scan_sector_{i}' for i in range(self.sectors)]
+        if self.uses_image:
+            names += [f'image_{r}_{c}' for r in range(self.image_sectors[0]) for c in range(self.image_sectors[1])]
+        return names + ['odom_linear_x', 'odom_angular_z', 'goal_distance', 'goal_cos_bearing', 'goal_sin_bearing']
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> 'ObservationSpec':
+        data = json.loads(text)
+        data['image_sectors'] = tuple(data['image_sectors'])
+        return cls(**data)
+
+    def mismatch(self, other: 'ObservationSpec') -> str | None:
+        """What differs from the robot's own spec (``other``), as 'expected ...', or None when it fits."""
+        for name in ('scan_samples', 'image_width', 'image_height'):
+            if getattr(self, name) != getattr(other, name):
+                return (f'the policy expects {name.replace("_", " ")} {getattr(self, name)}, '
+                        f'the robot has {getattr(other, name)}')
+        return None
+
+
+def spec_for_robot(model, sectors: int = 36, image: bool = True) -> ObservationSpec:
+    """The observation of ``model``'s first 1-channel lidar (and first camera, when ``image``)."""
+    lidars = [s.spec for s in model.sensors if s.type == 'lidar' and s.spec.channels == 1]
+    if not lidars:
+        raise ValueError(f'robot {model.name} has no 1-channel lidar: the policy observes a LaserScan')
+    cameras = [s.spec for s in model.sensors if s.type == 'camera' and 'rgb' in s.spec.images] if image else []
+    return ObservationSpec(scan_samples=lidars[0].samples, scan_range_max=lidars[0].range_max, sectors=sectors,
+                           image_width=cameras[0].width if cameras else 0,
+                           image_height=cameras[0].height if cameras else 0)
+
+
+def pool_scan(spec: ObservationSpec, ranges: np.ndarray) -> np.ndarray:
+    """Nearest range per sector; REP 117: +Inf (no return) is the maximum range, -Inf (too close) and
+    NaN (no valid measurement) count as blocked (0), the cautious reading."""
+    ranges = np.asarray(ranges, dtype=np.float64)
+    if ranges.shape != (spec.scan_samples,):
+        raise ValueError(f'expected {spec.scan_samples} scan ranges, got {ranges.shape[0]}')
+    clean = np.where(np.isposinf(ranges), spec.scan_range_max, ranges)
+    clean = np.where(np.isnan(clean) | np.isneginf(clean), 0.0, clean)
+    clean = np.clip(clean, 0.0, spec.scan_range_max)
+    edges = np.linspace(0, spec.scan_samples, spec.sectors + 1).round().astype(int)
+    return np.array([clean[a:b].min() if b > a else spec.scan_range_max for a, b in zip(edges, edges[1:])])
+
+
+def pool_image(spec: ObservationSpec, rgb: np.ndarray) -> np.ndarray:
+    """(rows x columns) mean grey level of an (H, W, 3) uint8 image, 0..1, row-major."""
+    rgb = np.asarray(rgb)
+    if rgb.shape != (spec.image_height, spec.image_width, 3):
+        raise ValueError(f'expected a {spec.image_width}x{spec.image_height} rgb8 image, got shape {rgb.shape}')
+    grey = rgb.astype(np.float64) @ np.array([0.299, 0.587, 0.114]) / 255.0
+    rows, columns = spec.image_sectors
+    row_edges = np.linspace(0, spec.image_height, rows + 1).round().astype(int)
+    column_edges = np.linspace(0, spec.image_width, columns + 1).round().astype(int)
+    return np.array([grey[r0:r1, c0:c1].mean() for r0, r1 in zip(row_edges, row_edges[1:])
+                     for c0, c1 in zip(column_edges, column_edges[1:])])
+
+
+def goal_features(goal_in_base: tuple[float, float]) -> np.ndarray:
+    """Distance and bearing (as cos, sin) of the goal in the robot's base frame."""
+    x, y = float(goal_in_base[0]), float(goal_in_base[1])
+    distance = math.hypot(x, y)
+    bearing = math.atan2(y, x) if distance > 0 else 0.0
+    return np.array([distance, math.cos(bearing), math.sin(bearing)])
+
+
+def goal_in_base(goal_xy, pose: tuple[float, float, float]) -> tuple[float, float]:
+    """A goal (x, y) given in the frame of ``pose`` (x, y, yaw: e.g. odom) in the robot's base frame."""
+    dx, dy = goal_xy[0] - pose[0], goal_xy[1] - pose[1]
+    c, s = math.cos(pose[2]), math.sin(pose[2])
+    return c * dx + s * dy, -s * dx + c * dy
+
+
+def observation(spec: ObservationSpec, ranges, rgb, twist: tuple[float, float], goal_base) -> np.ndarray:
+    """The policy's input vector (float32, ``spec.size`` values, in ``spec.names()`` order)."""
+    parts = [pool_scan(spec, ranges)]
+    if spec.uses_image:
+        parts.append(pool_image(spec, rgb))
+    parts += [np.asarray(twist, dtype=np.float64), goal_features(goal_base)]
+    return np.concatenate(parts).astype(np.float32)

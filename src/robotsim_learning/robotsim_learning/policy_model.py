@@ -1,0 +1,195 @@
+"""Behaviour cloning (ROS-free): an MLP from observations to /cmd_vel, trained with JAX + optax on the
+CPU, exported as ONNX for onnxruntime (the policy node; TensorRT on the Jetson).
+
+The network: normalise the observation (training-set mean and standard deviation), hidden layers
+with ReLU, a tanh output scaled to the robot's speed limits, so a command never exceeds what the
+robot may do. Training is seeded (parameter initialisation, shuffling, validation split) and runs
+on the CPU, so the same data and seed give the same weights. JAX and optax are imported only here
+(``requirements/train.txt``); the policy node needs onnxruntime alone.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .observation import ObservationSpec
+
+ONNX_INPUT = 'observation'
+ONNX_OUTPUT = 'cmd_vel'
+ONNX_OPSET = 17
+ONNX_IR_VERSION = 9
+SPEC_KEY = 'robotsim.observation_spec'
+
+
+@dataclass
+class TrainConfig:
+    hidden: tuple[int, ...] = (128, 128)
+    """Widths of the hidden layers."""
+    learning_rate: float = 1e-3
+    """Adam step size."""
+    epochs: int = 60
+    """Passes over the training split."""
+    batch_size: int = 256
+    """Samples per gradient step."""
+    validation_fraction: float = 0.2
+    """Share of the samples held out (by episode when episode ids are given) to report the loss on."""
+    seed: int = 0
+    """Seed of the initialisation, the shuffling and the validation split."""
+
+
+@dataclass
+class TrainedPolicy:
+    spec: ObservationSpec
+    layers: list[tuple[np.ndarray, np.ndarray]]
+    """(weights (in, out), bias (out,)) per layer, float32."""
+    mean: np.ndarray
+    std: np.ndarray
+    action_scale: np.ndarray
+    """(max linear m/s, max angular rad/s): the tanh output is scaled by these."""
+    report: dict = field(default_factory=dict)
+
+    def act(self, observations: np.ndarray) -> np.ndarray:
+        """The network in NumPy float32 (the reference the ONNX export is checked against)."""
+        x = (np.asarray(observations, dtype=np.float32) - self.mean) / self.std
+        for index, (weights, bias) in enumerate(self.layers):
+            x = x @ weights + bias
+            if index < len(self.layers) - 1:
+                x = np.maximum(x, 0.0)
+        return (np.tanh(x) * self.action_scale).astype(np.float32)
+
+
+def act_jax(policy: TrainedPolicy, observations: np.ndarray) -> np.ndarray:
+    """The network evaluated by the training framework (JAX), for checking the ONNX export."""
+    import jax
+    import jax.numpy as jnp
+
+    x = (jnp.asarray(observations, jnp.float32) - policy.mean) / policy.std
+    for index, (weights, bias) in enumerate(policy.layers):
+        x = x @ weights + bias
+        if index < len(policy.layers) - 1:
+            x = jax.nn.relu(x)
+    return np.asarray(jnp.tanh(x) * policy.action_scale)
+
+
+def _split(count: int, episodes: np.ndarray | None, fraction: float, rng: np.random.Generator):
+    """Indices of (train, validation): whole episodes are held out when their ids are known, so the
+    validation loss measures generalisation to unseen runs rather than to neighbouring frames."""
+    if episodes is None:
+        order = rng.permutation(count)
+        cut = max(1, int(round(count * fraction)))
+        return np.sort(order[cut:]), np.sort(order[:cut])
+    ids = np.unique(episodes)
+    held = rng.choice(ids, size=max(1, int(round(len(ids) * fraction))), replace=False)
+    validation = np.isin(episodes, held)
+    return np.flatnonzero(~validation), np.flatnonzero(validation)
+
+
+def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, action_scale: tuple[float, float],
+          config: TrainConfig | None = None, episodes: np.ndarray | None = None, progress=None) -> TrainedPolicy:
+    """Fit the network to (observation, action) pairs by mean squared error; ``progress(epoch, epochs,
+    train_loss, validation_loss)`` is called after each epoch."""
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    config = config or TrainConfig()
+    observations = np.asarray(observations, dtype=np.float32)
+    actions = np.asarray(actions, dtype=np.float32)
+    if observations.ndim != 2 or observations.shape[1] != spec.size:
+        raise ValueError(f'expected observations of {spec.size} values, got shape {observations.shape}')
+    if not (np.isfinite(observations).all() and np.isfinite(actions).all()):
+        raise ValueError('observations and actions must be finite')
+    rng = np.random.default_rng(config.seed)
+    train_index, validation_index = _split(len(observations), episodes, config.validation_fraction, rng)
+    mean = observations[train_index].mean(axis=0)
+    std = np.maximum(observations[train_index].std(axis=0), 1e-3).astype(np.float32)
+    scale = np.asarray(action_scale, dtype=np.float32)
+
+    sizes = [spec.size, *config.hidden, 2]
+    key = jax.random.PRNGKey(config.seed)
+    params = []
+    for fan_in, fan_out in zip(sizes, sizes[1:]):
+        key, sub = jax.random.split(key)
+        params.append((jax.random.normal(sub, (fan_in, fan_out), jnp.float32) * jnp.sqrt(2.0 / fan_in),
+                       jnp.zeros((fan_out,), jnp.float32)))
+
+    def forward(p, x):
+        x = (x - mean) / std
+        for index, (weights, bias) in enumerate(p):
+            x = x @ weights + bias
+            if index < len(p) - 1:
+                x = jax.nn.relu(x)
+        return jnp.tanh(x) * scale
+
+    def loss(p, x, y):
+        return jnp.mean(((forward(p, x) - y) / scale) ** 2)  # each action relative to its limit
+
+    optimiser = optax.adam(config.learning_rate)
+    state = optimiser.init(params)
+
+    @jax.jit
+    def step(p, s, x, y):
+        value, grads = jax.value_and_grad(loss)(p, x, y)
+        updates, s = optimiser.update(grads, s, p)
+        return optax.apply_updates(p, updates), s, value
+
+    evaluate = jax.jit(loss)
+    x_val, y_val = observations[validation_index], actions[validation_index]
+    started = time.monotonic()
+    train_loss = validation_loss = float('nan')
+    for epoch in range(config.epochs):
+        order = train_index[rng.permutation(len(train_index))]
+        losses = []
+        for start in range(0, len(order), config.batch_size):
+            batch = order[start:start + config.batch_size]
+            params, state, value = step(params, state, observations[batch], actions[batch])
+            losses.append(float(value))
+        train_loss = float(np.mean(losses))
+        validation_loss = float(evaluate(params, x_val, y_val))
+        if progress is not None:
+            progress(epoch + 1, config.epochs, train_loss, validation_loss)
+    # The predict-the-mean baseline: what the loss is without looking at the observation.
+    baseline = float(np.mean(((actions[train_index].mean(axis=0) - y_val) / scale) ** 2))
+    layers = [(np.asarray(w, dtype=np.float32), np.asarray(b, dtype=np.float32)) for w, b in params]
+    return TrainedPolicy(spec, layers, mean.astype(np.float32), std, scale, report={
+        'train_loss': train_loss, 'validation_loss': validation_loss, 'mean_baseline_loss': baseline,
+        'train_samples': int(len(train_index)), 'validation_samples': int(len(validation_index)),
+        'seconds': time.monotonic() - started, 'epochs': config.epochs, 'seed': config.seed,
+        'hidden': list(config.hidden)})
+
+
+def export_onnx(policy: TrainedPolicy, path: str, description: str = '') -> None:
+    """Write the network as ONNX: observation [batch, size] float32 -> cmd_vel [batch, 2] (linear.x,
+    angular.z); the observation spec and the training report are stored as metadata."""
+    import json
+
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    initializers = [numpy_helper.from_array(policy.mean, 'mean'), numpy_helper.from_array(policy.std, 'std'),
+                    numpy_helper.from_array(policy.action_scale, 'action_scale')]
+    nodes = [helper.make_node('Sub', [ONNX_INPUT, 'mean'], ['centred']),
+             helper.make_node('Div', ['centred', 'std'], ['x0'])]
+    for index, (weights, bias) in enumerate(policy.layers):
+        initializers += [numpy_helper.from_array(weights, f'w{index}'), numpy_helper.from_array(bias, f'b{index}')]
+        nodes.append(helper.make_node('Gemm', [f'x{index}', f'w{index}', f'b{index}'], [f'z{index}']))
+        if index < len(policy.layers) - 1:
+            nodes.append(helper.make_node('Relu', [f'z{index}'], [f'x{index + 1}']))
+    last = len(policy.layers) - 1
+    nodes += [helper.make_node('Tanh', [f'z{last}'], ['unit_action']),
+              helper.make_node('Mul', ['unit_action', 'action_scale'], [ONNX_OUTPUT])]
+    graph = helper.make_graph(
+        nodes, 'robotsim_policy',
+        [helper.make_tensor_value_info(ONNX_INPUT, TensorProto.FLOAT, ['batch', policy.spec.size])],
+        [helper.make_tensor_value_info(ONNX_OUTPUT, TensorProto.FLOAT, ['batch', 2])], initializers)
+    # IR version 9 (ONNX 1.15): read by every onnxruntime and TensorRT a Jetson may carry.
+    model = helper.make_model(graph, producer_name='robotsim', opset_imports=[helper.make_opsetid('', ONNX_OPSET)],
+                              ir_version=ONNX_IR_VERSION)
+    model.doc_string = description or 'robotsim behaviour-cloning policy: observation -> cmd_vel (linear.x, angular.z)'
+    helper.set_model_props(model, {SPEC_KEY: policy.spec.to_json(),
+                                   'robotsim.training': json.dumps(policy.report, sort_keys=True)})
+    onnx.checker.check_model(model)
+    onnx.save(model, path)

@@ -1,0 +1,98 @@
+"""Behaviour cloning core (ROS-free): the observation built from the robot's topics, seeded training with
+JAX + optax, the ONNX export equal to the training framework within 1e-5 under onnxruntime, and the
+runtime's refusals (bad files, a policy for another robot, non-finite inputs and outputs)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from robotsim_core.description import load_robot
+from robotsim_learning.observation import (ObservationSpec, goal_in_base, observation, pool_scan,
+                                           spec_for_robot)
+
+jax = pytest.importorskip('jax', reason='training needs requirements/train.txt (Python 3.11+)')
+from robotsim_learning.policy_model import TrainConfig, act_jax, export_onnx, train  # noqa: E402
+from robotsim_learning.policy_runtime import InferenceError, PolicyFileError, PolicyRuntime  # noqa: E402
+
+SPEC = ObservationSpec(scan_samples=360, scan_range_max=12.0, image_width=32, image_height=24, image_sectors=(3, 4))
+
+
+def synthetic(count: int, seed: int):
+    """Observations of random scans, images, twists and goals; actions of a goal-seeking rule."""
+    rng = np.random.default_rng(seed)
+    rows, actions = [], []
+    for _ in range(count):
+        goal = rng.uniform(-3, 3, 2)
+        ranges = rng.uniform(0.2, 12.0, 360)
+        ranges[rng.integers(0, 360, 20)] = np.inf
+        rgb = rng.integers(0, 256, (24, 32, 3), dtype=np.uint8)
+        rows.append(observation(SPEC, ranges, rgb, tuple(rng.uniform(-0.3, 0.3, 2)), goal))
+        bearing = math.atan2(goal[1], goal[0])
+        actions.append([0.3 * math.tanh(np.hypot(*goal)) * max(0.0, math.cos(bearing)), 1.2 * math.tanh(bearing)])
+    return np.array(rows), np.array(actions, dtype=np.float32)
+
+
+def test_the_observation_of_the_rover():
+    spec = spec_for_robot(load_robot('rover'))
+    assert (spec.scan_samples, spec.image_width, spec.image_height) == (360, 320, 240)
+    assert spec.size == len(spec.names()) == 36 + 12 * 16 + 2 + 3
+    ranges = np.full(360, 5.0)
+    ranges[0], ranges[1], ranges[20] = np.inf, np.nan, -np.inf  # REP 117 values
+    pooled = pool_scan(spec, ranges)
+    assert pooled[0] == 0.0 and pooled[2] == 0.0 and pooled[5] == 5.0  # NaN / -Inf: blocked; +Inf: max range
+    assert np.allclose(goal_in_base((1.0, 1.0), (1.0, 0.0, math.pi / 2)), (1.0, 0.0))
+    with pytest.raises(ValueError, match='expected 360 scan ranges, got 359'):
+        pool_scan(spec, np.ones(359))
+    assert ObservationSpec.from_json(spec.to_json()) == spec
+
+
+def test_training_is_seeded_and_beats_the_mean_baseline():
+    x, y = synthetic(1200, seed=1)
+    config = TrainConfig(hidden=(32, 32), epochs=25, batch_size=64, seed=3)
+    first = train(x, y, SPEC, (0.4, 1.5), config)
+    second = train(x, y, SPEC, (0.4, 1.5), config)
+    for (w1, b1), (w2, b2) in zip(first.layers, second.layers):
+        assert np.array_equal(w1, w2) and np.array_equal(b1, b2)
+    report = first.report
+    assert report['validation_loss'] < 0.5 * report['mean_baseline_loss'], report
+
+
+def test_onnx_export_equals_the_training_framework(tmp_path):
+    x, y = synthetic(600, seed=2)
+    policy = train(x, y, SPEC, (0.4, 1.5), TrainConfig(hidden=(32, 32), epochs=5, batch_size=64))
+    path = tmp_path / 'policy.onnx'
+    export_onnx(policy, str(path))
+    runtime = PolicyRuntime(str(path))
+    batch, _ = synthetic(64, seed=9)
+    np.testing.assert_allclose(runtime.act_batch(batch), act_jax(policy, batch), atol=1e-5)
+    np.testing.assert_allclose(runtime.act_batch(batch), policy.act(batch), atol=1e-5)
+    assert runtime.spec == SPEC
+    linear, angular = runtime.act(batch[0])
+    assert abs(linear) <= 0.4 and abs(angular) <= 1.5
+
+
+def test_policy_files_that_cannot_drive_the_robot_are_refused(tmp_path):
+    with pytest.raises(PolicyFileError, match='policy file not found'):
+        PolicyRuntime(str(tmp_path / 'missing.onnx'))
+    garbage = tmp_path / 'garbage.onnx'
+    garbage.write_bytes(b'not a model at all')
+    with pytest.raises(PolicyFileError, match='not a readable ONNX model'):
+        PolicyRuntime(str(garbage))
+    x, y = synthetic(200, seed=4)
+    policy = train(x, y, SPEC, (0.4, 1.5), TrainConfig(hidden=(8,), epochs=1))
+    path = tmp_path / 'policy.onnx'
+    export_onnx(policy, str(path))
+    runtime = PolicyRuntime(str(path))
+    rover = spec_for_robot(load_robot('rover'))
+    with pytest.raises(PolicyFileError, match='the policy expects image width 32, the robot has 320'):
+        runtime.check_fits(rover)
+    with pytest.raises(InferenceError, match='NaN or Inf'):
+        runtime.act(np.full(SPEC.size, np.nan, dtype=np.float32))
+    with pytest.raises(InferenceError, match=f'expected an observation of {SPEC.size} values'):
+        runtime.act(np.zeros(5, dtype=np.float32))
+    broken = policy
+    broken.layers[-1] = (np.full_like(broken.layers[-1][0], np.nan), broken.layers[-1][1])
+    export_onnx(broken, str(tmp_path / 'nan.onnx'))
+    with pytest.raises(InferenceError, match='non-finite command'):
+        PolicyRuntime(str(tmp_path / 'nan.onnx')).act(x[0])
