@@ -20,6 +20,7 @@ setup(
         'console_scripts': [
             'wander = robotsim_learning.wander_node:main',
             'expert = robotsim_learning.expert_node:main',
+            'policy = robotsim_learning.policy_node:main',
             'recorder = robotsim_learning.recorder_node:main',
         ],
     },

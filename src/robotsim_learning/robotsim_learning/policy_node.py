@@ -1,0 +1,164 @@
+"""Policy node: the robot's own topics -> the ONNX policy -> /cmd_vel. The same node runs on the robot.
+
+Subscribes only to contract topics (``scan``, ``camera/image_raw`` when the policy looks at images,
+``odom``) and ``goal_pose``; nothing of the simulator. At ``rate`` Hz it takes the latest scan, the
+image and odometry closest to the scan's stamp, builds the observation, runs onnxruntime (the
+``providers`` parameter picks CPU here, TensorRT or CUDA on a Jetson) and publishes the command.
+It publishes a stop instead when there is no goal, when the goal is reached, when an input is older
+than ``max_input_age`` (sim or robot time) or when inference fails or is not finite, and reports
+inference latency and input ages on ``/diagnostics``.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections import deque
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import PoseStamped, Twist
+from nav_msgs.msg import Odometry
+from rclpy.node import Node
+from sensor_msgs.msg import Image, LaserScan
+
+from robotsim_core import ros_common
+from robotsim_core.contract import RELIABLE_QOS, SENSOR_QOS
+from robotsim_core.description import load_robot
+from robotsim_core.errors import DescriptionError
+
+from .observation import goal_in_base, observation, spec_for_robot
+from .policy_runtime import InferenceError, PolicyFileError, PolicyRuntime
+
+
+def _seconds(stamp) -> float:
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+def _yaw(q) -> float:
+    return math.atan2(2 * (q.w * q.z + q.x * q.y), 1 - 2 * (q.y * q.y + q.z * q.z))
+
+
+class PolicyNode(Node):
+    def __init__(self):
+        super().__init__('policy')
+        path = ros_common.checked_parameter(self, 'policy', '')
+        providers = self.declare_parameter('providers', ['CPUExecutionProvider']).value
+        robot = ros_common.checked_parameter(self, 'robot', 'rover')
+        self.frame_prefix = ros_common.checked_parameter(self, 'frame_prefix', '')
+        rate = ros_common.checked_parameter(self, 'rate', 10.0, minimum=0.5, maximum=200.0)
+        self.max_input_age = ros_common.checked_parameter(self, 'max_input_age', 0.5, minimum=0.01, maximum=10.0)
+        self.goal_tolerance = ros_common.checked_parameter(self, 'goal_tolerance', 0.15, minimum=0.01, maximum=5.0)
+        if not path:
+            raise PolicyFileError("parameter 'policy': expected the path of an ONNX policy file, got ''")
+        self.runtime = PolicyRuntime(path, tuple(providers))
+        try:
+            robot_spec = spec_for_robot(load_robot(robot), self.runtime.spec.sectors, image=self.runtime.spec.uses_image)
+        except ValueError as error:  # the robot has no lidar to feed the policy
+            raise PolicyFileError(f'{path}: {error}') from None
+        self.runtime.check_fits(robot_spec)
+        self.spec = self.runtime.spec
+        self.scan: LaserScan | None = None
+        self.images: deque[Image] = deque(maxlen=5)
+        self.odometry: deque[Odometry] = deque(maxlen=20)
+        self.goal_odom: tuple[float, float] | None = None
+        self.latencies: deque[float] = deque(maxlen=100)
+        self.last_problem = 'no input yet'
+        self.stopped_for = ''
+        self.publisher = self.create_publisher(Twist, 'cmd_vel', 10)
+        self.diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        sensor = ros_common.qos_profile(SENSOR_QOS)
+        self.create_subscription(LaserScan, 'scan', lambda m: setattr(self, 'scan', m), sensor)
+        if self.spec.uses_image:
+            self.create_subscription(Image, 'camera/image_raw', lambda m: self.images.append(m), sensor)
+        self.create_subscription(Odometry, 'odom', lambda m: self.odometry.append(m),
+                                 ros_common.qos_profile(RELIABLE_QOS))
+        self.create_subscription(PoseStamped, 'goal_pose', self.on_goal, ros_common.qos_profile(RELIABLE_QOS))
+        self.create_timer(1.0 / rate, self.tick)
+        self.create_timer(1.0, self.report)
+        self.get_logger().info(f'policy {path} ({self.spec.size} inputs) on {", ".join(providers)} at {rate:g} Hz')
+
+    def on_goal(self, message: PoseStamped) -> None:
+        point = (message.pose.position.x, message.pose.position.y)
+        if message.header.frame_id not in (f'{self.frame_prefix}odom', 'odom') or not all(map(math.isfinite, point)):
+            self.get_logger().warning(f"goal_pose refused: expected finite x, y in frame '{self.frame_prefix}odom', "
+                                      f'got {point} in {message.header.frame_id!r}')
+            return
+        self.goal_odom = point
+        self.get_logger().info(f'goal ({point[0]:.2f}, {point[1]:.2f}) in odom')
+
+    def _closest(self, messages, stamp: float):
+        return min(messages, key=lambda m: abs(_seconds(m.header.stamp) - stamp)) if messages else None
+
+    def _inputs(self):
+        """(scan, image, odometry) paired by the scan's stamp, or a reason to stop."""
+        now = self.get_clock().now().nanoseconds * 1e-9
+        if self.goal_odom is None:
+            return None, 'no goal'
+        if self.scan is None or now - _seconds(self.scan.header.stamp) > self.max_input_age:
+            return None, 'scan is stale'
+        stamp = _seconds(self.scan.header.stamp)
+        image = self._closest(self.images, stamp) if self.spec.uses_image else None
+        if self.spec.uses_image and (image is None or now - _seconds(image.header.stamp) > self.max_input_age):
+            return None, 'camera image is stale'
+        odometry = self._closest(self.odometry, stamp)
+        if odometry is None or now - _seconds(odometry.header.stamp) > self.max_input_age:
+            return None, 'odometry is stale'
+        return (self.scan, image, odometry), ''
+
+    def tick(self) -> None:
+        command = Twist()
+        inputs, problem = self._inputs()
+        if inputs is not None:
+            scan, image, odometry = inputs
+            pose = odometry.pose.pose
+            robot = (pose.position.x, pose.position.y, _yaw(pose.orientation))
+            goal = goal_in_base(self.goal_odom, robot)
+            if math.hypot(*goal) <= self.goal_tolerance:
+                problem = 'goal reached'
+            else:
+                rgb = None
+                if image is not None:
+                    rgb = np.frombuffer(bytes(image.data), dtype=np.uint8).reshape(image.height, image.width, 3)
+                started = time.perf_counter()
+                try:
+                    vector = observation(self.spec, np.asarray(scan.ranges, dtype=np.float64), rgb,
+                                         (odometry.twist.twist.linear.x, odometry.twist.twist.angular.z), goal)
+                    command.linear.x, command.angular.z = self.runtime.act(vector)
+                except (InferenceError, ValueError) as error:
+                    problem = f'inference failed: {error}'
+                    command = Twist()
+                self.latencies.append(time.perf_counter() - started)
+        if problem != self.stopped_for:
+            if problem:
+                self.get_logger().warning(f'stopping the robot: {problem}') if problem != 'goal reached' \
+                    else self.get_logger().info('goal reached')
+            self.stopped_for = problem
+        self.last_problem = problem
+        self.publisher.publish(command)
+
+    def report(self) -> None:
+        status = DiagnosticStatus(name=f'{self.get_name()}: policy', hardware_id='policy')
+        status.level = DiagnosticStatus.OK if not self.last_problem else DiagnosticStatus.WARN
+        status.message = self.last_problem or 'driving'
+        now = self.get_clock().now().nanoseconds * 1e-9
+        ages = {'scan_age_s': self.scan, 'odom_age_s': self.odometry[-1] if self.odometry else None,
+                'image_age_s': self.images[-1] if self.images else None}
+        values = {name: f'{now - _seconds(m.header.stamp):.3f}' if m is not None else 'none' for name, m in ages.items()}
+        if self.latencies:
+            values['inference_ms_p50'] = f'{1000 * float(np.percentile(self.latencies, 50)):.3f}'
+            values['inference_ms_p99'] = f'{1000 * float(np.percentile(self.latencies, 99)):.3f}'
+        status.values = [KeyValue(key=k, value=v) for k, v in values.items()]
+        array = DiagnosticArray(status=[status])
+        array.header.stamp = self.get_clock().now().to_msg()
+        self.diagnostics.publish(array)
+
+
+def main(args=None) -> int:
+    return ros_common.run_node('policy', PolicyNode, (PolicyFileError, DescriptionError, ros_common.ParameterError),
+                               args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

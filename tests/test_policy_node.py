@@ -1,0 +1,103 @@
+"""The policy node as deployed: a policy trained and exported here drives the simulated rover through
+contract topics only; it stops the robot when its scan stops arriving and refuses policy files that do
+not fit the robot, each with one line."""
+
+import ast
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from geometry_msgs.msg import PoseStamped, Twist
+from sensor_msgs.msg import LaserScan
+
+from robotsim_core.description import load_robot
+from robotsim_learning.observation import observation, spec_for_robot
+from rostest_helpers import RELIABLE, SENSOR, WORKSPACE, Launch, Observer, executable
+
+pytest.importorskip('jax', reason='training needs requirements/train.txt (Python 3.11+)')
+from robotsim_learning.policy_model import TrainConfig, export_onnx, train  # noqa: E402
+
+LEARNING = WORKSPACE / 'src' / 'robotsim_learning' / 'robotsim_learning'
+
+
+@pytest.fixture(scope='module')
+def rover_policy(tmp_path_factory) -> Path:
+    """A tiny policy for the rover's observation (scan + camera), trained to drive toward the goal."""
+    spec = spec_for_robot(load_robot('rover'))
+    rng = np.random.default_rng(0)
+    rows, actions = [], []
+    for _ in range(400):
+        goal = rng.uniform(0.5, 3.0), rng.uniform(-1.0, 1.0)
+        rgb = rng.integers(0, 256, (spec.image_height, spec.image_width, 3), dtype=np.uint8)
+        rows.append(observation(spec, rng.uniform(0.3, 12.0, spec.scan_samples), rgb, (0.0, 0.0), goal))
+        actions.append([0.25, 0.8 * np.arctan2(goal[1], goal[0])])
+    policy = train(np.array(rows), np.array(actions), spec, (0.4, 1.5), TrainConfig(hidden=(16,), epochs=20))
+    path = tmp_path_factory.mktemp('policy') / 'rover.onnx'
+    export_onnx(policy, str(path))
+    return path
+
+
+def policy_command(policy: Path, *extra: str) -> list[str]:
+    return [executable('robotsim_learning', 'policy'), '--ros-args', '-p', f'policy:={policy}',
+            '-p', 'use_sim_time:=true', *extra]
+
+
+def test_the_policy_node_drives_from_contract_topics_and_stops_when_the_scan_stops(rover_policy):
+    sim = Launch(['robotsim', 'launch', 'sim', 'firmware:=false'])
+    # The policy reads its scan through a relay the test controls, so the scan can stop while sim time runs on.
+    node = Launch(policy_command(rover_policy, '-r', 'scan:=relayed_scan'))
+    observer = Observer('policy_test')
+    try:
+        relay = observer.node.create_publisher(LaserScan, '/relayed_scan', SENSOR)
+        relaying = [True]
+        observer.node.create_subscription(LaserScan, '/scan', lambda m: relaying[0] and relay.publish(m), SENSOR)
+        observer.watch('/cmd_vel', Twist, RELIABLE)
+        goals = observer.node.create_publisher(PoseStamped, '/goal_pose', RELIABLE)
+        node.wait_for(r'policy .* inputs\) on CPUExecutionProvider', timeout=120)
+        goal = PoseStamped()
+        goal.header.frame_id = 'odom'
+        goal.pose.position.x, goal.pose.position.y = 2.0, 0.5
+        moving = lambda: any(m.linear.x > 0.05 for m in observer.messages['/cmd_vel'][-5:])  # noqa: E731
+        for _ in range(60):  # publish the goal until the node has it (discovery takes a moment)
+            goals.publish(goal)
+            if observer.spin_until(moving, 2.0):
+                break
+        assert moving(), node.text
+        relaying[0] = False
+        node.wait_for(r'stopping the robot: scan is stale', timeout=60)
+        observer.spin_for(1.0)  # commands sent before the stop may still be on their way
+        observer.messages['/cmd_vel'].clear()
+        assert observer.spin_until(lambda: len(observer.messages['/cmd_vel']) >= 5, 30)
+        assert all(m.linear.x == 0.0 and m.angular.z == 0.0 for m in observer.messages['/cmd_vel'])
+        # Only contract topics and the goal: nothing of the simulator.
+        subscribed = dict(observer.node.get_subscriber_names_and_types_by_node('policy', '/'))
+        assert subscribed and not any(name.startswith('/sim') for name in subscribed), subscribed
+        assert set(subscribed) <= {'/relayed_scan', '/camera/image_raw', '/odom', '/goal_pose', '/clock',
+                                   '/parameter_events'}, subscribed
+    finally:
+        observer.close()
+        node.stop()
+        sim.stop()
+
+
+def test_the_policy_node_imports_nothing_of_the_simulator():
+    for module in ('policy_node.py', 'observation.py', 'policy_runtime.py', 'policy_model.py'):
+        tree = ast.parse((LEARNING / module).read_text())
+        imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        imported |= {node.module or '' for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        assert not any(name.startswith('robotsim_sim') or name.startswith('.expert') or name == 'expert'
+                       for name in imported), (module, imported)
+
+
+@pytest.mark.parametrize('setup,expected', [
+    (lambda tmp, policy: ('-p', f'policy:={tmp / "missing.onnx"}'), 'policy file not found'),
+    (lambda tmp, policy: ('-p', f'policy:={policy}', '-p', 'robot:=racer'), 'has no 1-channel lidar'),
+    (lambda tmp, policy: ('-p', 'policy:=""'), "parameter 'policy': expected the path"),
+], ids=['missing file', 'robot without lidar', 'no policy given'])
+def test_policy_files_that_do_not_fit_are_refused_at_start(setup, expected, tmp_path, rover_policy):
+    arguments = [executable('robotsim_learning', 'policy'), '--ros-args', *setup(tmp_path, rover_policy)]
+    completed = subprocess.run(arguments, capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 2, completed
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0], completed.stderr
