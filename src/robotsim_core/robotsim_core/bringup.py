@@ -73,9 +73,11 @@ class BringupConfig:
     demo: bool = False
     """Start the demo driver for every robot: the same as driver:=wander."""
     driver: str = ''
-    """Who drives every robot: '' (nobody: publish cmd_vel yourself), wander (reactive lidar wanderer), expert (sim only: plans on the known world to the goal on goal_pose)."""
+    """Who drives every robot: '' (nobody: publish cmd_vel yourself), wander (reactive lidar wanderer), expert (sim only: plans on the known world to the goal on goal_pose), policy (the ONNX policy of policy:=, sim or real)."""
     goal: str = ''
-    """driver:=expert: a goal 'x,y' (m, in the robot's odom frame) to drive to at start ('' = wait for goal_pose)."""
+    """driver:=expert or policy: a goal 'x,y' (m, in the robot's odom frame) to drive to at start ('' = wait for goal_pose)."""
+    policy: str = ''
+    """driver:=policy: the ONNX policy file (written by robotsim policy train)."""
     report: str = ''
     """Sim: path of the run report PNG written at the end ('' = no live summary, no report)."""
     seed: int = 0
@@ -151,6 +153,9 @@ def config_from_arguments(arguments: dict[str, str], source: str = 'launch argum
     if config.driver not in DRIVERS:
         raise DescriptionError(source, 'driver', f'expected one of {", ".join(repr(d) for d in DRIVERS)}, '
                                                  f'got {config.driver!r}')
+    if config.driver == 'policy' and not os.path.isfile(config.policy):
+        raise DescriptionError(source, 'policy', f'driver:=policy needs an ONNX policy file, got {config.policy!r}'
+                                                 + (' (not found)' if config.policy else ''))
     if config.driver == 'expert' and not config.use_sim:
         raise DescriptionError(source, 'driver', 'expert reads the simulator\'s ground truth: sim only')
     if config.demo and config.driver not in ('', 'wander'):
@@ -166,7 +171,7 @@ def config_from_arguments(arguments: dict[str, str], source: str = 'launch argum
     return config
 
 
-DRIVERS = ('', 'wander', 'expert')
+DRIVERS = ('', 'wander', 'expert', 'policy')
 
 
 def driver_of(config: BringupConfig) -> str:
@@ -300,21 +305,33 @@ def _sim_nodes(config: BringupConfig, fleet: FleetSpec) -> list[NodeSpec]:
             nodes.append(NodeSpec('robotsim_firmware', 'motor_bridge', 'motor_bridge', ns,
                                   {'robot': entry.robot, 'device': default_serial_link(ns), 'frame_prefix': prefix,
                                    'reconnect_period': 0.2, 'use_sim_time': True}, required=True))
-        if driver_of(config) == 'wander':
-            nodes.append(NodeSpec('robotsim_learning', 'wander', 'wander', ns, {'use_sim_time': True}))
-        elif driver_of(config) == 'expert':
-            parameters = {'robot': entry.robot, 'world': config.world, 'frame_prefix': prefix, 'use_sim_time': True}
-            if entry.xyz is not None:
-                parameters['spawn'] = [float(entry.xyz[0]), float(entry.xyz[1]), float(entry.yaw)]
-            if config.goal:
-                parameters['goal'] = [float(v) for v in config.goal.split(',')]
-            nodes.append(NodeSpec('robotsim_learning', 'expert', 'expert', ns, parameters))
+        nodes += _driver_nodes(config, entry)
     if config.report:
         nodes.append(NodeSpec('robotsim_sim', 'monitor', 'robotsim_monitor', parameters={
             'report': config.report, 'world': config.world,
             'namespaces': [entry.namespace or '/' for entry in fleet.robots],
             'robots': [entry.robot for entry in fleet.robots], 'use_sim_time': True}))
     return nodes
+
+
+def _driver_nodes(config: BringupConfig, entry) -> list[NodeSpec]:
+    """The node that drives one robot (none, the wanderer, the expert in sim, the policy in either world)."""
+    driver, ns = driver_of(config), entry.namespace
+    if driver == 'wander':
+        return [NodeSpec('robotsim_learning', 'wander', 'wander', ns, {'use_sim_time': config.use_sim_time})]
+    parameters = {'robot': entry.robot, 'frame_prefix': entry.frame_prefix, 'use_sim_time': config.use_sim_time}
+    if config.goal:
+        parameters['goal'] = [float(v) for v in config.goal.split(',')]
+    if driver == 'expert':
+        parameters['world'] = config.world
+        if entry.xyz is not None:
+            parameters['spawn'] = [float(entry.xyz[0]), float(entry.xyz[1]), float(entry.yaw)]
+        return [NodeSpec('robotsim_learning', 'expert', 'expert', ns, parameters)]
+    if driver == 'policy':
+        parameters['policy'] = os.path.abspath(config.policy)
+        # Required: a policy that stops (bad file, no lidar) must not leave the robot undriven unnoticed.
+        return [NodeSpec('robotsim_learning', 'policy', 'policy', ns, parameters, required=True)]
+    return []
 
 
 # ----------------------------------------------------------------------------- real mode
@@ -406,4 +423,5 @@ def _real_nodes(config: BringupConfig, fleet: FleetSpec) -> list[NodeSpec]:
             parameters['use_sim_time'] = False
             nodes.append(NodeSpec(driver.package, driver.executable, driver.name, entry.namespace, parameters,
                                   list(driver.remappings.items()), required=driver.required))
+        nodes += _driver_nodes(config, entry)
     return nodes

@@ -1,7 +1,7 @@
 """Policy node: the robot's own topics -> the ONNX policy -> /cmd_vel. The same node runs on the robot.
 
 Subscribes only to contract topics (``scan``, ``camera/image_raw`` when the policy looks at images,
-``odom``) and ``goal_pose``; nothing of the simulator. At ``rate`` Hz it takes the latest scan, the
+``odom``) and ``goal_pose`` (or a ``goal`` x, y in odom at start); nothing of the simulator. At ``rate`` Hz it takes the latest scan, the
 image and odometry closest to the scan's stamp, builds the observation, runs onnxruntime (the
 ``providers`` parameter picks CPU here, TensorRT or CUDA on a Jetson) and publishes the command.
 It publishes a stop instead when there is no goal, when the goal is reached, when an input is older
@@ -50,6 +50,7 @@ class PolicyNode(Node):
         rate = ros_common.checked_parameter(self, 'rate', 10.0, minimum=0.5, maximum=200.0)
         self.max_input_age = ros_common.checked_parameter(self, 'max_input_age', 0.5, minimum=0.01, maximum=10.0)
         self.goal_tolerance = ros_common.checked_parameter(self, 'goal_tolerance', 0.15, minimum=0.01, maximum=5.0)
+        goal = self.declare_parameter('goal', [math.nan, math.nan]).value
         if not path:
             raise PolicyFileError("parameter 'policy': expected the path of an ONNX policy file, got ''")
         self.runtime = PolicyRuntime(path, tuple(providers))
@@ -62,7 +63,7 @@ class PolicyNode(Node):
         self.scan: LaserScan | None = None
         self.images: deque[Image] = deque(maxlen=5)
         self.odometry: deque[Odometry] = deque(maxlen=20)
-        self.goal_odom: tuple[float, float] | None = None
+        self.goal_odom = (float(goal[0]), float(goal[1])) if all(map(math.isfinite, goal)) else None
         self.latencies: deque[float] = deque(maxlen=100)
         self.last_problem = 'no input yet'
         self.stopped_for = ''

@@ -1,6 +1,6 @@
-"""The expert as a node of the sim bringup (`driver:=expert`): it drives the rover to a goal given at
-start and to one sent on /goal_pose, refuses a goal in a frame it cannot place, and is never part of a
-real-mode bringup."""
+"""The drivers of a bringup (`driver:=wander|expert|policy`): the expert drives the rover to a goal given
+at start and to one sent on /goal_pose and refuses a goal in a frame it cannot place; the expert is never
+part of a real-mode bringup, the policy is (the node of the robot)."""
 
 import subprocess
 
@@ -54,6 +54,8 @@ def test_the_expert_drives_to_the_start_goal_then_to_a_goal_pose():
     (['driver:=teleop'], "driver: expected one of '', 'wander', 'expert'"),
     (['driver:=expert', 'goal:=1'], "goal: expected 'x,y'"),
     (['driver:=expert', 'demo:=true'], 'demo: demo:=true is driver:=wander'),
+    (['driver:=policy'], "policy: driver:=policy needs an ONNX policy file, got ''"),
+    (['driver:=policy', 'policy:=/nonexistent/p.onnx'], "got '/nonexistent/p.onnx' (not found)"),
 ])
 def test_bad_driver_arguments_are_one_line(arguments, expected):
     result = subprocess.run(['robotsim', 'launch', 'robot', *arguments], capture_output=True, text=True, timeout=60)
@@ -68,3 +70,14 @@ def test_demo_is_the_wanderer_and_the_expert_gets_the_fleet_spawn():
     assert [n.namespace for n in experts] == ['robot1', 'robot2']
     assert all(len(n.parameters['spawn']) == 3 for n in experts)
     assert experts[0].parameters['spawn'] != experts[1].parameters['spawn']
+
+
+def test_the_policy_drives_in_both_worlds_with_its_file(tmp_path):
+    policy = tmp_path / 'p.onnx'
+    policy.write_bytes(b'checked by the node itself at start')
+    for mode, arguments in (('sim', {}), ('real', {}), ('robot', {'use_sim': 'false'})):
+        nodes = graph_for(mode, {**arguments, 'driver': 'policy', 'policy': str(policy), 'goal': '1,0'})
+        driver = nodes[-1]
+        assert (driver.package, driver.executable, driver.required) == ('robotsim_learning', 'policy', True)
+        assert driver.parameters['policy'] == str(policy) and driver.parameters['goal'] == [1.0, 0.0]
+        assert driver.parameters['use_sim_time'] == (mode == 'sim')
