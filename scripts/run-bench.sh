@@ -8,3 +8,4 @@ source "$ws/scripts/env.sh"
 cd "$ws"
 python bench/bench_sim.py --write-readme "$@"
 python bench/honest_encoders.py --write-readme
+python bench/bench_dataset.py --write-readme

@@ -6,6 +6,7 @@
     robotsim launch sim|real|robot [name:=value ...]   (the launch files' arguments)
     robotsim bag repair BAG   (make an interrupted MCAP recording readable again)
     robotsim calibrate odometry [--robot ROBOT] [--world W | --from-bag BAG]   (skid-steer effective track)
+    robotsim dataset generate|verify|export ...   (randomised episodes as bags, manifest, LeRobot export)
 
 ROBOT is a YAML path or a name under config/robots. Bad input prints one line naming the
 file, the key path and what was expected, and exits with status 2 (no traceback).
@@ -115,6 +116,16 @@ def launch_command(args: argparse.Namespace) -> int:
         return 2
 
 
+def dataset_command(args: argparse.Namespace) -> int:
+    # Datasets live with the recorder (robotsim_learning, which depends on this package).
+    try:
+        from robotsim_learning.dataset_cli import run
+    except ImportError as error:
+        print(f'robotsim: error: datasets need the robotsim_learning package ({error})', file=sys.stderr)
+        return 2
+    return run(args)
+
+
 def bag_repair(args: argparse.Namespace) -> int:
     # The bag tools live with the recorder (robotsim_learning, which depends on this package).
     try:
@@ -217,6 +228,13 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate_parser.add_argument('--imu-topic', default='/imu/data', help='with --from-bag')
     calibrate_parser.add_argument('--joint-states-topic', default='/joint_states', help='with --from-bag')
     calibrate_parser.set_defaults(handler=calibrate_odometry)
+    dataset_parser = commands.add_parser('dataset', help='randomised episodes as bags, verify, LeRobot export')
+    try:
+        from robotsim_learning.dataset_cli import add_arguments
+        add_arguments(dataset_parser)
+    except ImportError:
+        dataset_parser.add_argument('action', nargs='*')  # the handler names the missing package
+    dataset_parser.set_defaults(handler=dataset_command)
     return parser
 
 

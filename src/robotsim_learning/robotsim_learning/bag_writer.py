@@ -85,6 +85,13 @@ def write_metadata(bag: Path, document: dict) -> None:
     temporary.replace(bag / 'metadata.yaml')
 
 
+def canonical_cdr(typestore, msg_type: str, data: bytes) -> bytes:
+    """``data`` with its CDR alignment padding zeroed: rclpy's serializer (Fast-CDR) leaves padding
+    bytes as whatever was in memory, so equal messages can differ in those bytes. Deserialized
+    and written again by rosbags (which zeroes padding), equal messages give equal bytes."""
+    return bytes(typestore.serialize_cdr(typestore.deserialize_cdr(data, msg_type), msg_type))
+
+
 class BagWriter:
     """Writes (topic, type, CDR bytes, receive time in ns) to an MCAP rosbag2 bag that survives
     the writer's death: see the module docstring."""

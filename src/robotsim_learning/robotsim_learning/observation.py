@@ -123,3 +123,38 @@ def observation(spec: ObservationSpec, ranges, rgb, twist: tuple[float, float], 
         parts.append(pool_image(spec, rgb))
     parts += [np.asarray(twist, dtype=np.float64), goal_features(goal_base)]
     return np.concatenate(parts).astype(np.float32)
+
+
+def stamp_seconds(stamp) -> float:
+    """A builtin_interfaces/Time (rclpy or rosbags message) in seconds."""
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+def closest_by_stamp(messages, stamp: float):
+    """The message whose header stamp is nearest ``stamp`` (s), or None: how the policy node and the
+    training set pair the camera image and the odometry with a scan."""
+    return min(messages, key=lambda m: abs(stamp_seconds(m.header.stamp) - stamp)) if messages else None
+
+
+def rgb_array(image) -> np.ndarray:
+    """An rgb8 sensor_msgs/Image (rclpy or rosbags message) as an (H, W, 3) uint8 array."""
+    if image.encoding != 'rgb8':
+        raise ValueError(f"expected an rgb8 image, got encoding {image.encoding!r}")
+    return np.frombuffer(bytes(image.data), dtype=np.uint8).reshape(image.height, image.width, 3)
+
+
+def yaw_of(q) -> float:
+    return math.atan2(2 * (q.w * q.z + q.x * q.y), 1 - 2 * (q.y * q.y + q.z * q.z))
+
+
+def observation_from_messages(spec: ObservationSpec, scan, images, odometries, goal_odom) -> np.ndarray:
+    """The observation at a scan: the image and odometry closest to its stamp, the goal (x, y in odom)
+    seen from the odometry pose. Shared by the policy node and the training set, so both see the same
+    vector for the same messages."""
+    stamp = stamp_seconds(scan.header.stamp)
+    odometry = closest_by_stamp(odometries, stamp)
+    pose = odometry.pose.pose
+    robot = (pose.position.x, pose.position.y, yaw_of(pose.orientation))
+    rgb = rgb_array(closest_by_stamp(images, stamp)) if spec.uses_image else None
+    return observation(spec, np.asarray(scan.ranges, dtype=np.float64), rgb,
+                       (odometry.twist.twist.linear.x, odometry.twist.twist.angular.z), goal_in_base(goal_odom, robot))

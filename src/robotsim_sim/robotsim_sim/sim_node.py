@@ -10,26 +10,21 @@ step after the last published time, so /clock never goes back or repeats.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
 import rclpy
 from geometry_msgs.msg import Twist, TwistStamped
-from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
-from std_msgs.msg import String
-from tf2_msgs.msg import TFMessage
 from trajectory_msgs.msg import JointTrajectory
 
 from robotsim_core.bringup import default_serial_link, simulation_value_problem
-from robotsim_core.contract import IMAGE_TOPIC_STEMS, RELIABLE_QOS
+from robotsim_core.contract import RELIABLE_QOS
 from robotsim_core.description import load_robot
 from robotsim_core.fleet import load_fleet, single_robot
 from robotsim_core.errors import DescriptionError
@@ -42,12 +37,11 @@ from robotsim_sensors import ros_messages as convert
 from robotsim_sensors.gl_backend import RenderUnavailable
 
 from .rejections import PerReasonThrottle
+from .robot_messages import RobotMessages
 from .world_spec import SpawnSpec
 from .scene import RobotPlacement, load_world, resolve_world_path
 from .simulation import SimOptions, Simulation
 
-ODOM_POSE_VARIANCE = 1e-3
-ODOM_TWIST_VARIANCE = 1e-3
 MAX_STEP_SECONDS = 60.0
 """/sim/step refuses more steps than this much sim time: the node serves nothing else meanwhile."""
 STATUS_PERIOD = 0.5
@@ -67,19 +61,14 @@ class CountedPublisher:
 
 @dataclass
 class RobotPorts:
-    """One robot's ROS side: its namespace, frame prefix, publishers and per-sensor lookups."""
+    """One robot's ROS side: its namespace, frame prefix, publishers and message building."""
     index: int
     namespace: str
     frame_prefix: str
     model: object
     pubs: dict = field(default_factory=dict)
-    sensors: dict = field(default_factory=dict)
-    sensor_topics: dict = field(default_factory=dict)
-    camera_infos: dict = field(default_factory=dict)
-    joint_names: list = field(default_factory=list)
-    """Joint names on the wire: the URDF's (robot_state_publisher resolves them), not MuJoCo's prefixed ones."""
-    joint_keep: object = None
-    """Indices of those joints in a JointStateReading (without the wheels when the motor bridge publishes them)."""
+    messages: RobotMessages | None = None
+    """Readings -> (topic, message) pairs (shared with the dataset generator)."""
 
     def frame(self, name: str) -> str:
         return f'{self.frame_prefix}{name}'
@@ -156,27 +145,15 @@ class SimNode(Node):
         robot = self.sim.robots[index]
         model = robot.model
         ports = RobotPorts(index, entry.namespace, frame_prefix, model)
-        scheduled = {item.channel for item in robot.schedule}
-        for topic in robot.contract.topics:
-            if topic.name in ('clock', 'tf_static', 'robot_description'):
-                continue  # /clock is the world's; the state publisher owns the other two
-            if topic.sensor and topic.sensor not in scheduled:
-                continue  # e.g. cameras disabled
-            if topic.name in ('odom', 'tf') and not self.publish_base:
-                continue  # the motor bridge owns them: one publisher per topic, as on the robot
+        # The topics this robot's readings produce (one publisher per topic, as on the robot: without
+        # /odom and /tf when the motor bridge owns them) and their messages: shared with the dataset
+        # generator's fast path, so both hold the same messages.
+        ports.messages = RobotMessages(robot, frame_prefix, self.publish_base, self.sim.labels)
+        for topic in ports.messages.topics:
             ports.pubs[topic.name] = CountedPublisher(self.create_publisher(
                 message_class(topic.type), ports.topic(topic.name), convert.qos_profile(topic.qos)))
-        ports.sensors = {s.name: s for s in model.sensors}
-        ports.sensor_topics = {s.name: [t for t in robot.contract.topics if t.sensor == s.name] for s in model.sensors}
-        labels = json.dumps({str(label): name for label, name in sorted(self.sim.labels.items())})
-        for topic in robot.contract.topics:
-            if topic.name.endswith('segmentation/labels') and topic.name in ports.pubs:
-                ports.pubs[topic.name].publish(String(data=labels))
-        ports.camera_infos = {s.name: convert.camera_info(s.spec, ports.frame(s.frame))
-                              for s in model.sensors if s.type == 'camera'}
-        wheels = {w.joint for w in model.drive.wheels} if model.drive and not self.publish_base else set()
-        keep = [i for i, name in enumerate(robot.joint_names) if name not in wheels]
-        ports.joint_names, ports.joint_keep = [robot.joint_names[i] for i in keep], np.array(keep, dtype=int)
+        for name, message in ports.messages.latched():
+            ports.pubs[name].publish(message)
         twist_type = TwistStamped if self.cmd_vel_stamped else Twist
         self.create_subscription(twist_type, ports.topic('cmd_vel'), lambda msg: self.on_cmd_vel(ports, msg), 10)
         self.create_subscription(JointTrajectory, ports.topic('arm_controller/joint_trajectory'),
@@ -232,55 +209,8 @@ class SimNode(Node):
             self.get_logger().warning(message + more)
 
     def publish_event(self, ports: RobotPorts, channel: str, reading) -> None:
-        stamp = convert.stamp_msg(self.stamp_ns(reading.stamp))
-        pubs = ports.pubs
-        if channel == 'joint_states':
-            keep = ports.joint_keep
-            pubs['joint_states'].publish(convert.joint_state(ports.joint_names, reading.positions[keep],
-                                                             reading.velocities[keep], reading.efforts[keep], stamp))
-        elif channel == 'base_state':
-            self.publish_base_state(ports, reading, stamp)
-        else:
-            sensor = ports.sensors[channel]
-            frame = ports.frame(sensor.frame)
-            topics = ports.sensor_topics[channel]
-            if sensor.type == 'lidar':
-                message = (convert.laser_scan(reading, frame, stamp) if sensor.spec.channels == 1
-                           else convert.point_cloud(reading, frame, stamp))
-                pubs[topics[0].name].publish(message)
-            elif sensor.type == 'imu':
-                pubs[topics[0].name].publish(convert.imu(reading, frame, stamp))
-            elif sensor.type == 'camera':
-                images = convert.camera_images(reading, frame, stamp)
-                info = ports.camera_infos[channel]
-                info.header.stamp = stamp
-                for kind, image in images.items():
-                    stem = IMAGE_TOPIC_STEMS[kind]
-                    pubs[f'{channel}/{stem}image_raw'].publish(image)
-                    pubs[f'{channel}/{stem}camera_info'].publish(info)
-
-    def publish_base_state(self, ports: RobotPorts, reading, stamp) -> None:
-        footprint = ports.frame(ports.model.footprint_link)
-        w, x, y, z = reading.true_quaternion
-        truth = Odometry()
-        truth.header.stamp, truth.header.frame_id, truth.child_frame_id = stamp, 'world', footprint
-        position, orientation = truth.pose.pose.position, truth.pose.pose.orientation
-        position.x, position.y, position.z = (float(v) for v in reading.true_position)
-        orientation.w, orientation.x, orientation.y, orientation.z = float(w), float(x), float(y), float(z)
-        twist = truth.twist.twist
-        twist.linear.x, twist.linear.y, twist.linear.z = (float(v) for v in reading.true_linear_velocity)
-        twist.angular.x, twist.angular.y, twist.angular.z = (float(v) for v in reading.true_angular_velocity)
-        ports.pubs['sim/ground_truth'].publish(truth)
-        if not self.publish_base or 'odom' not in ports.pubs:
-            return  # the motor bridge publishes odometry, or a fixed-base robot has none
-        ox, oy, oyaw = reading.odom_pose
-        linear, angular = reading.odom_twist
-        odom_frame = ports.frame('odom')
-        ports.pubs['odom'].publish(convert.planar_odometry(odom_frame, footprint, ox, oy, oyaw, linear, angular,
-                                                          stamp, ODOM_POSE_VARIANCE, ODOM_TWIST_VARIANCE))
-        # REP 105: odom -> the URDF root (base_footprint, itself the parent of base_link).
-        ports.pubs['tf'].publish(TFMessage(transforms=[convert.transform(
-            odom_frame, footprint, (ox, oy, 0.0), convert.yaw_quaternion(oyaw), stamp)]))
+        for name, message in ports.messages.build(channel, reading, self.stamp_ns(reading.stamp)):
+            ports.pubs[name].publish(message)
 
     def publish_status(self) -> None:
         wall, sim_ns = time.monotonic(), self.sim.time_ns

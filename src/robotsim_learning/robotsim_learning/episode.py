@@ -1,0 +1,285 @@
+"""One dataset episode on the fast path: the simulation core stepped in-process, a driver closing
+the loop, every message serialized straight into an MCAP rosbag2 bag (no DDS, no nodes).
+
+The messages are built by :class:`robotsim_sim.robot_messages.RobotMessages`, the simulator node's
+own message building, and stamped with sim time; a bag written here holds the topics a recording of
+the ROS graph holds (``robotsim launch sim record:=true``): the robot's contract topics,
+``/sim/ground_truth``, plus ``/goal_pose`` (the task) and ``/cmd_vel`` (the driver's commands, the
+actions). Each message's bag time is its header stamp (sim time), as the recorder's sim-time
+receive stamps are up to transport delay.
+
+Drivers: a :class:`Driver` gets an :class:`Observation` (the newest message of every topic the
+robot's nodes see, plus ``goal_pose``; for a privileged driver also ground truth and the world) at
+its own rate and returns a ``geometry_msgs/Twist`` or ``None`` to give up. The wanderer is here;
+the expert and the learned policy plug in through :func:`register_driver`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from geometry_msgs.msg import PoseStamped, Twist
+from rclpy.serialization import serialize_message
+
+from robotsim_core.description import load_robot
+from robotsim_sensors import ros_messages as convert
+
+from .bag_writer import BagWriter, canonical_cdr
+from .randomization import Randomizer, Scenario
+from .wander import Wanderer
+
+GOAL_TOPIC = '/goal_pose'
+COMMAND_TOPIC = '/cmd_vel'
+OUTCOMES = ('success', 'collision', 'timeout', 'gave_up')
+GOAL_PERIOD = 1.0
+"""Sim seconds between /goal_pose messages (a goal publisher on the robot republishes it, too; a late
+subscriber and the export's alignment see it without latching)."""
+
+
+@dataclass
+class Observation:
+    """What a driver sees at one control instant."""
+    stamp_ns: int
+    """Sim time (ns)."""
+    latest: dict[str, object]
+    """Newest message per topic, by relative name ('scan', 'odom', 'imu/data', 'camera/image_raw',
+    'goal_pose', ...): the messages the ROS nodes receive, as ROS message objects."""
+    updated: set[str]
+    """Topics with a new message since the driver's previous call."""
+    ground_truth: object | None = None
+    """Privileged drivers only: the latest /sim/ground_truth (nav_msgs/Odometry in 'world')."""
+    world: object | None = None
+    """Privileged drivers only: the episode's WorldSpec (obstacles, walls)."""
+    goal_in_world: tuple[float, float, float] | None = None
+    """Privileged drivers only: (x, y, yaw) of the goal in 'world'."""
+
+
+class Driver:
+    """Base class of episode drivers (subclass it; set ``name``)."""
+    name = 'driver'
+    privileged = False
+    """True: the observation carries ground truth and the world (simulation-only drivers, e.g. an expert)."""
+    rate = 10.0
+    """Hz of sim time at which :meth:`act` is called."""
+
+    def reset(self, scenario: Scenario) -> None:
+        """A new episode starts (a privileged driver may read the scenario; others should not)."""
+
+    def act(self, observation: Observation) -> Twist | None:
+        """The base command now, or None to give up (the episode ends as 'gave_up')."""
+        raise NotImplementedError
+
+
+class WanderDriver(Driver):
+    """The demo driver of `make sim`: reactive lidar wandering (ignores the goal)."""
+    name = 'wander'
+
+    def reset(self, scenario: Scenario) -> None:
+        self.wanderer = Wanderer()
+        self.last = (0.0, 0.0)
+
+    def act(self, observation: Observation) -> Twist:
+        command = Twist()
+        scan = observation.latest.get('scan')
+        if scan is not None and 'scan' in observation.updated:
+            command.linear.x, command.angular.z = self.wanderer.command(
+                np.asarray(scan.ranges, dtype=np.float64), scan.angle_min, scan.angle_increment)
+        elif scan is not None:
+            command.linear.x, command.angular.z = self.last
+        self.last = (command.linear.x, command.angular.z)
+        return command
+
+
+DRIVERS: dict[str, type] = {'wander': WanderDriver}
+
+
+def register_driver(name: str, factory) -> None:
+    """Make ``--driver NAME`` available (the policy issue's expert and policy drivers)."""
+    DRIVERS[name] = factory
+
+
+def make_driver(name: str) -> Driver:
+    if name not in DRIVERS:
+        raise ValueError(f'--driver: unknown driver {name!r}; expected one of {", ".join(sorted(DRIVERS))}')
+    return DRIVERS[name]()
+
+
+@dataclass
+class EpisodeResult:
+    index: int
+    outcome: str
+    duration: float                       # sim seconds
+    counts: dict[str, int]                # messages per topic
+    travel: float                         # ground-truth path length (m)
+    final_goal_distance: float            # m
+    max_image_stddev: float | None        # of the RGB frames (0-255); None without a camera
+    camera_frames: int
+    wall_seconds: float
+    sim_seed: int
+    drawn: dict = field(default_factory=dict)
+    spawn: tuple = ()
+    goal: tuple = ()
+
+
+def goal_in_odom(spawn, goal) -> tuple[float, float, float]:
+    """The goal in the robot's odom frame (odom starts at the spawn pose: REP 105)."""
+    dx, dy = goal[0] - spawn[0], goal[1] - spawn[1]
+    c, s = math.cos(spawn[2]), math.sin(spawn[2])
+    yaw = math.atan2(math.sin(goal[2] - spawn[2]), math.cos(goal[2] - spawn[2]))
+    return c * dx + s * dy, -s * dx + c * dy, yaw
+
+
+def goal_message(goal_odom, stamp_ns: int) -> PoseStamped:
+    message = PoseStamped()
+    message.header.stamp, message.header.frame_id = convert.stamp_msg(stamp_ns), 'odom'
+    message.pose.position.x, message.pose.position.y = float(goal_odom[0]), float(goal_odom[1])
+    x, y, z, w = convert.yaw_quaternion(goal_odom[2])
+    message.pose.orientation.x, message.pose.orientation.y = x, y
+    message.pose.orientation.z, message.pose.orientation.w = z, w
+    return message
+
+
+def _qos(spec):
+    from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
+    infinite = QosTime(9223372036, 854775807)
+    return [Qos(QosHistory.KEEP_LAST, spec.depth,
+                QosReliability.RELIABLE if spec.reliability == 'reliable' else QosReliability.BEST_EFFORT,
+                QosDurability.TRANSIENT_LOCAL if spec.durability == 'transient_local' else QosDurability.VOLATILE,
+                infinite, infinite, QosLiveliness.AUTOMATIC, infinite, False)]
+
+
+class _Collisions:
+    """Contacts between the robot and anything but the floor (walls, obstacles, free bodies)."""
+
+    def __init__(self, sim):
+        model = sim.model
+        root = model.body_rootid[sim.robots[0].root_body]
+        self.robot = model.body_rootid[model.geom_bodyid] == root
+        self.floor = np.array([model.geom(g).name == 'floor' for g in range(model.ngeom)])
+
+    def touching(self, data) -> bool:
+        if data.ncon == 0:
+            return False
+        contacts = data.contact[:data.ncon]
+        g1, g2 = contacts.geom1, contacts.geom2
+        hit = (self.robot[g1] & ~self.robot[g2] & ~self.floor[g2]) | (self.robot[g2] & ~self.robot[g1] & ~self.floor[g1])
+        return bool(hit.any())
+
+
+def run_episode(randomizer: Randomizer, index: int, folder: str, driver_name: str, cameras: bool = True,
+                duration: float | None = None, commands=None) -> EpisodeResult:
+    """Run episode ``index`` and write it as a bag in ``folder`` (which must not exist), with the
+    scenario's ``world.yaml`` and ``robot.yaml`` beside the MCAP file.
+
+    ``commands``: instead of a driver, replay these (stamp_ns, linear, angular) commands (the
+    identity test against the ROS graph)."""
+    from robotsim_sim.robot_messages import RobotMessages
+    from robotsim_sim.scene import RobotPlacement, load_world
+    from robotsim_sim.simulation import SimOptions, Simulation
+
+    started = time.monotonic()
+    scenario = randomizer.scenario(index)
+    spec = randomizer.spec
+    duration = spec.episode_duration if duration is None else duration
+    bag = BagWriter(folder, flush_period=math.inf)  # per-episode crash safety: an unfinished episode is redone
+    try:
+        world_path, robot_path = os.path.join(folder, 'world.yaml'), os.path.join(folder, 'robot.yaml')
+        with open(world_path, 'w', encoding='utf-8') as stream:
+            stream.write(scenario.world_yaml)
+        with open(robot_path, 'w', encoding='utf-8') as stream:
+            stream.write(scenario.robot_yaml)
+        world = load_world(world_path)
+        sim = Simulation(world, [RobotPlacement(load_robot(robot_path))],
+                         SimOptions(seed=scenario.sim_seed, cameras=cameras))
+        try:
+            return _loop(sim, RobotMessages(sim.robots[0], '', True, sim.labels), bag, scenario, world,
+                         driver_name, duration, spec.goal_tolerance, commands, started)
+        finally:
+            sim.close()
+    finally:
+        bag.close()
+
+
+def _loop(sim, messages, bag, scenario, world, driver_name, duration, tolerance, commands, started) -> EpisodeResult:
+    produced = [topic for topic in messages.topics if topic.name != 'sim/status']  # /sim/status is wall-clock RTF
+    for topic in produced:
+        bag.add_topic(f'/{topic.name}', topic.type, _qos(topic.qos))
+    from robotsim_core.contract import RELIABLE_QOS
+    bag.add_topic(GOAL_TOPIC, 'geometry_msgs/msg/PoseStamped', _qos(RELIABLE_QOS))
+    bag.add_topic(COMMAND_TOPIC, 'geometry_msgs/msg/Twist', _qos(RELIABLE_QOS))
+    latest: dict[str, object] = {}
+    updated: set[str] = set()
+    types = {topic: connection.msgtype for topic, connection in bag.connections.items()}
+
+    def record(name: str, message, stamp_ns: int) -> None:
+        # Padding zeroed: an episode's bytes depend on (seed, index) only (identical in any worker).
+        topic = f'/{name}'
+        bag.write(topic, stamp_ns, canonical_cdr(bag.typestore, types[topic], serialize_message(message)))
+        latest[name] = message
+        updated.add(name)
+
+    for name, message in messages.latched():
+        record(name, message, 0)
+    goal_odom = goal_in_odom(scenario.spawn, scenario.goal)
+    driver = make_driver(driver_name) if commands is None else None
+    if driver is not None:
+        driver.reset(scenario)
+    replay = list(commands or [])
+    period_ns = round(1e9 / (driver.rate if driver else 10.0))
+    next_control_ns = next_goal_ns = 0
+    collisions = _Collisions(sim)
+    travel, last_xy, truth = 0.0, None, None
+    image_stddev, frames = None, 0
+    outcome = 'timeout'
+    end_ns = round(duration * 1e9)
+    goal_xy = np.array(scenario.goal[:2])
+    while sim.time_ns < end_ns:
+        for event in sim.step():
+            for name, message in messages.build(event.channel, event.reading, event.reading.stamp):
+                record(name, message, event.reading.stamp)
+            if event.channel == 'base_state':
+                truth = latest['sim/ground_truth']
+                xy = event.reading.true_position[:2]
+                travel += 0.0 if last_xy is None else float(np.hypot(*(xy - last_xy)))
+                last_xy = xy.copy()
+            elif getattr(event.reading, 'rgb', None) is not None:
+                frames += 1
+                spread = float(event.reading.rgb[::4, ::4].std())
+                image_stddev = spread if image_stddev is None else max(image_stddev, spread)
+        now = sim.time_ns
+        if now >= next_goal_ns:
+            record('goal_pose', goal_message(goal_odom, now), now)
+            next_goal_ns += round(GOAL_PERIOD * 1e9)
+        if collisions.touching(sim.data):
+            outcome = 'collision'
+            break
+        if last_xy is not None and np.hypot(*(last_xy - goal_xy)) <= tolerance:
+            outcome = 'success'
+            break
+        command = None
+        if replay:
+            while replay and replay[0][0] <= now:
+                _, linear, angular = replay.pop(0)
+                command = Twist()
+                command.linear.x, command.angular.z = float(linear), float(angular)
+        elif driver is not None and now >= next_control_ns:
+            next_control_ns += period_ns
+            observation = Observation(now, latest, set(updated))
+            if driver.privileged:
+                observation.ground_truth, observation.world, observation.goal_in_world = truth, world, scenario.goal
+            updated.clear()
+            command = driver.act(observation)
+            if command is None:
+                outcome = 'gave_up'
+                break
+        if command is not None:
+            sim.command_base(0, command.linear.x, command.angular.z)
+            record('cmd_vel', command, now)
+    final = float(np.hypot(*(last_xy - goal_xy))) if last_xy is not None else math.inf
+    return EpisodeResult(scenario.index, outcome, sim.time_ns * 1e-9, dict(bag.counts), travel, final, image_stddev,
+                         frames, time.monotonic() - started, scenario.sim_seed, scenario.drawn, scenario.spawn,
+                         scenario.goal)

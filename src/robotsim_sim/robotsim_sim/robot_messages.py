@@ -1,0 +1,121 @@
+"""One simulated robot's readings -> (topic, ROS message) pairs, exactly as the simulator node
+publishes them.
+
+Shared by the simulator node (which publishes the pairs) and the dataset generator's fast path
+(which serializes them straight into a bag without DDS), so a dataset holds the very messages a
+recording of the ROS graph holds. No rclpy node here: only message types.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from nav_msgs.msg import Odometry
+from std_msgs.msg import String
+from tf2_msgs.msg import TFMessage
+
+from robotsim_core.contract import IMAGE_TOPIC_STEMS, TopicSpec
+from robotsim_sensors import ros_messages as convert
+
+ODOM_POSE_VARIANCE = 1e-3
+ODOM_TWIST_VARIANCE = 1e-3
+NOT_FROM_SIMULATOR = ('clock', 'tf_static', 'robot_description')
+"""Contract topics the robot's readings do not produce: /clock is the world's; the state publisher
+owns the other two."""
+
+
+class RobotMessages:
+    """Message building for one robot of a :class:`~robotsim_sim.simulation.Simulation`.
+
+    ``frame_prefix`` prefixes every frame id (multi-robot); ``publish_base`` False leaves /odom,
+    /tf and the wheel joints to the motor bridge (firmware in the loop); ``labels`` is the
+    simulation's segmentation label table."""
+
+    def __init__(self, robot, frame_prefix: str, publish_base: bool, labels: dict[int, str]):
+        model = robot.model
+        self.model = model
+        self.frame_prefix = frame_prefix
+        self.publish_base = publish_base
+        scheduled = {item.channel for item in robot.schedule}
+        self.topics: list[TopicSpec] = [
+            topic for topic in robot.contract.topics
+            if topic.name not in NOT_FROM_SIMULATOR
+            and not (topic.sensor and topic.sensor not in scheduled)          # e.g. cameras disabled
+            and not (topic.name in ('odom', 'tf') and not publish_base)]      # the motor bridge owns them
+        produced = {topic.name for topic in self.topics}
+        self.publishes_odometry = 'odom' in produced
+        self.sensors = {s.name: s for s in model.sensors}
+        self.sensor_topics = {s.name: [t for t in self.topics if t.sensor == s.name] for s in model.sensors}
+        self.camera_infos = {s.name: convert.camera_info(s.spec, self.frame(s.frame))
+                             for s in model.sensors if s.type == 'camera'}
+        self.label_table = json.dumps({str(label): name for label, name in sorted(labels.items())})
+        # Joint names on the wire are the URDF's (robot_state_publisher resolves them), not MuJoCo's
+        # prefixed ones; without the wheels when the motor bridge publishes those.
+        wheels = {w.joint for w in model.drive.wheels} if model.drive and not publish_base else set()
+        keep = [i for i, name in enumerate(robot.joint_names) if name not in wheels]
+        self.joint_names, self.joint_keep = [robot.joint_names[i] for i in keep], np.array(keep, dtype=int)
+
+    def frame(self, name: str) -> str:
+        return f'{self.frame_prefix}{name}'
+
+    def latched(self) -> list[tuple[str, object]]:
+        """Messages sent once at start (the segmentation label table)."""
+        return [(topic.name, String(data=self.label_table)) for topic in self.topics
+                if topic.name.endswith('segmentation/labels')]
+
+    def build(self, channel: str, reading, stamp_ns: int) -> list[tuple[str, object]]:
+        """The (contract topic name, message) pairs of one reading, stamped ``stamp_ns``."""
+        stamp = convert.stamp_msg(stamp_ns)
+        if channel == 'joint_states':
+            keep = self.joint_keep
+            return [('joint_states', convert.joint_state(self.joint_names, reading.positions[keep],
+                                                         reading.velocities[keep], reading.efforts[keep], stamp))]
+        if channel == 'base_state':
+            return self.base_state(reading, stamp)
+        sensor = self.sensors[channel]
+        frame = self.frame(sensor.frame)
+        topics = self.sensor_topics[channel]
+        if sensor.type == 'lidar':
+            message = (convert.laser_scan(reading, frame, stamp) if sensor.spec.channels == 1
+                       else convert.point_cloud(reading, frame, stamp))
+            return [(topics[0].name, message)]
+        if sensor.type == 'imu':
+            return [(topics[0].name, convert.imu(reading, frame, stamp))]
+        out = []
+        info = self.camera_infos[channel]
+        info.header.stamp = stamp
+        for kind, image in convert.camera_images(reading, frame, stamp).items():
+            stem = IMAGE_TOPIC_STEMS[kind]
+            out.append((f'{channel}/{stem}image_raw', image))
+            out.append((f'{channel}/{stem}camera_info', info))
+        return out
+
+    def ground_truth(self, reading, stamp) -> Odometry:
+        """/sim/ground_truth: the root link's true pose in ``world``, twist in the body frame."""
+        w, x, y, z = reading.true_quaternion
+        truth = Odometry()
+        truth.header.stamp, truth.header.frame_id = stamp, 'world'
+        truth.child_frame_id = self.frame(self.model.footprint_link)
+        position, orientation = truth.pose.pose.position, truth.pose.pose.orientation
+        position.x, position.y, position.z = (float(v) for v in reading.true_position)
+        orientation.w, orientation.x, orientation.y, orientation.z = float(w), float(x), float(y), float(z)
+        twist = truth.twist.twist
+        twist.linear.x, twist.linear.y, twist.linear.z = (float(v) for v in reading.true_linear_velocity)
+        twist.angular.x, twist.angular.y, twist.angular.z = (float(v) for v in reading.true_angular_velocity)
+        return truth
+
+    def base_state(self, reading, stamp) -> list[tuple[str, object]]:
+        out = [('sim/ground_truth', self.ground_truth(reading, stamp))]
+        if not self.publishes_odometry:
+            return out  # the motor bridge publishes odometry, or a fixed-base robot has none
+        footprint = self.frame(self.model.footprint_link)
+        ox, oy, oyaw = reading.odom_pose
+        linear, angular = reading.odom_twist
+        odom_frame = self.frame('odom')
+        out.append(('odom', convert.planar_odometry(odom_frame, footprint, ox, oy, oyaw, linear, angular,
+                                                    stamp, ODOM_POSE_VARIANCE, ODOM_TWIST_VARIANCE)))
+        # REP 105: odom -> the URDF root (base_footprint, itself the parent of base_link).
+        out.append(('tf', TFMessage(transforms=[convert.transform(
+            odom_frame, footprint, (ox, oy, 0.0), convert.yaw_quaternion(oyaw), stamp)])))
+        return out

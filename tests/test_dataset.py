@@ -1,0 +1,290 @@
+"""Datasets (issue 11): randomisation, fast-path episodes as bags, manifest, verify, resume, prune,
+engines with identical bytes, LeRobot v2.1 export read back with pyarrow. Real MuJoCo, real bags,
+real worker processes; the `robotsim` command line as a user runs it."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from robotsim_learning.randomization import Randomizer, load_randomization
+from robotsim_sim.scene import load_world
+from rostest_helpers import WORKSPACE
+
+SMALL_COURSE = WORKSPACE / 'tests' / 'data' / 'datasets' / 'small_course.yaml'
+SHIPPED_SPEC = WORKSPACE / 'config' / 'randomization' / 'room_obstacles.yaml'
+
+
+def robotsim(*args: str, timeout: float = 600, check: bool = False) -> subprocess.CompletedProcess:
+    completed = subprocess.run([sys.executable, '-m', 'robotsim_core.cli', *args], capture_output=True, text=True,
+                               timeout=timeout)
+    if check and completed.returncode != 0:
+        raise AssertionError(f'robotsim {" ".join(args)} exited {completed.returncode}\n{completed.stderr}')
+    return completed
+
+
+def manifest(folder: Path) -> dict:
+    return json.loads((folder / 'dataset.json').read_text())
+
+
+def hashes(folder: Path) -> dict[int, str]:
+    return {entry['index']: entry['sha256'] for entry in manifest(folder)['episodes']}
+
+
+# ------------------------------------------------------------------------------------------ randomisation
+def test_same_seed_gives_byte_identical_worlds_and_records_every_draw(tmp_path):
+    spec = load_randomization(str(SHIPPED_SPEC))
+    first, again, other_seed = Randomizer(spec, 11), Randomizer(spec, 11), Randomizer(spec, 12)
+    worlds = set()
+    for index in range(8):
+        scenario = first.scenario(index)
+        repeat = again.scenario(index)
+        assert (scenario.world_yaml, scenario.robot_yaml, scenario.drawn) == \
+               (repeat.world_yaml, repeat.robot_yaml, repeat.drawn)
+        assert other_seed.scenario(index).world_yaml != scenario.world_yaml
+        worlds.add(scenario.world_yaml)
+        # The YAML is a valid world and robot, and carries exactly the recorded values.
+        path = tmp_path / f'world_{index}.yaml'
+        path.write_text(scenario.world_yaml)
+        world = load_world(str(path))
+        drawn = scenario.drawn
+        assert world.floor.friction == drawn['floor.friction']
+        assert list(world.floor.rgba[:3]) == drawn['floor.rgb']
+        assert (world.spawn.xyz[0], world.spawn.xyz[1], world.spawn.yaw) == \
+               (drawn['spawn.x'], drawn['spawn.y'], drawn['spawn.yaw'])
+        obstacles = world.boxes + world.cylinders
+        assert len(obstacles) == drawn['obstacles.count']
+        assert spec.obstacles.count[0] <= len(obstacles) <= spec.obstacles.count[1]
+        robot = yaml.safe_load(scenario.robot_yaml)
+        assert robot['sensors'][0]['noise_stddev'] == drawn['sensors.laser.noise_stddev']
+        assert robot['base']['mass'] == round(2.5 * drawn['robot.mass_scale'], 4)
+        # Never overlapping the spawn or the goal; the goal far enough.
+        for point in (scenario.spawn, scenario.goal):
+            for obstacle in obstacles:
+                reach = obstacle.radius if hasattr(obstacle, 'radius') else math.hypot(*obstacle.size[:2]) / 2
+                assert math.dist(point[:2], obstacle.position[:2]) - reach >= spec.poses.robot_radius
+        assert math.dist(scenario.spawn[:2], scenario.goal[:2]) >= spec.poses.goal_min_distance
+    assert len(worlds) == 8
+
+
+def test_goal_is_reachable_or_the_spec_is_refused(tmp_path):
+    """A wall of obstacles between every spawn and goal is impossible: the randomiser never returns an
+    unreachable layout; a spec that leaves no reachable layout is refused naming the key."""
+    spec = load_randomization(str(SHIPPED_SPEC))
+    randomizer = Randomizer(spec, 3)
+    scenario = randomizer.scenario(0)
+    wall = [{'name': 'block', 'position': [x, 0.0, 0.3], 'size': [2.0, 6.0, 0.6], 'yaw': 0.0} for x in (scenario.spawn[0],)]
+    assert randomizer._reachable(scenario.spawn, scenario.goal, []) is True
+    assert randomizer._reachable(scenario.spawn, scenario.goal, wall) is False  # the robot sits inside it
+    crowded = tmp_path / 'crowded.yaml'
+    crowded.write_text(f'base_world: room\nobstacles: {{count: [40, 40], size: [0.5, 0.5], clearance: 0.45}}\n')
+    result = robotsim('dataset', 'generate', '--randomization', str(crowded), '--episodes', '1', '--out',
+                      str(tmp_path / 'never'), '--no-progress')
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().count('\n') == 0 and 'Traceback' not in result.stderr
+    assert 'crowded.yaml: obstacles: episode 0: no layout with the goal reachable' in result.stderr
+
+
+@pytest.mark.parametrize('content, where', [
+    ('base_world: room\nobstacles: {count: [3, 1]}\n', 'obstacles.count: expected [low, high] with low <= high'),
+    ('base_world: room\nlight: {diffuse: [0.2, 1.5]}\n', 'light.diffuse: expected values <= 1'),
+    ('base_world: room\nfloor_friction: [0.5]\n', 'floor_friction: expected a list of 2 numbers'),
+    ('base_world: room\nobstacle: {count: [1, 2]}\n', 'obstacle: unknown key'),
+    ('base_world: nowhere\n', 'file not found'),
+])
+def test_invalid_randomization_spec_is_one_line_naming_file_and_key(tmp_path, content, where):
+    spec = tmp_path / 'bad.yaml'
+    spec.write_text(content)
+    result = robotsim('dataset', 'generate', '--randomization', str(spec), '--episodes', '1', '--out',
+                      str(tmp_path / 'out'))
+    assert result.returncode == 2
+    line = result.stderr.strip()
+    assert '\n' not in line and 'Traceback' not in line, line
+    assert where in line and ('bad.yaml' in line or 'nowhere' in line), line
+    assert not (tmp_path / 'out').exists() or not any((tmp_path / 'out').iterdir())
+
+
+def test_unwritable_output_is_one_line(tmp_path):
+    blocker = tmp_path / 'a_file'
+    blocker.write_text('not a folder')
+    result = robotsim('dataset', 'generate', '--randomization', str(SMALL_COURSE), '--episodes', '1',
+                      '--out', str(blocker / 'dataset'))
+    assert result.returncode == 2
+    assert result.stderr.strip() == f'robotsim: error: --out {blocker / "dataset"}: cannot write there (Not a directory)'
+
+
+# ------------------------------------------------------------------------------------------ a corpus end to end
+def _kill_mid_way(out: Path) -> None:
+    """Start a 1-worker generation and SIGKILL it once two episodes are finished and the third is
+    being written (a half-written episode left under .partial/)."""
+    process = subprocess.Popen([sys.executable, '-m', 'robotsim_core.cli', 'dataset', 'generate', '--randomization',
+                                str(SMALL_COURSE), '--episodes', '6', '--seed', '5', '--workers', '1', '--out', str(out),
+                                '--no-progress'], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    try:
+        while time.monotonic() < deadline and process.poll() is None:
+            partial = list((out / '.partial').glob('episode_*/*.mcap')) if (out / '.partial').is_dir() else []
+            done = len(manifest(out)['episodes']) if (out / 'dataset.json').is_file() else 0
+            if done >= 2 and partial:
+                process.send_signal(signal.SIGKILL)
+                break
+            time.sleep(0.005)
+    finally:
+        process.wait()
+    assert process.returncode == -signal.SIGKILL, f'the generation ended before it could be killed: {process.stderr.read()}'
+
+
+def test_corpus_generate_verify_corrupt_resume_engines_export(tmp_path):
+    pyarrow = pytest.importorskip('pyarrow')
+    import pyarrow.parquet as pq
+    from PIL import Image
+
+    # 6 episodes x 5 s on 2 workers; verify passes.
+    two = tmp_path / 'two_workers'
+    result = robotsim('dataset', 'generate', '--randomization', str(SMALL_COURSE), '--episodes', '6', '--seed', '5',
+                      '--workers', '2', '--out', str(two), check=True)
+    assert 'episodes/hour' in result.stderr and 'simulated s per wall s' in result.stderr and 'MB in' in result.stderr
+    assert '6/6' in result.stderr  # the progress bar
+    data = manifest(two)
+    assert data['generator_version'] and data['source_commit'] and len(data['randomization']['sha256']) == 64
+    assert data['randomization']['spec']['episode_duration'] == 5.0
+    assert [e['index'] for e in data['episodes']] == list(range(6))
+    for entry in data['episodes']:
+        assert entry['outcome'] in ('success', 'collision', 'timeout', 'gave_up')
+        assert 0 < entry['duration'] <= 5.0 and entry['drawn']['obstacles.count'] >= 2
+        counts = entry['message_counts']
+        assert counts['/camera/image_raw'] == counts['/camera/depth/image_raw'] > 0
+        assert counts['/scan'] > 0 and counts['/cmd_vel'] > 0 and counts['/goal_pose'] > 0
+        assert counts['/sim/ground_truth'] == counts['/odom'] == counts['/joint_states']
+    assert robotsim('dataset', 'verify', str(two)).returncode == 0
+
+    # Killed mid-way, then resumed: finished episodes are not redone, the half-written one is,
+    # and the result is byte-identical to the 2-worker run.
+    killed = tmp_path / 'killed'
+    _kill_mid_way(killed)
+    before = {e['index']: (e['sha256'], (killed / e['bag'] / f'{e["bag"]}.mcap').stat().st_mtime_ns)
+              for e in manifest(killed)['episodes']}
+    half = sorted(p.name for p in (killed / '.partial').iterdir())
+    assert half and len(before) >= 2
+    resumed = robotsim('dataset', 'generate', '--randomization', str(SMALL_COURSE), '--episodes', '6', '--seed', '5',
+                       '--workers', '2', '--out', str(killed), '--resume', check=True)
+    assert f'regenerating 1 half-written episode(s): {half[0]}' in resumed.stderr
+    assert f'{6 - len(before)} episode(s) generated' in resumed.stderr
+    for index, (sha, mtime) in before.items():
+        name = f'episode_{index:06d}'
+        assert (killed / name / f'{name}.mcap').stat().st_mtime_ns == mtime, f'{name} was redone'
+    assert hashes(killed) == hashes(two)
+    assert not (killed / '.partial').exists()
+    assert robotsim('dataset', 'verify', str(killed)).returncode == 0
+    # --resume with other settings is refused, naming them.
+    other = robotsim('dataset', 'generate', '--randomization', str(SMALL_COURSE), '--episodes', '6', '--seed', '6',
+                     '--out', str(killed), '--resume')
+    assert other.returncode == 2 and 'seed 5 -> 6' in other.stderr
+
+    # Ray (a local instance of 2 CPUs on 127.0.0.1): the same bytes per episode.
+    pytest.importorskip('ray')
+    ray_out = tmp_path / 'ray'
+    robotsim('dataset', 'generate', '--randomization', str(SMALL_COURSE), '--episodes', '3', '--seed', '5',
+             '--workers', '2', '--engine', 'ray', '--out', str(ray_out), '--no-progress', check=True)
+    assert hashes(ray_out) == {i: sha for i, sha in hashes(two).items() if i < 3}
+
+    # A corrupted bag: verify names that episode and exits 1.
+    victim = two / 'episode_000003' / 'episode_000003.mcap'
+    raw = bytearray(victim.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    victim.write_bytes(bytes(raw))
+    failed = robotsim('dataset', 'verify', str(two))
+    assert failed.returncode == 1
+    assert failed.stdout.startswith('robotsim dataset verify: FAIL episode_000003: sha256'), failed.stdout
+    # A manifest that lies about counts is found too (the hash matches; the content does not).
+    lying = manifest(killed)
+    lying['episodes'][1]['message_counts']['/scan'] += 1
+    (killed / 'dataset.json').write_text(json.dumps(lying))
+    failed = robotsim('dataset', 'verify', str(killed))
+    assert failed.returncode == 1 and 'FAIL episode_000001: message counts differ' in failed.stdout
+    assert '/scan' in failed.stdout
+
+    # Export to LeRobot v2.1 and read every declared feature back with pyarrow.
+    lerobot = tmp_path / 'lerobot'
+    exported = robotsim('dataset', 'export', str(ray_out), '--format', 'lerobot', '--rate', '10', '--out', str(lerobot),
+                        check=True)
+    assert 'max skew' in exported.stdout and 'frames rejected' in exported.stdout
+    check_lerobot(lerobot, pyarrow, pq, Image, expected_episodes=3, camera=(48, 64, 3))
+
+
+def check_lerobot(root: Path, pyarrow, pq, image_module, expected_episodes: int, camera, has_goal=True) -> None:
+    info = json.loads((root / 'meta' / 'info.json').read_text())
+    assert info['codebase_version'] == 'v2.1' and info['total_episodes'] == expected_episodes
+    episodes = [json.loads(line) for line in (root / 'meta' / 'episodes.jsonl').read_text().splitlines()]
+    stats = [json.loads(line) for line in (root / 'meta' / 'episodes_stats.jsonl').read_text().splitlines()]
+    tasks = [json.loads(line) for line in (root / 'meta' / 'tasks.jsonl').read_text().splitlines()]
+    assert [t['task_index'] for t in tasks] == [0]
+    features = info['features']
+    expected = {'observation.state', 'observation.scan', 'observation.imu', 'action', 'timestamp', 'frame_index',
+                'episode_index', 'index', 'task_index'} | ({'observation.goal'} if has_goal else set())
+    if camera:
+        expected.add('observation.images.camera')
+    assert set(features) == expected
+    total, next_index = 0, 0
+    for episode, episode_stats in zip(episodes, stats):
+        path = root / info['data_path'].format(episode_chunk=episode['episode_index'] // info['chunks_size'],
+                                               episode_index=episode['episode_index'])
+        table = pq.read_table(path)
+        assert set(table.column_names) == set(features)
+        assert table.num_rows == episode['length'] > 0
+        assert set(episode_stats['stats']) == set(features)
+        for name, feature in features.items():
+            column = table.column(name).to_pylist()
+            if feature['dtype'] == 'image':
+                for cell in column[:3] + column[-1:]:
+                    pixels = np.asarray(image_module.open(io.BytesIO(cell['bytes'])))
+                    assert list(pixels.shape) == feature['shape'] == list(camera)
+                assert np.array(episode_stats['stats'][name]['mean']).shape == (3, 1, 1)
+            elif feature['dtype'] == 'float32':
+                values = np.array(column, dtype=np.float64).reshape(table.num_rows, -1)  # a scalar per row too
+                assert values.shape == (table.num_rows, feature['shape'][0])
+                assert np.isfinite(values).all(), name
+                assert len(episode_stats['stats'][name]['mean']) == feature['shape'][0]
+                assert np.allclose(episode_stats['stats'][name]['max'], values.max(axis=0), rtol=1e-6)
+            else:
+                assert feature['dtype'] == 'int64' and pyarrow.types.is_int64(table.schema.field(name).type)
+        timestamps = np.array(table.column('timestamp').to_pylist())
+        assert np.allclose(np.diff(timestamps), 1.0 / info['fps'], atol=1e-4)
+        assert table.column('index').to_pylist() == list(range(next_index, next_index + table.num_rows))
+        assert set(table.column('episode_index').to_pylist()) == {episode['episode_index']}
+        next_index += table.num_rows
+        total += table.num_rows
+    assert total == info['total_frames']
+
+
+def test_prune_drops_useless_episodes_and_keeps_the_dataset_verifiable(tmp_path):
+    spec = tmp_path / 'strict.yaml'
+    spec.write_text(SMALL_COURSE.read_text().replace('episode_duration: 5.0', 'episode_duration: 1.0')
+                    .replace('robot: small_camera_rover.yaml', f'robot: {SMALL_COURSE.parent / "small_camera_rover.yaml"}')
+                    + 'prune: {min_travel: 50.0, min_image_stddev: 0.0}\n')
+    out = tmp_path / 'pruned'
+    robotsim('dataset', 'generate', '--randomization', str(spec), '--episodes', '2', '--out', str(out), '--prune',
+             '--no-progress', check=True)
+    entries = manifest(out)['episodes']
+    assert len(entries) == 2
+    for entry in entries:
+        assert entry['pruned'].startswith('the robot never moved') and entry['bag'] is None
+    assert sorted(p.name for p in out.iterdir()) == ['dataset.json']
+    assert robotsim('dataset', 'verify', str(out)).returncode == 0
+    # A featureless camera: the image rule.
+    spec.write_text(spec.read_text().replace('min_travel: 50.0, min_image_stddev: 0.0',
+                                             'min_travel: 0.0, min_image_stddev: 1000.0'))
+    out = tmp_path / 'featureless'
+    robotsim('dataset', 'generate', '--randomization', str(spec), '--episodes', '1', '--out', str(out), '--prune',
+             '--no-progress', check=True)
+    assert manifest(out)['episodes'][0]['pruned'].startswith('featureless camera')
