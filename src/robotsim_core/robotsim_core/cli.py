@@ -7,6 +7,7 @@
     robotsim bag repair BAG   (make an interrupted MCAP recording readable again)
     robotsim calibrate odometry [--robot ROBOT] [--world W | --from-bag BAG]   (skid-steer effective track)
     robotsim dataset generate|verify|export ...   (randomised episodes as bags, manifest, LeRobot export)
+    robotsim policy train DATASET --out policy.onnx   (behaviour cloning, ONNX export)
 
 ROBOT is a YAML path or a name under config/robots. Bad input prints one line naming the
 file, the key path and what was expected, and exits with status 2 (no traceback).
@@ -126,6 +127,15 @@ def dataset_command(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def policy_command(args: argparse.Namespace) -> int:
+    try:
+        from robotsim_learning.policy_cli import run
+    except ImportError as error:
+        print(f'robotsim: error: policies need the robotsim_learning package ({error})', file=sys.stderr)
+        return 2
+    return run(args)
+
+
 def bag_repair(args: argparse.Namespace) -> int:
     # The bag tools live with the recorder (robotsim_learning, which depends on this package).
     try:
@@ -235,6 +245,13 @@ def build_parser() -> argparse.ArgumentParser:
     except ImportError:
         dataset_parser.add_argument('action', nargs='*')  # the handler names the missing package
     dataset_parser.set_defaults(handler=dataset_command)
+    policy_parser = commands.add_parser('policy', help='behaviour cloning from a dataset into an ONNX policy')
+    try:
+        from robotsim_learning.policy_cli import add_arguments as add_policy_arguments
+        add_policy_arguments(policy_parser)
+    except ImportError:
+        policy_parser.add_argument('action', nargs='*')  # the handler names the missing package
+    policy_parser.set_defaults(handler=policy_command)
     return parser
 
 

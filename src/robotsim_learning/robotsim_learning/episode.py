@@ -94,7 +94,74 @@ class WanderDriver(Driver):
         return command
 
 
-DRIVERS: dict[str, type] = {'wander': WanderDriver}
+class ExpertDriver(Driver):
+    """The privileged expert (simulation only): plans on the episode's world from ground truth."""
+    name = 'expert'
+    privileged = True
+    rate = 20.0
+
+    def reset(self, scenario: Scenario) -> None:
+        import yaml
+
+        from robotsim_core.config_schema import parse_spec
+        from robotsim_core.description.build import build_robot
+        from robotsim_core.description.spec import RobotSpec
+        self.model = build_robot(parse_spec(RobotSpec, yaml.safe_load(scenario.robot_yaml), 'scenario robot'),
+                                 'scenario robot')
+        self.expert = None
+
+    def act(self, observation: Observation) -> Twist | None:
+        from robotsim_core.geometry import quat_to_yaw
+
+        from .expert import Expert
+        if self.expert is None:
+            self.expert = Expert(observation.world, self.model)
+        command = Twist()
+        truth = observation.ground_truth
+        if truth is None:
+            return command
+        q = truth.pose.pose.orientation
+        pose = (truth.pose.pose.position.x, truth.pose.pose.position.y, quat_to_yaw(q.w, q.x, q.y, q.z))
+        linear, angular, status = self.expert.command(pose, observation.goal_in_world[:2])
+        if status == 'no_path':
+            return None  # the episode ends as 'gave_up'
+        command.linear.x, command.angular.z = linear, angular
+        return command
+
+
+class PolicyDriver(Driver):
+    """A trained ONNX policy, seeing exactly what the policy node sees (contract topics and the goal)."""
+    name = 'policy'
+    rate = 10.0
+
+    def __init__(self, path: str):
+        from .policy_runtime import PolicyRuntime
+        self.runtime = PolicyRuntime(path)
+
+    def reset(self, scenario: Scenario) -> None:
+        from collections import deque
+        self.images, self.odometry = deque(maxlen=5), deque(maxlen=20)
+
+    def act(self, observation: Observation) -> Twist:
+        from .observation import observation_from_messages
+        from .policy_runtime import InferenceError
+        latest = observation.latest
+        for name, queue in (('camera/image_raw', self.images), ('odom', self.odometry)):
+            if name in observation.updated:
+                queue.append(latest[name])
+        command = Twist()
+        scan, goal = latest.get('scan'), latest.get('goal_pose')
+        if scan is None or goal is None or not self.odometry or (self.runtime.spec.uses_image and not self.images):
+            return command
+        try:
+            command.linear.x, command.angular.z = self.runtime.act(observation_from_messages(
+                self.runtime.spec, scan, self.images, self.odometry, (goal.pose.position.x, goal.pose.position.y)))
+        except (InferenceError, ValueError):
+            return Twist()  # as the node does: a failed inference stops the robot
+        return command
+
+
+DRIVERS: dict[str, type] = {'wander': WanderDriver, 'expert': ExpertDriver}
 
 
 def register_driver(name: str, factory) -> None:

@@ -28,16 +28,9 @@ from robotsim_core.contract import RELIABLE_QOS, SENSOR_QOS
 from robotsim_core.description import load_robot
 from robotsim_core.errors import DescriptionError
 
-from .observation import goal_in_base, observation, spec_for_robot
+from .observation import (closest_by_stamp, goal_in_base, observation_from_messages, spec_for_robot,
+                          stamp_seconds, yaw_of)
 from .policy_runtime import InferenceError, PolicyFileError, PolicyRuntime
-
-
-def _seconds(stamp) -> float:
-    return stamp.sec + stamp.nanosec * 1e-9
-
-
-def _yaw(q) -> float:
-    return math.atan2(2 * (q.w * q.z + q.x * q.y), 1 - 2 * (q.y * q.y + q.z * q.z))
 
 
 class PolicyNode(Node):
@@ -89,43 +82,35 @@ class PolicyNode(Node):
         self.goal_odom = point
         self.get_logger().info(f'goal ({point[0]:.2f}, {point[1]:.2f}) in odom')
 
-    def _closest(self, messages, stamp: float):
-        return min(messages, key=lambda m: abs(_seconds(m.header.stamp) - stamp)) if messages else None
-
-    def _inputs(self):
-        """(scan, image, odometry) paired by the scan's stamp, or a reason to stop."""
+    def _stale_input(self) -> str:
+        """Why the inputs cannot be used now ('' when they can): each paired message must be recent."""
         now = self.get_clock().now().nanoseconds * 1e-9
         if self.goal_odom is None:
-            return None, 'no goal'
-        if self.scan is None or now - _seconds(self.scan.header.stamp) > self.max_input_age:
-            return None, 'scan is stale'
-        stamp = _seconds(self.scan.header.stamp)
-        image = self._closest(self.images, stamp) if self.spec.uses_image else None
-        if self.spec.uses_image and (image is None or now - _seconds(image.header.stamp) > self.max_input_age):
-            return None, 'camera image is stale'
-        odometry = self._closest(self.odometry, stamp)
-        if odometry is None or now - _seconds(odometry.header.stamp) > self.max_input_age:
-            return None, 'odometry is stale'
-        return (self.scan, image, odometry), ''
+            return 'no goal'
+        if self.scan is None or now - stamp_seconds(self.scan.header.stamp) > self.max_input_age:
+            return 'scan is stale'
+        stamp = stamp_seconds(self.scan.header.stamp)
+        image = closest_by_stamp(self.images, stamp) if self.spec.uses_image else None
+        if self.spec.uses_image and (image is None or now - stamp_seconds(image.header.stamp) > self.max_input_age):
+            return 'camera image is stale'
+        odometry = closest_by_stamp(self.odometry, stamp)
+        if odometry is None or now - stamp_seconds(odometry.header.stamp) > self.max_input_age:
+            return 'odometry is stale'
+        return ''
 
     def tick(self) -> None:
         command = Twist()
-        inputs, problem = self._inputs()
-        if inputs is not None:
-            scan, image, odometry = inputs
-            pose = odometry.pose.pose
-            robot = (pose.position.x, pose.position.y, _yaw(pose.orientation))
-            goal = goal_in_base(self.goal_odom, robot)
+        problem = self._stale_input()
+        if not problem:
+            pose = closest_by_stamp(self.odometry, stamp_seconds(self.scan.header.stamp)).pose.pose
+            goal = goal_in_base(self.goal_odom, (pose.position.x, pose.position.y, yaw_of(pose.orientation)))
             if math.hypot(*goal) <= self.goal_tolerance:
                 problem = 'goal reached'
             else:
-                rgb = None
-                if image is not None:
-                    rgb = np.frombuffer(bytes(image.data), dtype=np.uint8).reshape(image.height, image.width, 3)
                 started = time.perf_counter()
                 try:
-                    vector = observation(self.spec, np.asarray(scan.ranges, dtype=np.float64), rgb,
-                                         (odometry.twist.twist.linear.x, odometry.twist.twist.angular.z), goal)
+                    vector = observation_from_messages(self.spec, self.scan, self.images, self.odometry,
+                                                       self.goal_odom)
                     command.linear.x, command.angular.z = self.runtime.act(vector)
                 except (InferenceError, ValueError) as error:
                     problem = f'inference failed: {error}'
@@ -146,7 +131,8 @@ class PolicyNode(Node):
         now = self.get_clock().now().nanoseconds * 1e-9
         ages = {'scan_age_s': self.scan, 'odom_age_s': self.odometry[-1] if self.odometry else None,
                 'image_age_s': self.images[-1] if self.images else None}
-        values = {name: f'{now - _seconds(m.header.stamp):.3f}' if m is not None else 'none' for name, m in ages.items()}
+        values = {name: f'{now - stamp_seconds(m.header.stamp):.3f}' if m is not None else 'none'
+                  for name, m in ages.items()}
         if self.latencies:
             values['inference_ms_p50'] = f'{1000 * float(np.percentile(self.latencies, 50)):.3f}'
             values['inference_ms_p99'] = f'{1000 * float(np.percentile(self.latencies, 99)):.3f}'

@@ -1,0 +1,98 @@
+"""``robotsim policy train DATASET --out policy.onnx``: behaviour cloning from a dataset's bags (ROS-free).
+
+Each recorded ``/cmd_vel`` (the driver's action) becomes one sample, paired with the observation the
+policy node would have built at that moment from the same bag: the latest scan, the image and
+odometry closest to it (:func:`robotsim_learning.observation.observation_from_messages`) and the
+latest goal. Only episodes that reached their goal and were not pruned are used, so the policy
+imitates successful demonstrations (the expert's). Validation holds out whole episodes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import deque
+from pathlib import Path
+
+import numpy as np
+
+from .observation import ObservationSpec, spec_for_robot
+
+TOPICS = ('/scan', '/camera/image_raw', '/odom', '/goal_pose', '/cmd_vel')
+
+
+class TrainingDataError(ValueError):
+    """The dataset cannot be trained on (one line: what was expected)."""
+
+
+def demonstration_bags(dataset: Path) -> list[Path]:
+    manifest_path = dataset / 'dataset.json'
+    if not manifest_path.is_file():
+        raise TrainingDataError(f'{dataset}: no dataset.json (expected a folder written by robotsim dataset generate)')
+    manifest = json.loads(manifest_path.read_text())
+    bags = [dataset / entry['bag'] for entry in manifest['episodes']
+            if entry.get('outcome') == 'success' and not entry.get('pruned')]
+    if not bags:
+        raise TrainingDataError(f'{dataset}: no successful episode to imitate (outcomes: '
+                                f'{sorted({e.get("outcome") for e in manifest["episodes"]})})')
+    return bags
+
+
+def episode_samples(bag: Path, spec: ObservationSpec) -> tuple[np.ndarray, np.ndarray]:
+    """(observations, actions) of one bag, one per recorded command once every input has arrived."""
+    from rosbags.highlevel import AnyReader
+
+    from .observation import observation_from_messages
+    rows, actions = [], []
+    scan = goal = None
+    images, odometry = deque(maxlen=5), deque(maxlen=20)  # as deep as the policy node's queues
+    with AnyReader([bag]) as reader:
+        connections = [c for c in reader.connections if c.topic in TOPICS]
+        for connection, _, raw in reader.messages(connections=connections):
+            message = reader.deserialize(raw, connection.msgtype)
+            topic = connection.topic
+            if topic == '/scan':
+                scan = message
+            elif topic == '/camera/image_raw':
+                images.append(message)
+            elif topic == '/odom':
+                odometry.append(message)
+            elif topic == '/goal_pose':
+                goal = (message.pose.position.x, message.pose.position.y)
+            elif scan is not None and goal is not None and odometry and (images or not spec.uses_image):
+                rows.append(observation_from_messages(spec, scan, images, odometry, goal))
+                actions.append((message.linear.x, message.angular.z))
+    return np.array(rows, dtype=np.float32).reshape(-1, spec.size), np.array(actions, dtype=np.float32).reshape(-1, 2)
+
+
+def robot_of(bag: Path):
+    """The robot the episode ran (the dataset writes its robot.yaml beside each bag)."""
+    from robotsim_core.description import load_robot
+    return load_robot(str(bag / 'robot.yaml'))
+
+
+def train_from_dataset(dataset: str, out: str, config, image: bool = True, progress=None) -> dict:
+    from .policy_model import export_onnx, train
+
+    started = time.monotonic()
+    bags = demonstration_bags(Path(dataset))
+    model = robot_of(bags[0])
+    spec = spec_for_robot(model, image=image)
+    observations, actions, episodes = [], [], []
+    for index, bag in enumerate(bags):
+        rows, commands = episode_samples(bag, spec)
+        observations.append(rows)
+        actions.append(commands)
+        episodes.append(np.full(len(rows), index))
+    observations, actions = np.concatenate(observations), np.concatenate(actions)
+    if len(observations) < 10:
+        raise TrainingDataError(f'{dataset}: only {len(observations)} samples (expected episodes with /cmd_vel, '
+                                f'/scan, /odom and /goal_pose)')
+    drive = model.drive
+    policy = train(observations, actions, spec, (drive.max_linear_speed, drive.max_yaw_rate), config,
+                   episodes=np.concatenate(episodes), progress=progress)
+    policy.report.update({'dataset': str(Path(dataset).resolve()), 'episodes': len(bags),
+                          'samples': int(len(observations)), 'robot': model.name,
+                          'total_seconds': time.monotonic() - started})
+    export_onnx(policy, out, f'robotsim behaviour-cloning policy for {model.name}: observation -> cmd_vel')
+    return policy.report
