@@ -209,7 +209,9 @@ def test_drive_distance_and_watchdog(observer):
     obs = fresh(observer)
     obs.watch('/sim/ground_truth', Odometry, RELIABLE)
     obs.watch('/odom', Odometry, RELIABLE)
-    with headless_sim('wall_ahead.yaml'):
+    # Half real time: this test publishes commands from its own process, which a loaded machine can starve;
+    # the 0.5 s (sim) watchdog then allows 1 s of wall time between commands before stopping the base.
+    with headless_sim('wall_ahead.yaml', real_time_factor=0.5):
         obs.spin_until(lambda: obs.messages['/sim/ground_truth'], 30)
         start = obs.messages['/sim/ground_truth'][-1]
         drive(obs, 0.3, 5.0)

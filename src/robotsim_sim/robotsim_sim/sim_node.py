@@ -48,6 +48,11 @@ STATUS_PERIOD = 0.5
 """Wall seconds between /sim/status messages (also during a long /sim/step)."""
 
 
+MAX_PACE_LAG = 0.05
+"""Seconds of wall time the paced simulation may run behind and still catch up (at full speed); a longer
+stall is dropped rather than made up, so the simulation never runs ahead of its requested factor."""
+
+
 class CountedPublisher:
     """A publisher that counts what it sent (reported at exit: what a recording must contain)."""
 
@@ -336,6 +341,10 @@ class SimNode(Node):
             if self.real_time_factor > 0:
                 origin_wall, origin_sim = self._pace_origin
                 target = origin_wall + (self.sim.time_ns - origin_sim) * 1e-9 / self.real_time_factor
+                if time.monotonic() - target > MAX_PACE_LAG:
+                    # Behind after a stall (a loaded machine): the lost wall time is not made up by running
+                    # faster than the requested factor afterwards; pacing resumes from here.
+                    self._pace_origin = (time.monotonic() - MAX_PACE_LAG, self.sim.time_ns)
                 while (delay := target - time.monotonic()) > 0 and not self.paused:
                     executor.spin_once(timeout_sec=delay)
 
