@@ -8,7 +8,8 @@ OUT ?= out
 
 help:
 	@echo "make sim      set up if needed, then run the simulator bringup headless (ROBOT= WORLD= FLEET= RTF= DURATION="
-	@echo "              FIRMWARE= DEMO= REPORT=, or ARGS='name:=value ...' with any launch argument)"
+	@echo "              FIRMWARE= DEMO= REPORT= DRIVER=wander|expert|policy POLICY= GOAL=x,y,"
+	@echo "              or ARGS='name:=value ...' with any launch argument)"
 	@echo "make test     set up if needed, then run every test"
 	@echo "make describe generate $(ROBOT)'s URDF and MuJoCo model into $(OUT)/"
 	@echo "make bench    measure the simulator on this machine and write the figures into README.md"

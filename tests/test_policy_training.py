@@ -68,6 +68,31 @@ def test_policy_train_writes_a_policy_that_drives_an_episode(expert_dataset, tmp
     assert result.counts['/cmd_vel'] > 10 and result.travel > 0.05, result
 
 
+def test_dagger_episodes_carry_expert_labels_and_train_with_the_demonstrations(expert_dataset, tmp_path):
+    from rosbags.highlevel import AnyReader
+    policy = tmp_path / 'first.onnx'
+    assert robotsim('policy', 'train', str(expert_dataset), '--out', str(policy), '--epochs', '3',
+                    '--hidden', '16', '--no-image').returncode == 0
+    dagger = tmp_path / 'dagger'
+    completed = robotsim('dataset', 'generate', '--randomization', str(EXPERT_COURSE), '--out', str(dagger),
+                         '--episodes', '2', '--seed', '6', '--driver', f'dagger:{policy}', '--workers', '1',
+                         '--no-progress')
+    assert completed.returncode == 0, completed.stderr
+    bag = dagger / json.loads((dagger / 'dataset.json').read_text())['episodes'][0]['bag']
+    with AnyReader([bag]) as reader:
+        counts = {c.topic: c.msgcount for c in reader.connections}
+    # One expert label per decision of the policy (the executed command is either one).
+    assert counts['/expert/cmd_vel'] == counts['/cmd_vel'] > 10, counts
+    aggregated = robotsim('policy', 'train', str(expert_dataset), str(dagger), '--out', str(tmp_path / 'next.onnx'),
+                          '--epochs', '3', '--hidden', '16', '--no-image')
+    assert aggregated.returncode == 0, aggregated.stderr
+    assert '5 episodes' in aggregated.stdout or '4 episodes' in aggregated.stdout, aggregated.stdout
+    refused = robotsim('dataset', 'generate', '--randomization', str(EXPERT_COURSE), '--out', str(tmp_path / 'x'),
+                       '--episodes', '1', '--driver', 'dagger')
+    assert refused.returncode == 2 and refused.stderr.strip().endswith(
+        '--driver dagger: expected dagger:FILE with an ONNX policy file'), refused.stderr
+
+
 def test_training_refuses_a_folder_without_demonstrations(tmp_path):
     completed = robotsim('policy', 'train', str(tmp_path), '--out', str(tmp_path / 'p.onnx'))
     assert completed.returncode == 2

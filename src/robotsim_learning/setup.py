@@ -21,6 +21,7 @@ setup(
             'wander = robotsim_learning.wander_node:main',
             'expert = robotsim_learning.expert_node:main',
             'policy = robotsim_learning.policy_node:main',
+            'straight = robotsim_learning.straight_node:main',
             'recorder = robotsim_learning.recorder_node:main',
         ],
     },

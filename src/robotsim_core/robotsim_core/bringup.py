@@ -73,9 +73,9 @@ class BringupConfig:
     demo: bool = False
     """Start the demo driver for every robot: the same as driver:=wander."""
     driver: str = ''
-    """Who drives every robot: '' (nobody: publish cmd_vel yourself), wander (reactive lidar wanderer), expert (sim only: plans on the known world to the goal on goal_pose), policy (the ONNX policy of policy:=, sim or real)."""
+    """Who drives every robot: '' (nobody: publish cmd_vel yourself), wander (reactive lidar wanderer), expert (sim only: plans on the known world to the goal on goal_pose), policy (the ONNX policy of policy:=, sim or real), straight (baseline: straight at the goal on odometry, obstacles ignored)."""
     goal: str = ''
-    """driver:=expert or policy: a goal 'x,y' (m, in the robot's odom frame) to drive to at start ('' = wait for goal_pose)."""
+    """driver:=expert, policy or straight: a goal 'x,y' (m, in the robot's odom frame) to drive to at start ('' = wait for goal_pose)."""
     policy: str = ''
     """driver:=policy: the ONNX policy file (written by robotsim policy train)."""
     report: str = ''
@@ -171,7 +171,7 @@ def config_from_arguments(arguments: dict[str, str], source: str = 'launch argum
     return config
 
 
-DRIVERS = ('', 'wander', 'expert', 'policy')
+DRIVERS = ('', 'wander', 'expert', 'policy', 'straight')
 
 
 def driver_of(config: BringupConfig) -> str:
@@ -327,6 +327,8 @@ def _driver_nodes(config: BringupConfig, entry) -> list[NodeSpec]:
         if entry.xyz is not None:
             parameters['spawn'] = [float(entry.xyz[0]), float(entry.xyz[1]), float(entry.yaw)]
         return [NodeSpec('robotsim_learning', 'expert', 'expert', ns, parameters)]
+    if driver == 'straight':
+        return [NodeSpec('robotsim_learning', 'straight', 'straight', ns, parameters)]
     if driver == 'policy':
         parameters['policy'] = os.path.abspath(config.policy)
         # Required: a policy that stops (bad file, no lidar) must not leave the robot undriven unnoticed.

@@ -8,6 +8,7 @@
     robotsim calibrate odometry [--robot ROBOT] [--world W | --from-bag BAG]   (skid-steer effective track)
     robotsim dataset generate|verify|export ...   (randomised episodes as bags, manifest, LeRobot export)
     robotsim policy train DATASET --out policy.onnx   (behaviour cloning, ONNX export)
+    robotsim evaluate --driver policy --policy FILE --episodes N --seed S   (closed loop through the ROS graph)
 
 ROBOT is a YAML path or a name under config/robots. Bad input prints one line naming the
 file, the key path and what was expected, and exits with status 2 (no traceback).
@@ -136,6 +137,15 @@ def policy_command(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def evaluate_command(args: argparse.Namespace) -> int:
+    try:
+        from robotsim_learning.evaluation_cli import run
+    except ImportError as error:
+        print(f'robotsim: error: evaluation needs the robotsim_learning package ({error})', file=sys.stderr)
+        return 2
+    return run(args)
+
+
 def bag_repair(args: argparse.Namespace) -> int:
     # The bag tools live with the recorder (robotsim_learning, which depends on this package).
     try:
@@ -252,6 +262,13 @@ def build_parser() -> argparse.ArgumentParser:
     except ImportError:
         policy_parser.add_argument('action', nargs='*')  # the handler names the missing package
     policy_parser.set_defaults(handler=policy_command)
+    evaluate_parser = commands.add_parser('evaluate', help='closed-loop episodes of a driver and baselines via ROS')
+    try:
+        from robotsim_learning.evaluation_cli import add_arguments as add_evaluate_arguments
+        add_evaluate_arguments(evaluate_parser)
+    except ImportError:
+        evaluate_parser.add_argument('rest', nargs='*')  # the handler names the missing package
+    evaluate_parser.set_defaults(handler=evaluate_command)
     return parser
 
 

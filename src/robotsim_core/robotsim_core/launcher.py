@@ -53,7 +53,7 @@ def command_line(spec: NodeSpec, executable: str, params_file: str) -> list[str]
     return args
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     os.setsid()  # Ctrl-C in the terminal reaches the launcher only; it forwards it once
     ctypes.CDLL('libc.so.6', use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
@@ -115,7 +115,7 @@ def launch(nodes: list[NodeSpec], stop_timeout: float = 10.0) -> int:
             with open(params_file, 'w', encoding='utf-8') as stream:
                 yaml.safe_dump(params_document(spec), stream)
             process = subprocess.Popen(command_line(spec, path, params_file), stdout=subprocess.PIPE,
-                                       stderr=subprocess.STDOUT, text=True, bufsize=1, preexec_fn=_die_with_parent)
+                                       stderr=subprocess.STDOUT, text=True, bufsize=1, preexec_fn=die_with_parent)
             running.append(_Running(spec, process))
             say(f'started {spec.label} ({spec.package}/{spec.executable}, pid {process.pid})')
         reported = set()

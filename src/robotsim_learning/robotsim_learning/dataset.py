@@ -183,12 +183,14 @@ def generate(spec_path: str, out: str, episodes: int, seed: int, driver: str, wo
              engine: str = 'local', resume: bool = False, prune: bool = False, cameras: bool = True,
              ray_address: str | None = None, progress=True) -> dict:
     """Generate (or complete, with ``resume``) a dataset; returns the manifest."""
-    from .episode import DRIVERS
+    from .episode import make_driver
     from .randomization import load_randomization, spec_hash
 
     spec = load_randomization(spec_path)
-    if driver not in DRIVERS:
-        raise DatasetError(f'--driver: unknown driver {driver!r}; expected one of {", ".join(sorted(DRIVERS))}')
+    try:
+        make_driver(driver)  # here, once: a bad name or policy file is one line before any worker starts
+    except ValueError as error:
+        raise DatasetError(str(error)) from None
     if episodes < 1 or workers < 1:
         raise DatasetError('--episodes and --workers: expected whole numbers >= 1')
     if not 0 <= seed < 2**63:

@@ -34,6 +34,8 @@ from .wander import Wanderer
 
 GOAL_TOPIC = '/goal_pose'
 COMMAND_TOPIC = '/cmd_vel'
+LABEL_TOPIC = '/expert/cmd_vel'
+"""DAgger episodes: what the expert would have commanded at each of the policy's decisions (the label)."""
 OUTCOMES = ('success', 'collision', 'timeout', 'gave_up')
 GOAL_PERIOD = 1.0
 """Sim seconds between /goal_pose messages (a goal publisher on the robot republishes it, too; a late
@@ -130,12 +132,15 @@ class ExpertDriver(Driver):
 
 
 class PolicyDriver(Driver):
-    """A trained ONNX policy, seeing exactly what the policy node sees (contract topics and the goal)."""
+    """A trained ONNX policy (``--driver policy:FILE``), seeing exactly what the policy node sees
+    (contract topics and the goal), at the node's rate."""
     name = 'policy'
     rate = 10.0
 
-    def __init__(self, path: str):
+    def __init__(self, path: str = ''):
         from .policy_runtime import PolicyRuntime
+        if not path:
+            raise ValueError(f'--driver {self.name}: expected {self.name}:FILE with an ONNX policy file')
         self.runtime = PolicyRuntime(path)
 
     def reset(self, scenario: Scenario) -> None:
@@ -161,7 +166,52 @@ class PolicyDriver(Driver):
         return command
 
 
-DRIVERS: dict[str, type] = {'wander': WanderDriver, 'expert': ExpertDriver}
+class StraightDriver(Driver):
+    """The straight-to-goal baseline: odometry and the goal only, obstacles ignored."""
+    name = 'straight'
+    rate = 10.0
+
+    def reset(self, scenario: Scenario) -> None:
+        from .straight import StraightToGoal
+        self.driver = StraightToGoal()
+
+    def act(self, observation: Observation) -> Twist:
+        from .observation import yaw_of
+        command = Twist()
+        odometry, goal = observation.latest.get('odom'), observation.latest.get('goal_pose')
+        if odometry is not None and goal is not None:
+            pose = odometry.pose.pose
+            command.linear.x, command.angular.z = self.driver.command(
+                (pose.position.x, pose.position.y, yaw_of(pose.orientation)), (goal.pose.position.x, goal.pose.position.y))
+        return command
+
+
+class DaggerDriver(PolicyDriver):
+    """DAgger (``--driver dagger:FILE``): the policy drives, the expert labels every decision with what it
+    would have commanded (recorded on /expert/cmd_vel), so training sees the states the policy itself
+    reaches. With probability ``expert_share`` (seeded per episode) a decision is the expert's."""
+    name = 'dagger'
+    privileged = True
+    labels = True
+    expert_share = 0.3
+
+    def reset(self, scenario: Scenario) -> None:
+        super().reset(scenario)
+        self.expert = ExpertDriver()
+        self.expert.reset(scenario)
+        self.choices = np.random.default_rng([scenario.sim_seed, 7])  # the episode's own, reproducible stream
+        self.label = None
+
+    def act(self, observation: Observation) -> Twist | None:
+        policy_command = super().act(observation)
+        self.label = self.expert.act(observation)
+        if self.label is None:
+            return None  # the expert sees no way to the goal: the episode ends as 'gave_up'
+        return self.label if self.choices.random() < self.expert_share else policy_command
+
+
+DRIVERS: dict[str, type] = {'wander': WanderDriver, 'expert': ExpertDriver, 'straight': StraightDriver,
+                            'policy': PolicyDriver, 'dagger': DaggerDriver}
 
 
 def register_driver(name: str, factory) -> None:
@@ -170,9 +220,12 @@ def register_driver(name: str, factory) -> None:
 
 
 def make_driver(name: str) -> Driver:
-    if name not in DRIVERS:
-        raise ValueError(f'--driver: unknown driver {name!r}; expected one of {", ".join(sorted(DRIVERS))}')
-    return DRIVERS[name]()
+    """``NAME`` or ``NAME:ARGUMENT`` (a driver's file, e.g. ``policy:policy.onnx``): a plain string, so worker
+    processes started afresh build the same driver."""
+    base, _, argument = name.partition(':')
+    if base not in DRIVERS:
+        raise ValueError(f'--driver: unknown driver {base!r}; expected one of {", ".join(sorted(DRIVERS))}')
+    return DRIVERS[base](argument) if argument else DRIVERS[base]()
 
 
 @dataclass
@@ -278,6 +331,9 @@ def _loop(sim, messages, bag, scenario, world, driver_name, duration, tolerance,
     from robotsim_core.contract import RELIABLE_QOS
     bag.add_topic(GOAL_TOPIC, 'geometry_msgs/msg/PoseStamped', _qos(RELIABLE_QOS))
     bag.add_topic(COMMAND_TOPIC, 'geometry_msgs/msg/Twist', _qos(RELIABLE_QOS))
+    driver = make_driver(driver_name) if commands is None else None
+    if getattr(driver, 'labels', False):
+        bag.add_topic(LABEL_TOPIC, 'geometry_msgs/msg/Twist', _qos(RELIABLE_QOS))
     latest: dict[str, object] = {}
     updated: set[str] = set()
     types = {topic: connection.msgtype for topic, connection in bag.connections.items()}
@@ -292,7 +348,6 @@ def _loop(sim, messages, bag, scenario, world, driver_name, duration, tolerance,
     for name, message in messages.latched():
         record(name, message, 0)
     goal_odom = goal_in_odom(scenario.spawn, scenario.goal)
-    driver = make_driver(driver_name) if commands is None else None
     if driver is not None:
         driver.reset(scenario)
     replay = list(commands or [])
@@ -343,6 +398,8 @@ def _loop(sim, messages, bag, scenario, world, driver_name, duration, tolerance,
             if command is None:
                 outcome = 'gave_up'
                 break
+            if getattr(driver, 'labels', False):
+                record(LABEL_TOPIC[1:], driver.label, now)
         if command is not None:
             sim.command_base(0, command.linear.x, command.angular.z)
             record('cmd_vel', command, now)

@@ -8,7 +8,8 @@ import sys
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('action', choices=['train'], help='train: behaviour cloning from a dataset, ONNX out')
-    parser.add_argument('dataset', help='a dataset folder (robotsim dataset generate --driver expert)')
+    parser.add_argument('datasets', nargs='+', metavar='DATASET',
+                        help='dataset folders (robotsim dataset generate --driver expert, or dagger:POLICY)')
     parser.add_argument('--out', required=True, help='the ONNX policy file to write')
     parser.add_argument('--epochs', type=int, default=60, help='passes over the training episodes')
     parser.add_argument('--hidden', default='128,128', help='hidden layer widths, comma-separated')
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         bar.set_postfix(train=f'{train_loss:.4f}', validation=f'{validation_loss:.4f}')
 
     try:
-        report = train_from_dataset(args.dataset, args.out, TrainConfig(hidden=hidden, epochs=args.epochs,
+        report = train_from_dataset(args.datasets, args.out, TrainConfig(hidden=hidden, epochs=args.epochs,
                                                                         seed=args.seed),
                                     image=not args.no_image, progress=progress)
     except TrainingDataError as error:

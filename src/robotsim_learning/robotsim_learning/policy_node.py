@@ -32,6 +32,9 @@ from .observation import (closest_by_stamp, goal_in_base, observation_from_messa
                           stamp_seconds, yaw_of)
 from .policy_runtime import InferenceError, PolicyFileError, PolicyRuntime
 
+COMMAND_RATE = 10.0
+"""Hz of /cmd_vel by default (sim or robot time; the ``rate`` parameter)."""
+
 
 class PolicyNode(Node):
     def __init__(self):
@@ -40,7 +43,7 @@ class PolicyNode(Node):
         providers = self.declare_parameter('providers', ['CPUExecutionProvider']).value
         robot = ros_common.checked_parameter(self, 'robot', 'rover')
         self.frame_prefix = ros_common.checked_parameter(self, 'frame_prefix', '')
-        rate = ros_common.checked_parameter(self, 'rate', 10.0, minimum=0.5, maximum=200.0)
+        rate = ros_common.checked_parameter(self, 'rate', COMMAND_RATE, minimum=0.5, maximum=200.0)
         self.max_input_age = ros_common.checked_parameter(self, 'max_input_age', 0.5, minimum=0.01, maximum=10.0)
         self.goal_tolerance = ros_common.checked_parameter(self, 'goal_tolerance', 0.15, minimum=0.01, maximum=5.0)
         goal = self.declare_parameter('goal', [math.nan, math.nan]).value

@@ -1,10 +1,15 @@
-"""``robotsim policy train DATASET --out policy.onnx``: behaviour cloning from a dataset's bags (ROS-free).
+"""``robotsim policy train DATASET [DATASET ...] --out policy.onnx``: behaviour cloning from datasets'
+bags (ROS-free).
 
 Each recorded ``/cmd_vel`` (the driver's action) becomes one sample, paired with the observation the
 policy node would have built at that moment from the same bag: the latest scan, the image and
 odometry closest to it (:func:`robotsim_learning.observation.observation_from_messages`) and the
-latest goal. Only episodes that reached their goal and were not pruned are used, so the policy
-imitates successful demonstrations (the expert's). Validation holds out whole episodes.
+latest goal. From expert datasets only episodes that reached their goal (and were not pruned) are
+used, so the policy imitates successful demonstrations. DAgger datasets (``--driver dagger:FILE``)
+label every decision of the policy with the expert's command (``/expert/cmd_vel``): those labels are
+the targets, and every episode counts, failures included: they hold the states the policy gets
+itself into. Several datasets are aggregated (DAgger's data aggregation). Validation holds out whole
+episodes.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import numpy as np
 
 from .observation import ObservationSpec, spec_for_robot
 
-TOPICS = ('/scan', '/camera/image_raw', '/odom', '/goal_pose', '/cmd_vel')
+TOPICS = ('/scan', '/camera/image_raw', '/odom', '/goal_pose', '/cmd_vel', '/expert/cmd_vel')
 
 
 class TrainingDataError(ValueError):
@@ -30,8 +35,9 @@ def demonstration_bags(dataset: Path) -> list[Path]:
     if not manifest_path.is_file():
         raise TrainingDataError(f'{dataset}: no dataset.json (expected a folder written by robotsim dataset generate)')
     manifest = json.loads(manifest_path.read_text())
+    relabelled = str(manifest.get('settings', {}).get('driver', '')).startswith('dagger')
     bags = [dataset / entry['bag'] for entry in manifest['episodes']
-            if entry.get('outcome') == 'success' and not entry.get('pruned')]
+            if (relabelled or entry.get('outcome') == 'success') and not entry.get('pruned')]
     if not bags:
         raise TrainingDataError(f'{dataset}: no successful episode to imitate (outcomes: '
                                 f'{sorted({e.get("outcome") for e in manifest["episodes"]})})')
@@ -48,6 +54,7 @@ def episode_samples(bag: Path, spec: ObservationSpec) -> tuple[np.ndarray, np.nd
     images, odometry = deque(maxlen=5), deque(maxlen=20)  # as deep as the policy node's queues
     with AnyReader([bag]) as reader:
         connections = [c for c in reader.connections if c.topic in TOPICS]
+        label_topic = '/expert/cmd_vel' if any(c.topic == '/expert/cmd_vel' for c in connections) else '/cmd_vel'
         for connection, _, raw in reader.messages(connections=connections):
             message = reader.deserialize(raw, connection.msgtype)
             topic = connection.topic
@@ -59,7 +66,8 @@ def episode_samples(bag: Path, spec: ObservationSpec) -> tuple[np.ndarray, np.nd
                 odometry.append(message)
             elif topic == '/goal_pose':
                 goal = (message.pose.position.x, message.pose.position.y)
-            elif scan is not None and goal is not None and odometry and (images or not spec.uses_image):
+            elif topic == label_topic and scan is not None and goal is not None and odometry \
+                    and (images or not spec.uses_image):
                 rows.append(observation_from_messages(spec, scan, images, odometry, goal))
                 actions.append((message.linear.x, message.angular.z))
     return np.array(rows, dtype=np.float32).reshape(-1, spec.size), np.array(actions, dtype=np.float32).reshape(-1, 2)
@@ -71,11 +79,11 @@ def robot_of(bag: Path):
     return load_robot(str(bag / 'robot.yaml'))
 
 
-def train_from_dataset(dataset: str, out: str, config, image: bool = True, progress=None) -> dict:
+def train_from_dataset(datasets: list[str], out: str, config, image: bool = True, progress=None) -> dict:
     from .policy_model import export_onnx, train
 
     started = time.monotonic()
-    bags = demonstration_bags(Path(dataset))
+    bags = [bag for dataset in datasets for bag in demonstration_bags(Path(dataset))]
     model = robot_of(bags[0])
     spec = spec_for_robot(model, image=image)
     observations, actions, episodes = [], [], []
@@ -86,12 +94,12 @@ def train_from_dataset(dataset: str, out: str, config, image: bool = True, progr
         episodes.append(np.full(len(rows), index))
     observations, actions = np.concatenate(observations), np.concatenate(actions)
     if len(observations) < 10:
-        raise TrainingDataError(f'{dataset}: only {len(observations)} samples (expected episodes with /cmd_vel, '
+        raise TrainingDataError(f'{", ".join(datasets)}: only {len(observations)} samples (expected episodes with /cmd_vel, '
                                 f'/scan, /odom and /goal_pose)')
     drive = model.drive
     policy = train(observations, actions, spec, (drive.max_linear_speed, drive.max_yaw_rate), config,
                    episodes=np.concatenate(episodes), progress=progress)
-    policy.report.update({'dataset': str(Path(dataset).resolve()), 'episodes': len(bags),
+    policy.report.update({'datasets': [str(Path(d).resolve()) for d in datasets], 'episodes': len(bags),
                           'samples': int(len(observations)), 'robot': model.name,
                           'total_seconds': time.monotonic() - started})
     export_onnx(policy, out, f'robotsim behaviour-cloning policy for {model.name}: observation -> cmd_vel')

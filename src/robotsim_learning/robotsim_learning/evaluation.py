@@ -1,0 +1,284 @@
+"""Closed-loop evaluation, the ROS-free part: episode outcome from ground truth, obstacle clearance from
+the world geometry, success rates with Wilson intervals, the per-episode CSV and the report PNG.
+
+``robotsim evaluate`` (:mod:`robotsim_learning.evaluation_graph`) runs each episode through the ROS graph
+and feeds every ``/sim/ground_truth`` pose to an :class:`EpisodeTracker`, which decides the outcome the
+way the dataset's fast path does: ``success`` when the robot's centre is within the spec's
+``goal_tolerance`` of the goal, ``collision`` when the robot touches an obstacle or a wall, ``timeout``
+after ``episode_duration`` sim seconds (``error``: the bringup stopped before any of those).
+
+Collisions come from geometry, not from the simulator: the robot's footprint (a rectangle per collision
+shape, arm included, in its base frame) at the ground-truth pose against every wall,
+box and cylinder of the episode's world taller than the robot drives over. The footprint touches an
+obstacle when it comes within :data:`CONTACT_MARGIN` (MuJoCo's soft contacts let shapes sink a few mm into
+each other, so a touch reads as a distance at or just below 0).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+OUTCOMES = ('success', 'collision', 'timeout', 'error')
+CSV_COLUMNS = ('driver', 'seed', 'episode', 'outcome', 'sim_time', 'path_length', 'min_clearance', 'collisions',
+               'final_goal_distance', 'real_time_factor', 'command_rate', 'nominal_command_rate', 'wall_seconds')
+CONTACT_MARGIN = 0.002
+"""Clearance (m) at or below which the footprint counts as touching an obstacle."""
+STEP_HEIGHT = 0.03
+"""Obstacles lower than this (a door threshold) are driven over, not collided with (as the expert's grid)."""
+WILSON_Z = 1.959963984540054
+"""The standard normal quantile of a two-sided 95 % interval."""
+
+
+# ----------------------------------------------------------------------------- geometry
+def footprint(model) -> np.ndarray:
+    """The robot's footprint as rectangles (S, 4, 2), counter-clockwise corners in the base frame: one per
+    collision shape (the xy extent of its bounding box at the zero configuration), less those lying inside
+    another (the arm above the base). Shape by shape rather than one rectangle round the whole robot, so a
+    corner where the robot has no part (beside a protruding camera) does not touch an obstacle first."""
+    from robotsim_core.kinematics import forward_kinematics
+    poses = forward_kinematics(model.tree, {})
+    base_inverse = np.linalg.inv(poses[model.base_link])
+    rectangles = []
+    for name, link in model.tree.links.items():
+        for shape in link.collisions:
+            size = shape.geometry.size
+            half = {'box': lambda: np.array(size[:3]) / 2, 'sphere': lambda: np.full(3, size[0]),
+                    'cylinder': lambda: np.array([size[0], size[0], size[1] / 2])}.get(
+                shape.geometry.kind, lambda: np.full(3, 0.05))()  # a mesh: a 10 cm cube, as the expert assumes
+            corners = np.array([[sx, sy, sz, 1.0] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)])
+            corners[:, :3] *= half
+            xy = (base_inverse @ poses[name] @ shape.origin.matrix() @ corners.T).T[:, :2]
+            (x0, y0), (x1, y1) = xy.min(axis=0), xy.max(axis=0)
+            rectangles.append(np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]]))
+    kept = [r for i, r in enumerate(rectangles)
+            if not any(j != i and (other[0] <= r[0]).all() and (r[2] <= other[2]).all()
+                       and (j < i or not np.array_equal(other, r)) for j, other in enumerate(rectangles))]
+    return np.array(kept)
+
+
+def _rectangle(centre, size_x: float, size_y: float, yaw: float) -> np.ndarray:
+    c, s = math.cos(yaw), math.sin(yaw)
+    local = np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]]) * (size_x / 2, size_y / 2)
+    return local @ np.array([[c, s], [-s, c]]) + np.asarray(centre[:2], dtype=float)
+
+
+def _point_polygon_distance(points: np.ndarray, polygons: np.ndarray) -> np.ndarray:
+    """Distance (P, K) of each point (P, 2) to each convex counter-clockwise polygon (K, E, 2); 0 inside."""
+    a = polygons[None]                                              # (1, K, E, 2)
+    edge = np.roll(polygons, -1, axis=1)[None] - a                  # (1, K, E, 2)
+    offset = points[:, None, None, :] - a                           # (P, K, E, 2)
+    t = np.clip((offset * edge).sum(-1) / np.maximum((edge * edge).sum(-1), 1e-12), 0.0, 1.0)
+    distance = np.linalg.norm(offset - t[..., None] * edge, axis=-1).min(axis=2)
+    inside = ((edge[..., 0] * offset[..., 1] - edge[..., 1] * offset[..., 0]) >= 0).all(axis=2)
+    return np.where(inside, 0.0, distance)
+
+
+class WorldObstacles:
+    """The episode world's walls, boxes and cylinders as 2D shapes (what the robot can run into)."""
+
+    def __init__(self, world):
+        polygons = [_rectangle(((w.start[0] + w.end[0]) / 2, (w.start[1] + w.end[1]) / 2),
+                               math.dist(w.start, w.end) + w.thickness, w.thickness,
+                               math.atan2(w.end[1] - w.start[1], w.end[0] - w.start[0]))
+                    for w in world.walls]  # the simulator's wall box: the length plus a thickness
+        polygons += [_rectangle(b.position, b.size[0], b.size[1], b.yaw) for b in world.boxes
+                     if b.position[2] + b.size[2] / 2 >= STEP_HEIGHT]
+        self.polygons = np.array(polygons).reshape(-1, 4, 2)
+        self.circles = [(np.array(c.position[:2], dtype=float), c.radius) for c in world.cylinders
+                        if c.position[2] + c.height / 2 >= STEP_HEIGHT]
+        self.centres = np.array([centre for centre, _ in self.circles]).reshape(-1, 2)
+        self.radii = np.array([radius for _, radius in self.circles])
+
+    def clearance(self, robot: np.ndarray) -> float:
+        """Distance from the robot's footprint rectangles (S, 4, 2) in the world to the nearest obstacle, 0
+        when they overlap. Between convex shapes that do not overlap the nearest points are a corner of one
+        and an edge of the other (or the circle's centre and an edge), so corners suffice."""
+        robot = robot.reshape(-1, 4, 2)
+        best = math.inf
+        if len(self.polygons):
+            best = min(float(_point_polygon_distance(robot.reshape(-1, 2), self.polygons).min()),
+                       float(_point_polygon_distance(self.polygons.reshape(-1, 2), robot).min()))
+        if len(self.circles):
+            best = min(best, float(np.maximum(_point_polygon_distance(self.centres, robot) - self.radii[:, None],
+                                              0.0).min()))
+        return best
+
+
+def placed(shapes: np.ndarray, pose) -> np.ndarray:
+    """Footprint corners (base frame, any shape (..., 2)) at a pose (x, y, yaw) in the world."""
+    c, s = math.cos(pose[2]), math.sin(pose[2])
+    return shapes @ np.array([[c, s], [-s, c]]) + (pose[0], pose[1])
+
+
+# ----------------------------------------------------------------------------- one episode
+@dataclass
+class EpisodeTracker:
+    """Outcome and measures of one episode from its ground-truth poses, in order of their stamps."""
+    goal_xy: tuple[float, float]
+    tolerance: float
+    duration: float
+    obstacles: WorldObstacles
+    footprint: np.ndarray
+    outcome: str | None = None
+    end_time: float = 0.0
+    path_length: float = 0.0
+    min_clearance: float = math.inf
+    collisions: int = 0
+    trajectory: list = field(default_factory=list)   # (t, x, y, yaw)
+
+    def update(self, time: float, pose: tuple[float, float, float]) -> str | None:
+        """Take one ground-truth pose (sim seconds, world x, y, yaw); the outcome once decided."""
+        if self.outcome is not None:
+            return self.outcome
+        if self.trajectory:
+            self.path_length += math.dist(self.trajectory[-1][1:3], pose[:2])
+        self.trajectory.append((time, *pose))
+        self.end_time = time
+        clearance = self.obstacles.clearance(placed(self.footprint, pose))
+        self.min_clearance = min(self.min_clearance, clearance)
+        if clearance <= CONTACT_MARGIN:
+            self.collisions += 1
+            self.outcome = 'collision'
+        elif math.dist(pose[:2], self.goal_xy) <= self.tolerance:
+            self.outcome = 'success'
+        elif time >= self.duration:
+            self.outcome = 'timeout'
+        return self.outcome
+
+    @property
+    def final_goal_distance(self) -> float:
+        return math.dist(self.trajectory[-1][1:3], self.goal_xy) if self.trajectory else math.inf
+
+
+# ----------------------------------------------------------------------------- statistics
+def wilson_interval(successes: int, trials: int, z: float = WILSON_Z) -> tuple[float, float]:
+    """Wilson score interval of a success probability (95 % by default); (0, 1) without trials."""
+    if trials <= 0:
+        return 0.0, 1.0
+    p = successes / trials
+    denominator = 1 + z * z / trials
+    centre = (p + z * z / (2 * trials)) / denominator
+    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def summary(rows: list[dict], drivers: list[str]) -> list[dict]:
+    """Per driver: episodes, successes, success rate with its Wilson 95 % interval, outcome counts."""
+    out = []
+    for driver in drivers:
+        mine = [row for row in rows if row['driver'] == driver]
+        successes = sum(row['outcome'] == 'success' for row in mine)
+        low, high = wilson_interval(successes, len(mine))
+        out.append({'driver': driver, 'episodes': len(mine), 'successes': successes,
+                    'rate': successes / len(mine) if mine else 0.0, 'low': low, 'high': high,
+                    **{outcome: sum(row['outcome'] == outcome for row in mine) for outcome in OUTCOMES}})
+    return out
+
+
+def summary_line(entry: dict) -> str:
+    return (f"{entry['driver']:<9} {entry['successes']}/{entry['episodes']} reached the goal: "
+            f"{100 * entry['rate']:.1f} % (Wilson 95 %: {100 * entry['low']:.1f}-{100 * entry['high']:.1f} %); "
+            f"collisions {entry['collision']}, timeouts {entry['timeout']}"
+            + (f", errors {entry['error']}" if entry['error'] else ''))
+
+
+# ----------------------------------------------------------------------------- files
+def write_csv(path: str, rows: list[dict]) -> None:
+    with open(path, 'w', newline='', encoding='utf-8') as stream:
+        writer = csv.DictWriter(stream, fieldnames=CSV_COLUMNS, extrasaction='ignore')
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({key: (f'{value:.4f}' if isinstance(value, float) else value) for key, value in row.items()})
+
+
+def write_report(path: str, rows: list[dict], drivers: list[str], episodes: dict, shown: int = 4) -> None:
+    """The report PNG: success rate per driver with Wilson 95 % error bars, and the first ``shown``
+    episodes' trajectories over their worlds (one column per driver). ``episodes``: (driver, index) ->
+    (WorldObstacles, spawn, goal, trajectory array (t, x, y, yaw), outcome)."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Circle, Polygon
+
+    indices = sorted({index for _, index in episodes})[:shown]
+    figure = plt.figure(figsize=(3.2 * max(len(drivers), 2), 3.0 + 3.0 * len(indices)), dpi=90)
+    grid = figure.add_gridspec(1 + len(indices), max(len(drivers), 1))
+    bars = figure.add_subplot(grid[0, :])
+    stats = summary(rows, drivers)
+    rates = [100 * s['rate'] for s in stats]
+    errors = [[100 * (s['rate'] - s['low']) for s in stats], [100 * (s['high'] - s['rate']) for s in stats]]
+    bars.bar(drivers, rates, yerr=errors, capsize=6, color='tab:blue')
+    for position, s in enumerate(stats):
+        bars.text(position + 0.05, min(100 * s['rate'], 93) + 2, f"{s['successes']}/{s['episodes']}", ha='left')
+    bars.set_ylim(0, 105)
+    bars.set_ylabel('goal reached (%)')
+    bars.set_title('success rate per driver, Wilson 95 % intervals')
+    colours = {'success': 'tab:green', 'collision': 'tab:red', 'timeout': 'tab:orange', 'error': 'black'}
+    for row_index, index in enumerate(indices):
+        for column, driver in enumerate(drivers):
+            axes = figure.add_subplot(grid[1 + row_index, column])
+            axes.set_aspect('equal')
+            axes.set_xticks([])
+            axes.set_yticks([])
+            if (driver, index) not in episodes:
+                continue
+            obstacles, spawn, goal, trajectory, outcome = episodes[driver, index]
+            for polygon in obstacles.polygons:
+                axes.add_patch(Polygon(polygon, closed=True, color='0.35'))
+            for centre, radius in obstacles.circles:
+                axes.add_patch(Circle(centre, radius, color='0.35'))
+            if len(trajectory):
+                axes.plot(trajectory[:, 1], trajectory[:, 2], color=colours.get(outcome, 'black'), lw=1.5)
+            axes.plot(*spawn[:2], 'ko', ms=4)
+            axes.plot(*goal[:2], marker='*', color='tab:purple', ms=10)
+            axes.autoscale_view()
+            axes.set_title(f'{driver} #{index}: {outcome}', fontsize=9)
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+
+
+# ----------------------------------------------------------------------------- seeds
+def training_datasets(policy_path: str) -> list[tuple[str, dict | None]]:
+    """The datasets the policy was trained on, from its ``robotsim.training`` metadata (``datasets``, or
+    ``dataset`` in older files), each with its manifest (None when it is no longer readable here)."""
+    import onnx
+    model = onnx.load(policy_path, load_external_data=False)
+    metadata = {prop.key: prop.value for prop in model.metadata_props}
+    try:
+        report = json.loads(metadata.get('robotsim.training', '{}'))
+    except ValueError:
+        return []
+    folders = report.get('datasets') or ([report['dataset']] if report.get('dataset') else [])
+    out = []
+    for folder in folders if isinstance(folders, list) else []:
+        try:
+            with open(os.path.join(str(folder), 'dataset.json'), encoding='utf-8') as stream:
+                out.append((str(folder), json.load(stream)))
+        except (OSError, ValueError):
+            out.append((str(folder), None))
+    return out
+
+
+def training_seed_clash(policy_path: str, seed: int) -> str | None:
+    """The training dataset generated with ``seed`` (its scenarios are the evaluation's), or None."""
+    for folder, manifest in training_datasets(policy_path):
+        settings = (manifest or {}).get('settings', {})
+        if isinstance(settings, dict) and settings.get('seed') == seed:
+            return folder
+    return None
+
+
+def training_randomization(policy_path: str) -> str | None:
+    """The randomisation spec of the policy's first training dataset, if still on disk."""
+    for _, manifest in training_datasets(policy_path):
+        path = ((manifest or {}).get('randomization') or {}).get('path')
+        if path and os.path.isfile(path):
+            return path
+    return None

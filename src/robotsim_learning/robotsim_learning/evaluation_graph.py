@@ -1,0 +1,237 @@
+"""One evaluation episode through the ROS graph: the scenario's world and robot written to files, the bare
+launcher started on them (simulator node + the driver node as deployed, built-in base control, held
+paused until the driver is listening), ``/sim/ground_truth`` fed to an :class:`EpisodeTracker`, and
+the launch stopped with Ctrl-C when the outcome is decided.
+
+Pacing: ``real_time_factor`` 0 (as fast as possible) is only a fair test when the driver keeps up in sim
+time; the ``/cmd_vel`` messages are counted over the episode's sim time and compared with the driver's
+nominal rate, so the caller can run the episode again at 1.0 when it fell behind.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+from .evaluation import EpisodeTracker, WorldObstacles, footprint
+from .randomization import Scenario
+
+KEEPS_UP = 0.9
+"""A driver keeps up in sim time when /cmd_vel arrives at no less than this fraction of its nominal rate."""
+START_TIMEOUT = 300.0
+"""Wall seconds for the bringup to come up (a loaded 2-core machine starts a Python node in seconds)."""
+STOP_TIMEOUT = 30.0
+"""Wall seconds the launcher gets to stop its nodes after Ctrl-C before it is killed."""
+
+
+class EvaluationError(RuntimeError):
+    """The evaluation cannot go on (one line)."""
+
+
+@dataclass
+class GraphEpisode:
+    tracker: EpisodeTracker
+    obstacles: WorldObstacles
+    outcome: str
+    command_rate: float          # /cmd_vel messages per sim second
+    nominal_rate: float
+    wall_seconds: float
+    log: str
+
+    @property
+    def kept_up(self) -> bool:
+        return self.command_rate >= KEEPS_UP * self.nominal_rate
+
+
+def nominal_command_rate(driver: str, model) -> float:
+    """Hz (sim time) at which the driver node publishes /cmd_vel."""
+    if driver == 'expert':
+        from .expert_node import COMMAND_RATE
+        return COMMAND_RATE
+    if driver == 'straight':
+        from .straight_node import COMMAND_RATE
+        return COMMAND_RATE
+    if driver == 'policy':  # the node's default rate: the bringup leaves it so
+        from .policy_node import COMMAND_RATE
+        return COMMAND_RATE
+    from robotsim_core.contract import robot_contract  # the wanderer answers every scan
+    return next(topic.rate for topic in robot_contract(model).topics if topic.name == 'scan')
+
+
+class GraphObserver:
+    """The evaluation's own rclpy node (a context of its own): ground truth, /cmd_vel, the pause service."""
+
+    def __init__(self):
+        import rclpy
+        from geometry_msgs.msg import Twist
+        from nav_msgs.msg import Odometry
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+        from robotsim_msgs.srv import Pause
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node(f'robotsim_evaluate_{os.getpid()}', context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        # Deep queues: at real_time_factor 0 ground truth arrives at hundreds of messages per wall second,
+        # and a reliable reader that falls behind must not lose the poses that decide the outcome.
+        reliable = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE)
+        self.poses: list = []
+        self.commands = 0
+        self.node.create_subscription(Odometry, '/sim/ground_truth', self.poses.append, reliable)
+        self.node.create_subscription(Twist, '/cmd_vel', self._on_command, reliable)
+        self.pause = self.node.create_client(Pause, '/sim/pause')
+        self.Pause = Pause
+
+    def _on_command(self, _message) -> None:
+        self.commands += 1
+
+    def reset(self) -> None:
+        self.poses.clear()
+        self.commands = 0
+
+    def spin(self, seconds: float = 0.05) -> None:
+        self.executor.spin_once(timeout_sec=seconds)
+
+    def drain(self, quiet: float = 1.0) -> bool:
+        """Take queued messages until none came for ``quiet`` wall seconds; True when some did."""
+        before, last = len(self.poses), time.monotonic()
+        while time.monotonic() - last < quiet:
+            count = len(self.poses)
+            self.spin(0.05)
+            if len(self.poses) != count:
+                last = time.monotonic()
+        return len(self.poses) > before
+
+    def resume(self, alive) -> bool:
+        future = self.pause.call_async(self.Pause.Request(paused=False))
+        deadline = time.monotonic() + 60
+        while not future.done() and alive() and time.monotonic() < deadline:
+            self.spin()
+        return future.done() and future.result().success
+
+    def close(self) -> None:
+        import rclpy
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.context)
+
+
+def _inputs_of(driver: str, uses_image: bool) -> list[tuple[str, int]]:
+    """(topic, subscribers expected) that show the driver node is listening (ours counted too)."""
+    if driver == 'expert':
+        return [('/sim/ground_truth', 2)]
+    if driver == 'policy':
+        return [('/scan', 1), ('/odom', 1)] + ([('/camera/image_raw', 1)] if uses_image else [])
+    return [('/odom', 1)] if driver == 'straight' else [('/scan', 1)]
+
+
+def run_graph_episode(observer: GraphObserver, scenario: Scenario, spec, driver: str, folder: str,
+                      real_time_factor: float, policy: str = '', uses_image: bool = False) -> GraphEpisode:
+    """Run one episode of ``scenario`` with ``driver`` through ``robotsim launch sim`` (files and the
+    launch log in ``folder``)."""
+    from robotsim_core.description import load_robot
+    from robotsim_core.launcher import die_with_parent  # own session + dies with us: Ctrl-C goes to it once
+    from robotsim_sim.scene import load_world
+
+    from .episode import goal_in_odom
+    started = time.monotonic()
+    os.makedirs(folder, exist_ok=True)
+    world_path, robot_path = os.path.join(folder, 'world.yaml'), os.path.join(folder, 'robot.yaml')
+    for path, text in ((world_path, scenario.world_yaml), (robot_path, scenario.robot_yaml)):
+        with open(path, 'w', encoding='utf-8') as stream:
+            stream.write(text)
+    model = load_robot(robot_path)
+    obstacles = WorldObstacles(load_world(world_path))
+    tracker = EpisodeTracker(tuple(scenario.goal[:2]), spec.goal_tolerance, spec.episode_duration, obstacles,
+                             footprint(model))
+    goal = goal_in_odom(scenario.spawn, scenario.goal)
+    arguments = [f'world:={world_path}', f'robot:={robot_path}', 'firmware:=false', f'driver:={driver}',
+                 f'goal:={goal[0]:.4f},{goal[1]:.4f}', f'seed:={scenario.sim_seed}',
+                 f'real_time_factor:={real_time_factor:g}', f'cameras:={str(driver == "policy" and uses_image).lower()}',
+                 # The simulator ends the run itself a little after the timeout: bounded even if we stall.
+                 f'duration:={spec.episode_duration + 1.0:g}', 'paused:=true']
+    if driver == 'policy':
+        arguments.append(f'policy:={os.path.abspath(policy)}')
+    log_path = os.path.join(folder, 'launch.log')
+    with open(log_path, 'w', encoding='utf-8') as log:
+        log.write('robotsim launch sim ' + ' '.join(arguments) + '\n')
+        log.flush()
+        process = subprocess.Popen([sys.executable, '-m', 'robotsim_core.cli', 'launch', 'sim', *arguments],
+                                   stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
+        try:
+            outcome = _drive(observer, process, tracker, driver, uses_image)
+        finally:
+            _stop(process)
+    elapsed = tracker.end_time
+    rate = observer.commands / elapsed if elapsed > 0 else 0.0
+    return GraphEpisode(tracker, obstacles, outcome, rate, nominal_command_rate(driver, model),
+                        time.monotonic() - started, log_path)
+
+
+def _drive(observer: GraphObserver, process: subprocess.Popen, tracker: EpisodeTracker, driver: str,
+           uses_image: bool) -> str:
+    from .observation import stamp_seconds, yaw_of
+
+    def alive() -> bool:
+        return process.poll() is None
+    deadline = time.monotonic() + START_TIMEOUT
+    inputs = _inputs_of(driver, uses_image)
+    node = observer.node
+    while not (observer.pause.service_is_ready() and node.count_publishers('/cmd_vel') >= 1
+               and all(node.count_subscribers(topic) >= count for topic, count in inputs)):
+        if not alive() or time.monotonic() > deadline:
+            return 'error'
+        observer.spin(0.1)
+    # Discovery has matched the endpoints; give the data connections a moment before time starts.
+    settle = time.monotonic() + 1.0
+    while time.monotonic() < settle:
+        observer.spin(0.05)
+    observer.reset()  # the simulator is still paused: whatever came before is the previous episode's
+    if not observer.resume(alive):
+        return 'error'
+    taken = 0
+    # The simulator stops itself one sim second after the timeout: the launch ending is the wall-time bound;
+    # this backstop only catches a simulator that hangs (50 wall seconds per sim second is far below any pace seen).
+    stuck = time.monotonic() + 60 + 50 * tracker.duration
+    while time.monotonic() < stuck:
+        while taken < len(observer.poses):
+            message = observer.poses[taken]
+            taken += 1
+            pose = message.pose.pose
+            outcome = tracker.update(stamp_seconds(message.header.stamp),
+                                     (pose.position.x, pose.position.y, yaw_of(pose.orientation)))
+            if outcome is not None:
+                return outcome
+        if not alive() and taken == len(observer.poses):
+            # The simulator ended (its duration): take what is still queued before calling it an error.
+            if not observer.drain():
+                return 'error'
+            continue
+        observer.spin(0.05)
+    return 'error'
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """Ctrl-C semantics: SIGINT (the launcher stops its nodes), SIGKILL after STOP_TIMEOUT (its nodes die
+    with it)."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def last_lines(path: str, count: int = 3) -> str:
+    try:
+        with open(path, encoding='utf-8', errors='replace') as stream:
+            return ' | '.join(line.strip() for line in stream.readlines()[-count:])
+    except OSError:
+        return ''

@@ -1,0 +1,234 @@
+"""Closed-loop evaluation (`robotsim evaluate`): a policy trained on a tiny expert dataset and the expert and
+straight-to-goal baselines, each episode through the ROS graph (bare launcher, simulator node, the driver
+node as deployed); the per-episode CSV, the report PNG, success rates with Wilson intervals; the outcome
+and clearance geometry; bad input refused on one line."""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from robotsim_core.description import load_robot
+from robotsim_learning.evaluation import (CSV_COLUMNS, EpisodeTracker, WorldObstacles, footprint, placed,
+                                          wilson_interval)
+from robotsim_sim.scene import load_world
+from rostest_helpers import WORKSPACE
+
+DATASETS = WORKSPACE / 'tests' / 'data' / 'datasets'
+TRAINING_SEED = 5
+EVALUATION_SEED = 6
+EPISODE_DURATION = 6.0
+
+
+def robotsim(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, '-m', 'robotsim_core.cli', *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture(scope='module')
+def trained_policy(tmp_path_factory):
+    pytest.importorskip('jax', reason='training needs requirements/train.txt (Python 3.11+)')
+    folder = tmp_path_factory.mktemp('policy')
+    dataset, policy = folder / 'dataset', folder / 'policy.onnx'
+    completed = robotsim('dataset', 'generate', '--randomization', str(DATASETS / 'expert_course.yaml'), '--out',
+                         str(dataset), '--episodes', '3', '--seed', str(TRAINING_SEED), '--driver', 'expert',
+                         '--workers', '2', '--no-progress')
+    assert completed.returncode == 0, completed.stderr
+    completed = robotsim('policy', 'train', str(dataset), '--out', str(policy), '--epochs', '15', '--hidden', '32,32',
+                         '--seed', '1')
+    assert completed.returncode == 0, completed.stderr
+    return policy
+
+
+@pytest.fixture(scope='module')
+def short_course(tmp_path_factory):
+    """The policy tests' course with short episodes and nearer goals (the test stays quick)."""
+    spec = tmp_path_factory.mktemp('spec') / 'short_course.yaml'
+    spec.write_text(f'base_world: room\nrobot: {DATASETS / "small_camera_rover.yaml"}\n'
+                    f'episode_duration: {EPISODE_DURATION}\n'
+                    'obstacles: {count: [2, 3], size: [0.2, 0.4], height: [0.3, 0.6], cylinder_fraction: 0.5, '
+                    'clearance: 0.45}\n'
+                    'poses: {wall_margin: 0.45, goal_min_distance: 1.0, robot_radius: 0.22}\n')
+    return spec
+
+
+def test_wilson_interval_is_the_score_interval():
+    z = 1.959963984540054
+    # Closed forms at the edges: 0 of n has upper bound z^2 / (n + z^2); n of n has lower bound n / (n + z^2).
+    assert wilson_interval(0, 10) == pytest.approx((0.0, z * z / (10 + z * z)), abs=1e-12)
+    assert wilson_interval(10, 10) == pytest.approx((10 / (10 + z * z), 1.0), abs=1e-12)
+    assert wilson_interval(8, 10) == pytest.approx((0.4902, 0.9433), abs=5e-5)  # the textbook example
+    # Otherwise: the two p with |k/n - p| = z sqrt(p (1 - p) / n), the roots of a quadratic in p.
+    for successes, trials in ((45, 50), (1, 3), (17, 40)):
+        p = successes / trials
+        a, b, c = 1 + z * z / trials, -(2 * p + z * z / trials), p * p
+        roots = sorted(np.roots([a, b, c]).real)
+        assert wilson_interval(successes, trials) == pytest.approx(tuple(roots), abs=1e-12)
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+
+
+def test_outcome_and_clearance_come_from_the_world_geometry(tmp_path):
+    world_path = tmp_path / 'world.yaml'
+    world_path.write_text('name: geometry\nfloor: {size: [6, 6]}\n'
+                          'walls: [{start: [-2, -1], end: [2, -1], thickness: 0.1}]\n'
+                          'boxes: [{name: crate, position: [0, 1.5, 0.2], size: [0.4, 0.4, 0.4]},\n'
+                          '        {name: kerb, position: [0, 0.5, 0.0075], size: [0.1, 1.0, 0.015]}]\n'
+                          'cylinders: [{name: pillar, position: [1, 0, 0.3], radius: 0.2, height: 0.6}]\n')
+    obstacles = WorldObstacles(load_world(str(world_path)))
+    square = np.array([[-0.1, -0.1], [0.1, -0.1], [0.1, 0.1], [-0.1, 0.1]])
+    # Nearest: the pillar (1 - 0.2 - 0.1); the wall's inner face is 0.85 away, the crate 1.2; the kerb is driven over.
+    assert obstacles.clearance(placed(square, (0, 0, 0))) == pytest.approx(0.7)
+    assert obstacles.clearance(placed(square, (0, 0, math.pi / 4))) == pytest.approx(0.8 - math.sqrt(0.02))
+    assert obstacles.clearance(placed(square, (0, -0.8, 0))) == pytest.approx(0.05)   # the wall
+    assert obstacles.clearance(placed(square, (0, -0.9, 0))) == 0.0                  # into the wall
+    assert obstacles.clearance(placed(square, (0.05, 1.25, 0.3))) == 0.0             # a corner into the crate
+
+    into_pillar = EpisodeTracker((0.0, 0.5), 0.3, 6.0, obstacles, square)
+    assert into_pillar.update(0.0, (0.0, 0.0, 0.0)) is None
+    assert into_pillar.update(0.1, (0.65, 0.0, 0.0)) is None
+    assert into_pillar.update(0.2, (0.7, 0.0, 0.0)) == 'collision'
+    assert into_pillar.update(0.3, (0.0, 0.5, 0.0)) == 'collision'  # decided: later poses do not count
+    assert (into_pillar.path_length, into_pillar.min_clearance, into_pillar.collisions, into_pillar.end_time) == \
+        pytest.approx((0.7, 0.0, 1, 0.2))
+    to_goal = EpisodeTracker((0.0, 0.5), 0.3, 6.0, obstacles, square)
+    assert [to_goal.update(t, (0.0, y, 0.0)) for t, y in ((0.0, 0.0), (1.0, 0.19), (2.0, 0.21))] == \
+        [None, None, 'success']
+    waiting = EpisodeTracker((0.0, 0.5), 0.3, 6.0, obstacles, square)
+    assert [waiting.update(t, (0.0, 0.0, 0.0)) for t in (0.0, 5.98, 6.0)] == [None, None, 'timeout']
+    # The rover's footprint: its base, four wheels (y +-0.115 +- 0.015) and the camera (x 0.155 + 0.015)
+    # sticking out in front; the arm, lidar and fingers lie inside the base's rectangle.
+    shapes = footprint(load_robot('rover'))
+    assert shapes.shape == (6, 4, 2)
+    assert shapes.reshape(-1, 2).min(axis=0) == pytest.approx([-0.15, -0.13])
+    assert shapes.reshape(-1, 2).max(axis=0) == pytest.approx([0.17, 0.13])
+    # Its bounding rectangle's front-left corner on the pillar: there is no part of the rover there; the
+    # nearest is the front-left wheel's corner.
+    pose = (1 - 0.2 * math.sqrt(0.5) - 0.17, -0.2 * math.sqrt(0.5) - 0.13, 0.0)
+    bounding = np.array([[-0.15, -0.13], [0.17, -0.13], [0.17, 0.13], [-0.15, 0.13]])
+    assert obstacles.clearance(placed(bounding, pose)) < 1e-9
+    assert obstacles.clearance(placed(shapes, pose)) == \
+        pytest.approx(math.hypot(1 - (pose[0] + 0.15), pose[1] + 0.13) - 0.2, abs=1e-9)
+
+
+def _running_with(text: str) -> list[str]:
+    """Command lines of live processes that mention ``text`` (the launches of this evaluation)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            with open(f'/proc/{pid}/cmdline', 'rb') as stream:
+                line = stream.read().replace(b'\0', b' ').decode(errors='replace')
+        except OSError:
+            continue
+        if text in line and int(pid) != os.getpid():
+            found.append(line)
+    return found
+
+
+def test_evaluate_runs_the_policy_and_baselines_through_the_ros_graph(trained_policy, short_course, tmp_path):
+    from robotsim_learning.randomization import Randomizer, load_randomization
+    out = tmp_path / 'evaluation'
+    completed = robotsim('evaluate', '--driver', 'policy', '--policy', str(trained_policy), '--episodes', '2',
+                         '--seed', str(EVALUATION_SEED), '--randomization', str(short_course), '--out', str(out),
+                         '--baselines', 'expert,straight', '--no-progress')
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert not _running_with(str(out)), 'a launch outlived the evaluation'
+    with open(out / 'episodes.csv', newline='') as stream:
+        reader = csv.DictReader(stream)
+        assert tuple(reader.fieldnames) == CSV_COLUMNS
+        rows = list(reader)
+    assert [(r['driver'], r['episode']) for r in rows] == \
+        [(d, e) for d in ('policy', 'expert', 'straight') for e in ('0', '1')]
+    randomizer = Randomizer(load_randomization(str(short_course)), EVALUATION_SEED)
+    for row in rows:
+        folder = out / 'episodes' / f"{row['driver']}-{row['episode']}"
+        # Episode i is scenario i of the evaluation seed, for every driver.
+        assert (folder / 'world.yaml').read_text() == randomizer.scenario(int(row['episode'])).world_yaml
+        assert (folder / 'launch.log').is_file() and (folder / 'trajectory.csv').is_file()
+        assert row['seed'] == str(EVALUATION_SEED)
+        assert row['outcome'] in ('success', 'collision', 'timeout'), (row, (folder / 'launch.log').read_text())
+        assert 0 < float(row['sim_time']) <= EPISODE_DURATION + 0.05
+        assert (row['outcome'] == 'collision') == (row['collisions'] == '1') and row['collisions'] in ('0', '1')
+        assert float(row['min_clearance']) >= 0 and float(row['path_length']) >= 0
+        # The driver node published /cmd_vel through the graph; at real_time_factor 0 only if it kept up.
+        assert float(row['command_rate']) > 0, row
+        assert row['real_time_factor'] in ('0.0000', '1.0000')
+        if row['real_time_factor'] == '0.0000':
+            assert float(row['command_rate']) >= 0.9 * float(row['nominal_command_rate']), row
+    for driver in ('policy', 'expert', 'straight'):
+        mine = [r for r in rows if r['driver'] == driver]
+        assert max(float(r['path_length']) for r in mine) > 0.05, mine  # it drove the robot
+        assert re.search(rf'^{driver}: /cmd_vel at [\d.]+ Hz of sim time \(nominal [\d.]+\) at real_time_factor 0',
+                         completed.stdout, re.M), completed.stdout
+        successes = sum(r['outcome'] == 'success' for r in mine)
+        low, high = wilson_interval(successes, 2)
+        line = re.search(rf'^{driver}\s+(\d+)/2 reached the goal: ([\d.]+) % \(Wilson 95 %: ([\d.]+)-([\d.]+) %\)',
+                         completed.stdout, re.M)
+        assert line, completed.stdout
+        assert (int(line[1]), float(line[2]), float(line[3]), float(line[4])) == \
+            (successes, round(50.0 * successes, 1), round(100 * low, 1), round(100 * high, 1))
+    from matplotlib.image import imread
+    image = imread(str(out / 'report.png'))
+    assert image.shape[0] > 400 and image.shape[1] > 400
+    assert image[..., :3].std() > 0.05 and (image[..., :3] < 0.5).mean() > 0.01  # drawn, not blank
+
+
+@pytest.mark.parametrize('case', ['missing policy', 'training seed', 'unknown baseline'])
+def test_bad_input_is_one_line(case, trained_policy, short_course, tmp_path):
+    policy = str(tmp_path / 'nowhere.onnx') if case == 'missing policy' else str(trained_policy)
+    seed = TRAINING_SEED if case == 'training seed' else EVALUATION_SEED
+    baselines = 'expert,teleop' if case == 'unknown baseline' else 'expert'
+    completed = robotsim('evaluate', '--policy', policy, '--episodes', '1', '--seed', str(seed), '--randomization',
+                         str(short_course), '--out', str(tmp_path / 'out'), '--baselines', baselines, timeout=120)
+    expected = {'missing policy': f'robotsim evaluate: error: --policy: {policy}: policy file not found',
+                'training seed': f'robotsim evaluate: error: --seed {TRAINING_SEED}: {policy} was trained on ',
+                'unknown baseline': "robotsim evaluate: error: --baselines: expected names from policy, expert, "
+                                    "straight, wander, got 'teleop'"}[case]
+    assert completed.returncode == 2, completed.stderr
+    assert completed.stderr.startswith(expected) and len(completed.stderr.strip().splitlines()) == 1, completed.stderr
+    assert not (tmp_path / 'out').exists()  # refused before anything ran
+
+
+def test_geometric_collisions_agree_with_the_physics_and_straight_drives_on_the_fast_path(short_course, tmp_path):
+    """The straight baseline as an episode driver (fast path, MuJoCo contacts decide collisions), its
+    ground truth replayed into the evaluation's tracker: the same outcomes at the same times."""
+    from rosbags.highlevel import AnyReader
+
+    from robotsim_learning.episode import run_episode
+    from robotsim_learning.randomization import Randomizer, load_randomization
+    from robotsim_learning.observation import yaw_of
+    spec = load_randomization(str(short_course))
+    randomizer = Randomizer(spec, EVALUATION_SEED)
+    outcomes = []
+    for index in range(3):
+        folder = tmp_path / f'episode-{index}'
+        result = run_episode(randomizer, index, str(folder), 'straight', cameras=False)
+        scenario = randomizer.scenario(index)
+        tracker = EpisodeTracker(tuple(scenario.goal[:2]), spec.goal_tolerance, spec.episode_duration,
+                                 WorldObstacles(load_world(str(folder / 'world.yaml'))),
+                                 footprint(load_robot(str(folder / 'robot.yaml'))))
+        with AnyReader([folder]) as reader:
+            connections = [c for c in reader.connections if c.topic == '/sim/ground_truth']
+            for connection, stamp, raw in reader.messages(connections=connections):
+                pose = reader.deserialize(raw, connection.msgtype).pose.pose
+                if tracker.update(stamp * 1e-9, (pose.position.x, pose.position.y, yaw_of(pose.orientation))):
+                    break
+        outcomes.append(result.outcome)
+        assert result.travel > 0.3, result  # the baseline drove
+        assert tracker.outcome == result.outcome, (index, tracker.outcome, result)
+        assert tracker.end_time == pytest.approx(result.duration, abs=0.05), (index, tracker.end_time, result)
+    assert 'collision' in outcomes, outcomes  # the comparison covered a contact
+
+
+def test_straight_is_a_driver_of_both_worlds():
+    from robotsim_core.bringup import graph_for
+    for mode in ('sim', 'real'):
+        driver = graph_for(mode, {'driver': 'straight', 'goal': '1.5,-0.5'})[-1]
+        assert (driver.package, driver.executable, driver.parameters['goal']) == \
+            ('robotsim_learning', 'straight', [1.5, -0.5])
