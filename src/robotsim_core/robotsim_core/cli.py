@@ -118,32 +118,30 @@ def launch_command(args: argparse.Namespace) -> int:
         return 2
 
 
-def dataset_command(args: argparse.Namespace) -> int:
-    # Datasets live with the recorder (robotsim_learning, which depends on this package).
-    try:
-        from robotsim_learning.dataset_cli import run
-    except ImportError as error:
-        print(f'robotsim: error: datasets need the robotsim_learning package ({error})', file=sys.stderr)
-        return 2
-    return run(args)
+# Subcommands that live with the learning package (robotsim_learning depends on this package, not the
+# reverse): module, what it is for (for the error line), help.
+LEARNING_COMMANDS = {
+    'dataset': ('dataset_cli', 'datasets', 'randomised episodes as bags, verify, LeRobot export'),
+    'policy': ('policy_cli', 'policies', 'behaviour cloning from datasets into an ONNX policy'),
+    'evaluate': ('evaluation_cli', 'evaluation', 'closed-loop episodes of a driver and baselines via ROS'),
+}
 
 
-def policy_command(args: argparse.Namespace) -> int:
-    try:
-        from robotsim_learning.policy_cli import run
-    except ImportError as error:
-        print(f'robotsim: error: policies need the robotsim_learning package ({error})', file=sys.stderr)
-        return 2
-    return run(args)
+def _learning_module(name: str):
+    import importlib
+    return importlib.import_module(f'robotsim_learning.{LEARNING_COMMANDS[name][0]}')
 
 
-def evaluate_command(args: argparse.Namespace) -> int:
-    try:
-        from robotsim_learning.evaluation_cli import run
-    except ImportError as error:
-        print(f'robotsim: error: evaluation needs the robotsim_learning package ({error})', file=sys.stderr)
-        return 2
-    return run(args)
+def _learning_command(name: str):
+    def handler(args: argparse.Namespace) -> int:
+        try:
+            run = _learning_module(name).run
+        except ImportError as error:
+            print(f'robotsim: error: {LEARNING_COMMANDS[name][1]} need the robotsim_learning package ({error})',
+                  file=sys.stderr)
+            return 2
+        return run(args)
+    return handler
 
 
 def bag_repair(args: argparse.Namespace) -> int:
@@ -248,27 +246,13 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate_parser.add_argument('--imu-topic', default='/imu/data', help='with --from-bag')
     calibrate_parser.add_argument('--joint-states-topic', default='/joint_states', help='with --from-bag')
     calibrate_parser.set_defaults(handler=calibrate_odometry)
-    dataset_parser = commands.add_parser('dataset', help='randomised episodes as bags, verify, LeRobot export')
-    try:
-        from robotsim_learning.dataset_cli import add_arguments
-        add_arguments(dataset_parser)
-    except ImportError:
-        dataset_parser.add_argument('action', nargs='*')  # the handler names the missing package
-    dataset_parser.set_defaults(handler=dataset_command)
-    policy_parser = commands.add_parser('policy', help='behaviour cloning from a dataset into an ONNX policy')
-    try:
-        from robotsim_learning.policy_cli import add_arguments as add_policy_arguments
-        add_policy_arguments(policy_parser)
-    except ImportError:
-        policy_parser.add_argument('action', nargs='*')  # the handler names the missing package
-    policy_parser.set_defaults(handler=policy_command)
-    evaluate_parser = commands.add_parser('evaluate', help='closed-loop episodes of a driver and baselines via ROS')
-    try:
-        from robotsim_learning.evaluation_cli import add_arguments as add_evaluate_arguments
-        add_evaluate_arguments(evaluate_parser)
-    except ImportError:
-        evaluate_parser.add_argument('rest', nargs='*')  # the handler names the missing package
-    evaluate_parser.set_defaults(handler=evaluate_command)
+    for name, (_, _, help_text) in LEARNING_COMMANDS.items():
+        learning_parser = commands.add_parser(name, help=help_text)
+        try:
+            _learning_module(name).add_arguments(learning_parser)
+        except ImportError:
+            learning_parser.add_argument('rest', nargs='*')  # the handler names the missing package
+        learning_parser.set_defaults(handler=_learning_command(name))
     return parser
 
 

@@ -22,6 +22,8 @@ from .randomization import Scenario
 
 KEEPS_UP = 0.9
 """A driver keeps up in sim time when /cmd_vel arrives at no less than this fraction of its nominal rate."""
+SIMULATION_MARGIN = 30.0
+"""Sim seconds the simulator runs past an episode's timeout before it stops by itself."""
 START_TIMEOUT = 300.0
 """Wall seconds for the bringup to come up (a loaded 2-core machine starts a Python node in seconds)."""
 STOP_TIMEOUT = 30.0
@@ -154,8 +156,10 @@ def run_graph_episode(observer: GraphObserver, scenario: Scenario, spec, driver:
     arguments = [f'world:={world_path}', f'robot:={robot_path}', 'firmware:=false', f'driver:={driver}',
                  f'goal:={goal[0]:.4f},{goal[1]:.4f}', f'seed:={scenario.sim_seed}',
                  f'real_time_factor:={real_time_factor:g}', f'cameras:={str(driver == "policy" and uses_image).lower()}',
-                 # The simulator ends the run itself a little after the timeout: bounded even if we stall.
-                 f'duration:={spec.episode_duration + 1.0:g}', 'paused:=true']
+                 # The simulator ends the run itself after the timeout: bounded even if we stall. The margin keeps
+                 # it publishing while a loaded evaluator catches up (as fast as possible, it runs far ahead of
+                 # us, and what it had not delivered when it exits is lost); we stop it once we have decided.
+                 f'duration:={spec.episode_duration + SIMULATION_MARGIN:g}', 'paused:=true']
     if driver == 'policy':
         arguments.append(f'policy:={os.path.abspath(policy)}')
     log_path = os.path.join(folder, 'launch.log')
@@ -196,7 +200,7 @@ def _drive(observer: GraphObserver, process: subprocess.Popen, tracker: EpisodeT
     if not observer.resume(alive):
         return 'error'
     taken = 0
-    # The simulator stops itself one sim second after the timeout: the launch ending is the wall-time bound;
+    # The simulator stops itself SIMULATION_MARGIN after the timeout: the launch ending is the wall-time bound;
     # this backstop only catches a simulator that hangs (50 wall seconds per sim second is far below any pace seen).
     stuck = time.monotonic() + 60 + 50 * tracker.duration
     while time.monotonic() < stuck:

@@ -23,6 +23,7 @@ from robotsim_core.errors import DescriptionError
 from robotsim_sim.scene import load_world, resolve_world_path
 
 from .expert import Expert
+from .observation import goal_problem
 
 COMMAND_RATE = 20.0
 """Hz of /cmd_vel (sim time)."""
@@ -62,17 +63,11 @@ class ExpertNode(Node):
     def on_goal(self, message: PoseStamped) -> None:
         frame = message.header.frame_id
         point = (message.pose.position.x, message.pose.position.y)
-        if not all(math.isfinite(v) for v in point):
-            self.get_logger().warning(f'goal_pose refused: expected finite x and y, got {point}')
+        problem = goal_problem(frame, point, self.frame_prefix, other_frames=('world',))
+        if problem:
+            self.get_logger().warning(f'goal_pose refused: {problem}')
             return
-        if frame in (f'{self.frame_prefix}odom', 'odom'):
-            self.goal_world = self.odom_to_world(point)
-        elif frame == 'world':
-            self.goal_world = np.array(point)
-        else:
-            self.get_logger().warning(f"goal_pose refused: expected frame_id '{self.frame_prefix}odom' or "
-                                      f"'world', got {frame!r}")
-            return
+        self.goal_world = np.array(point) if frame == 'world' else self.odom_to_world(point)
         self.status = ''
         self.get_logger().info(f'goal ({point[0]:.2f}, {point[1]:.2f}) in {frame}')
 

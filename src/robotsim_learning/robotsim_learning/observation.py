@@ -109,6 +109,17 @@ def goal_features(goal_in_base: tuple[float, float]) -> np.ndarray:
     return np.array([distance, math.cos(bearing), math.sin(bearing)])
 
 
+def goal_problem(frame_id: str, point, frame_prefix: str, other_frames: tuple[str, ...] = ()) -> str:
+    """'' when a goal_pose can be used: finite x and y in the robot's odom frame (or one of ``other_frames``);
+    otherwise why it is refused (a goal in another frame is never silently misread)."""
+    frames = tuple(dict.fromkeys((f'{frame_prefix}odom', 'odom', *other_frames)))
+    if not all(math.isfinite(v) for v in point):
+        return f'expected finite x and y, got {tuple(point)}'
+    if frame_id not in frames:
+        return f'expected frame_id {" or ".join(repr(f) for f in frames)}, got {frame_id!r}'
+    return ''
+
+
 def goal_in_base(goal_xy, pose: tuple[float, float, float]) -> tuple[float, float]:
     """A goal (x, y) given in the frame of ``pose`` (x, y, yaw: e.g. odom) in the robot's base frame."""
     dx, dy = goal_xy[0] - pose[0], goal_xy[1] - pose[1]

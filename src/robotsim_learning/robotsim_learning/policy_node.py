@@ -28,7 +28,7 @@ from robotsim_core.contract import RELIABLE_QOS, SENSOR_QOS
 from robotsim_core.description import load_robot
 from robotsim_core.errors import DescriptionError
 
-from .observation import (closest_by_stamp, goal_in_base, observation_from_messages, spec_for_robot,
+from .observation import (closest_by_stamp, goal_in_base, goal_problem, observation_from_messages, spec_for_robot,
                           stamp_seconds, yaw_of)
 from .policy_runtime import InferenceError, PolicyFileError, PolicyRuntime
 
@@ -78,9 +78,9 @@ class PolicyNode(Node):
 
     def on_goal(self, message: PoseStamped) -> None:
         point = (message.pose.position.x, message.pose.position.y)
-        if message.header.frame_id not in (f'{self.frame_prefix}odom', 'odom') or not all(map(math.isfinite, point)):
-            self.get_logger().warning(f"goal_pose refused: expected finite x, y in frame '{self.frame_prefix}odom', "
-                                      f'got {point} in {message.header.frame_id!r}')
+        problem = goal_problem(message.header.frame_id, point, self.frame_prefix)
+        if problem:
+            self.get_logger().warning(f'goal_pose refused: {problem}')
             return
         self.goal_odom = point
         self.get_logger().info(f'goal ({point[0]:.2f}, {point[1]:.2f}) in odom')

@@ -17,7 +17,7 @@ from rclpy.node import Node
 from robotsim_core import ros_common
 from robotsim_core.contract import RELIABLE_QOS
 
-from .observation import stamp_seconds, yaw_of
+from .observation import goal_problem, stamp_seconds, yaw_of
 from .straight import StraightToGoal
 
 COMMAND_RATE = 10.0
@@ -42,9 +42,9 @@ class StraightNode(Node):
 
     def on_goal(self, message: PoseStamped) -> None:
         point = (message.pose.position.x, message.pose.position.y)
-        if message.header.frame_id not in (f'{self.frame_prefix}odom', 'odom') or not all(map(math.isfinite, point)):
-            self.get_logger().warning(f"goal_pose refused: expected finite x, y in frame '{self.frame_prefix}odom', "
-                                      f'got {point} in {message.header.frame_id!r}')
+        problem = goal_problem(message.header.frame_id, point, self.frame_prefix)
+        if problem:
+            self.get_logger().warning(f'goal_pose refused: {problem}')
             return
         self.goal = point
 
