@@ -18,6 +18,8 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
+from robotsim_core.launcher import interrupt  # noqa: F401  (tests stop processes as the launcher does)
+
 WORKSPACE = Path(__file__).resolve().parents[1]
 
 
@@ -30,15 +32,6 @@ def executable(package: str, name: str) -> str:
     return str(WORKSPACE / 'install' / package / 'lib' / package / name)
 
 
-def interrupt(process: subprocess.Popen, timeout: float) -> None:
-    """Ctrl-C a process (a clean rclpy shutdown); SIGKILL if it is still there after ``timeout`` s."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 class NodeProcess:

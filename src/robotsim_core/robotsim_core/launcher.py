@@ -74,6 +74,18 @@ class _Running:
                 pass
 
 
+def interrupt(process: subprocess.Popen, timeout: float) -> None:
+    """Ctrl-C a process (a clean rclpy shutdown, or a launcher stopping its nodes); SIGKILL if it is still
+    there after ``timeout`` s."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 def say(message: str) -> None:
     try:
         print(f'[robotsim] {message}', flush=True)

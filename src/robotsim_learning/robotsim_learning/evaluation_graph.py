@@ -11,7 +11,6 @@ nominal rate, so the caller can run the episode again at 1.0 when it fell behind
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -224,13 +223,8 @@ def _drive(observer: GraphObserver, process: subprocess.Popen, tracker: EpisodeT
 def _stop(process: subprocess.Popen) -> None:
     """Ctrl-C semantics: SIGINT (the launcher stops its nodes), SIGKILL after STOP_TIMEOUT (its nodes die
     with it)."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    from robotsim_core.launcher import interrupt
+    interrupt(process, STOP_TIMEOUT)
 
 
 def last_lines(path: str, count: int = 3) -> str:
