@@ -4,7 +4,7 @@ SHELL := /bin/bash
 ROBOT ?= rover
 OUT ?= out
 
-.PHONY: help setup build sim test describe bench clean
+.PHONY: help setup build sim test describe bench bench-arm clean
 
 help:
 	@echo "make sim      set up if needed, then run the simulator bringup headless (ROBOT= WORLD= FLEET= RTF= DURATION="
@@ -13,6 +13,8 @@ help:
 	@echo "make test     set up if needed, then run every test"
 	@echo "make describe generate $(ROBOT)'s URDF and MuJoCo model into $(OUT)/"
 	@echo "make bench    measure the simulator on this machine and write the figures into README.md"
+	@echo "make bench-arm  arm benchmark (IK on 1000 seeded targets per arm: rover, UR5, Panda) into $(OUT)/bench-arm"
+	@echo "              (SEED=, CHECK=<folder of a previous run> re-runs it and compares the rows)"
 	@echo "make setup    Debian packages, .venv with pinned ROS 2 Kilted wheels, colcon build"
 	@echo "make clean    remove build/ install/ log/ out/ (keeps .venv)"
 
@@ -32,6 +34,13 @@ describe: setup
 
 bench: setup
 	@scripts/run-bench.sh
+
+# Arm benchmark (ROS-free): raw CSV rows, summary.json and summary.md with Wilson intervals.
+# UR5 and Panda come from example-robot-data, a test-only package: set-up installs the test packages.
+bench-arm: export ROBOTSIM_TEST_DEPS = 1
+bench-arm: setup
+	@source scripts/env.sh && scripts/build.sh && python scripts/bench_arm.py --ik-targets 1000 --seed $(or $(SEED),0) \
+		--out $(OUT)/bench-arm$(if $(CHECK),-check --check $(CHECK))
 
 
 test: export ROBOTSIM_TEST_DEPS = 1

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from robotsim_core.statistics import wilson_interval
+
 OUTCOMES = ('success', 'collision', 'timeout', 'error')
 CSV_COLUMNS = ('driver', 'seed', 'episode', 'outcome', 'sim_time', 'path_length', 'min_clearance', 'collisions',
                'final_goal_distance', 'real_time_factor', 'command_rate', 'nominal_command_rate', 'wall_seconds')
@@ -31,8 +33,6 @@ CONTACT_MARGIN = 0.002
 """Clearance (m) at or below which the footprint counts as touching an obstacle."""
 STEP_HEIGHT = 0.03
 """Obstacles lower than this (a door threshold) are driven over, not collided with (as the expert's grid)."""
-WILSON_Z = 1.959963984540054
-"""The standard normal quantile of a two-sided 95 % interval."""
 
 
 # ----------------------------------------------------------------------------- geometry
@@ -157,17 +157,6 @@ class EpisodeTracker:
 
 
 # ----------------------------------------------------------------------------- statistics
-def wilson_interval(successes: int, trials: int, z: float = WILSON_Z) -> tuple[float, float]:
-    """Wilson score interval of a success probability (95 % by default); (0, 1) without trials."""
-    if trials <= 0:
-        return 0.0, 1.0
-    p = successes / trials
-    denominator = 1 + z * z / trials
-    centre = (p + z * z / (2 * trials)) / denominator
-    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 def summary(rows: list[dict], drivers: list[str]) -> list[dict]:
     """Per driver: episodes, successes, success rate with its Wilson 95 % interval, outcome counts."""
     out = []

@@ -1,0 +1,263 @@
+"""Arm benchmark (issue 13), ROS-free: inverse kinematics of the rover, UR5 and Panda arms on seeded random
+reachable targets (a configuration drawn uniformly within the joint limits, its tool pose by forward
+kinematics). Full 6-D pose for UR5 and Panda, tool position + pitch for the rover's 4-DOF arm.
+
+Every solution is re-checked here once more with the robot tree's own forward kinematics
+(robotsim_core.kinematics, not the chain the solver uses): a row counts as a success only if that
+re-check is within 0.1 mm / 0.1 deg too.
+
+Writes into --out: one raw CSV per section (ik.csv: one row per target), summary.json and summary.md
+(success rate with its Wilson 95 % interval, worst errors, median and p99 solve time per arm).
+``--check DIR`` re-runs with the settings of the run in DIR and compares every row (success, iterations,
+restarts, solution; not the timing), exiting 1 on a difference.
+
+Sections: ``ik`` now; planning and tracking sections plug into SECTIONS (a function producing rows and a
+summary, plus the columns that must repeat exactly under --check).
+
+    source scripts/env.sh && python scripts/bench_arm.py --ik-targets 1000 --seed 0 --out out/bench-arm
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import platform
+import sys
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from robotsim_core.arm.chain import ArmChain, ChainError
+from robotsim_core.arm.ik import (ORIENTATION_TOLERANCE, POSITION_TOLERANCE, PoseTarget, PositionPitchTarget,
+                                  solve_ik)
+from robotsim_core.description import load_robot
+from robotsim_core.errors import DescriptionError
+from robotsim_core.geometry import rotation_angle_between
+from robotsim_core.kinematics import forward_kinematics
+from robotsim_core.statistics import wilson_interval
+
+ARMS = ('rover', 'ur5', 'panda')
+IK_SUCCESS_TARGET = 0.995
+SOLUTION_TOLERANCE = 1e-9
+"""--check: largest difference (rad or m) between two runs' solutions still counted as the same."""
+
+
+def machine() -> str:
+    cpu = 'unknown CPU'
+    try:
+        cpu = next(line.split(':', 1)[1].strip() for line in open('/proc/cpuinfo') if line.startswith('model name'))
+    except (OSError, StopIteration):
+        pass
+    memory = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30
+    return (f'{cpu}, {os.cpu_count()} cores, {memory:.0f} GiB, {platform.system()} {platform.release()}, '
+            f'Python {platform.python_version()}, numpy {np.__version__}')
+
+
+@dataclass
+class Section:
+    """One part of the benchmark: its raw rows, a summary for JSON and Markdown lines."""
+
+    name: str
+    columns: tuple[str, ...]
+    rows: list[dict] = field(default_factory=list)
+    summary: dict = field(default_factory=dict)
+    markdown: list[str] = field(default_factory=list)
+    key: tuple[str, ...] = ()
+    """Columns identifying a row (matched between runs under --check)."""
+    repeatable: tuple[str, ...] = ()
+    """Columns that must be equal between two runs with the same settings."""
+
+
+def arm_rng(seed: int, arm: str) -> np.random.Generator:
+    """Targets of one arm: independent of which other arms run."""
+    return np.random.default_rng([seed, zlib.crc32(arm.encode())])
+
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else math.nan
+
+
+# ---------------------------------------------------------------------------- IK section
+IK_COLUMNS = ('arm', 'target', 'task', 'success', 'position_error_m', 'orientation_error_rad', 'iterations',
+              'restarts', 'time_s', 'solution', 'reason')
+
+
+def tree_errors(model, chain: ArmChain, positions, target) -> tuple[float, float]:
+    """Errors of ``positions`` by the robot tree's forward kinematics (independent of the chain)."""
+    poses = forward_kinematics(model.tree, chain.tree_positions(positions))
+    pose = np.linalg.inv(poses[chain.root]) @ poses[chain.tool.link] @ chain.tool.offset
+    if isinstance(target, PoseTarget):
+        return (float(np.linalg.norm(pose[:3, 3] - target.pose[:3, 3])),
+                rotation_angle_between(pose[:3, :3], target.pose[:3, :3]))
+    pitch_error = abs(math.remainder(chain.tool_pitch(pose) - target.pitch, 2 * math.pi))
+    return float(np.linalg.norm(pose[:3, 3] - np.asarray(target.position))), pitch_error
+
+
+def ik_section(args) -> Section:
+    section = Section('ik', IK_COLUMNS, key=('arm', 'target'),
+                      repeatable=('task', 'success', 'iterations', 'restarts', 'solution', 'reason'))
+    for arm in args.arms:
+        model = load_robot(arm)
+        chain = ArmChain(model)
+        rng = arm_rng(args.seed, arm)
+        for index in range(args.ik_targets):
+            reachable = chain.random_positions(rng)
+            pose = chain.forward(reachable)
+            target = (PoseTarget(pose) if chain.dof >= 6
+                      else PositionPitchTarget(tuple(pose[:3, 3]), chain.tool_pitch(pose)))
+            started = time.perf_counter()
+            result = solve_ik(chain, target, seed=args.seed * 1_000_003 + index)
+            elapsed = time.perf_counter() - started
+            success, position_error, orientation_error = result.success, result.position_error, result.orientation_error
+            reason = result.reason
+            if success:
+                position_error, orientation_error = tree_errors(model, chain, result.positions, target)
+                if position_error > POSITION_TOLERANCE or orientation_error > ORIENTATION_TOLERANCE:
+                    success, reason = False, 'tree forward kinematics disagrees with the solver'
+            section.rows.append({
+                'arm': arm, 'target': index, 'task': target.task, 'success': int(success),
+                'position_error_m': f'{position_error:.3e}', 'orientation_error_rad': f'{orientation_error:.3e}',
+                'iterations': result.iterations, 'restarts': result.restarts, 'time_s': f'{elapsed:.6f}',
+                'solution': ' '.join(repr(float(v)) for v in result.positions), 'reason': reason})
+        mine = [row for row in section.rows if row['arm'] == arm]
+        solved = [row for row in mine if row['success']]
+        times = [float(row['time_s']) for row in mine]
+        low, high = wilson_interval(len(solved), len(mine))
+        worst_position = max((float(row['position_error_m']) for row in solved), default=math.nan)
+        worst_orientation = max((float(row['orientation_error_rad']) for row in solved), default=math.nan)
+        rate = len(solved) / len(mine) if mine else math.nan
+        section.summary[arm] = {
+            'task': mine[0]['task'] if mine else '', 'joints': chain.dof, 'tool': chain.tool.description,
+            'targets': len(mine), 'successes': len(solved), 'success_rate': rate, 'wilson95': [low, high],
+            'max_position_error_m': worst_position, 'max_orientation_error_rad': worst_orientation,
+            'median_time_s': percentile(times, 50), 'p99_time_s': percentile(times, 99),
+            'mean_iterations': float(np.mean([row['iterations'] for row in mine])) if mine else math.nan,
+            'mean_restarts': float(np.mean([row['restarts'] for row in mine])) if mine else math.nan,
+            'max_restarts': max((row['restarts'] for row in mine), default=0),
+            'meets_target': bool(rate >= IK_SUCCESS_TARGET and worst_position <= POSITION_TOLERANCE
+                                 and worst_orientation <= ORIENTATION_TOLERANCE),
+        }
+        print(f'ik {arm}: {len(solved)}/{len(mine)} solved, median {1000 * percentile(times, 50):.2f} ms', flush=True)
+    section.markdown = [
+        f'IK: {args.ik_targets} seeded random reachable targets per arm (seed {args.seed}); full 6-D pose for '
+        f'>= 6 joints, tool position + pitch for the rover; success = within {POSITION_TOLERANCE * 1000:g} mm / '
+        f'{math.degrees(ORIENTATION_TOLERANCE):g} deg by the tree\'s forward kinematics.', '',
+        '| arm | task | success | Wilson 95 % | max position error | max orientation error | median time '
+        '| p99 time | mean restarts | target met |',
+        '|---|---|---|---|---|---|---|---|---|---|']
+    for arm, entry in section.summary.items():
+        low, high = entry['wilson95']
+        section.markdown.append(
+            f"| {arm} ({entry['joints']} joints, tool {entry['tool']}) | {entry['task']} | "
+            f"{entry['successes']}/{entry['targets']} ({100 * entry['success_rate']:.1f} %) | "
+            f"{100 * low:.1f}-{100 * high:.1f} % | {1000 * entry['max_position_error_m']:.2g} mm | "
+            f"{math.degrees(entry['max_orientation_error_rad']):.2g} deg | {1000 * entry['median_time_s']:.2f} ms | "
+            f"{1000 * entry['p99_time_s']:.1f} ms | {entry['mean_restarts']:.2f} | "
+            f"{'yes' if entry['meets_target'] else 'NO'} (>= {100 * IK_SUCCESS_TARGET:g} %) |")
+    return section
+
+
+SECTIONS: dict[str, Callable[[argparse.Namespace], Section]] = {'ik': ik_section}
+"""Benchmark sections by name, run in this order (planning and tracking go here)."""
+
+
+# ---------------------------------------------------------------------------- output and --check
+def write(out: Path, sections: list[Section], settings: dict) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for section in sections:
+        with open(out / f'{section.name}.csv', 'w', newline='') as stream:
+            writer = csv.DictWriter(stream, fieldnames=section.columns)
+            writer.writeheader()
+            writer.writerows(section.rows)
+    summary = {'settings': settings, 'machine': machine(), 'date': time.strftime('%Y-%m-%d %H:%M:%S'),
+               **{section.name: section.summary for section in sections}}
+    (out / 'summary.json').write_text(json.dumps(summary, indent=2) + '\n')
+    lines = [f'Arm benchmark, {summary["date"]}: {summary["machine"]}.', '']
+    for section in sections:
+        lines += section.markdown + ['']
+    (out / 'summary.md').write_text('\n'.join(lines))
+    print('\n'.join(lines))
+
+
+def compare(previous: Path, sections: list[Section]) -> list[str]:
+    """Differences between the rows of this run and those of the run in ``previous``."""
+    differences = []
+    for section in sections:
+        path = previous / f'{section.name}.csv'
+        if not path.is_file():
+            differences.append(f'{section.name}: {path} is missing')
+            continue
+        with open(path, newline='') as stream:
+            before = {tuple(row[k] for k in section.key): row for row in csv.DictReader(stream)}
+        now = {tuple(str(row[k]) for k in section.key): row for row in section.rows}
+        if set(before) != set(now):
+            differences.append(f'{section.name}: rows differ ({len(before)} before, {len(now)} now)')
+        for key in sorted(set(before) & set(now), key=str):
+            for column in section.repeatable:
+                old, new = before[key][column], str(now[key][column])
+                if old != new and not _same_numbers(old, new):
+                    differences.append(f'{section.name} {dict(zip(section.key, key))}: {column} was {old!r}, now {new!r}')
+    return differences
+
+
+def _same_numbers(old: str, new: str) -> bool:
+    try:
+        a, b = np.array(old.split(), dtype=float), np.array(new.split(), dtype=float)
+    except ValueError:
+        return False
+    return a.shape == b.shape and bool(np.all(np.abs(a - b) <= SOLUTION_TOLERANCE))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--ik-targets', type=int, default=1000, help='random reachable targets per arm (default 1000)')
+    parser.add_argument('--seed', type=int, default=0, help='seed of the targets and of the IK restarts (default 0)')
+    parser.add_argument('--arms', default=','.join(ARMS), help=f'robots whose first arm is measured (default {",".join(ARMS)})')
+    parser.add_argument('--sections', default=','.join(SECTIONS), help=f'sections to run (default {",".join(SECTIONS)})')
+    parser.add_argument('--out', required=True, help='folder for the CSV rows and the summary')
+    parser.add_argument('--check', metavar='DIR', help='re-run with the settings of the run in DIR, compare its rows; '
+                                                       'exit 1 on a difference')
+    args = parser.parse_args()
+    if args.check:
+        try:
+            settings = json.loads((Path(args.check) / 'summary.json').read_text())['settings']
+        except (OSError, ValueError, KeyError) as error:
+            print(f'bench_arm: --check: expected a previous run in {args.check} (summary.json with settings): {error}',
+                  file=sys.stderr)
+            return 2
+        args.ik_targets, args.seed, args.arms, args.sections = (settings['ik_targets'], settings['seed'],
+                                                                ','.join(settings['arms']), ','.join(settings['sections']))
+    args.arms = [arm for arm in args.arms.split(',') if arm]
+    names = [name for name in args.sections.split(',') if name]
+    unknown = [name for name in names if name not in SECTIONS]
+    if unknown or args.ik_targets < 1:
+        print(f'bench_arm: --sections: expected names from {list(SECTIONS)}, got {unknown}' if unknown
+              else f'bench_arm: --ik-targets: expected a count >= 1, got {args.ik_targets}', file=sys.stderr)
+        return 2
+    settings = {'ik_targets': args.ik_targets, 'seed': args.seed, 'arms': args.arms, 'sections': names}
+    try:
+        sections = [SECTIONS[name](args) for name in names]
+    except (DescriptionError, ChainError) as error:  # an unknown robot in --arms, a robot without an arm
+        print(f'bench_arm: --arms: {error}', file=sys.stderr)
+        return 2
+    write(Path(args.out), sections, settings)
+    if args.check:
+        differences = compare(Path(args.check), sections)
+        for line in differences[:20]:
+            print(f'bench_arm --check: {line}', file=sys.stderr)
+        if differences:
+            print(f'bench_arm --check: {len(differences)} differences from {args.check}', file=sys.stderr)
+            return 1
+        print(f'bench_arm --check: every row repeats {args.check} (timing aside)')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
