@@ -22,13 +22,14 @@ fi
 # Stamp the time the build starts from: a file edited while colcon runs is still newer next time.
 mkdir -p "$ws/install"; touch "$stamp.next"
 echo "[robotsim build] colcon build (log: $ws/log/latest_build)" >&2
-# --paths compat/...: tf2_msgs and composition_interfaces (launch_ros needs it) are not on PyPI;
+# --paths compat/...: tf2_msgs, composition_interfaces (launch_ros needs it) and control_msgs (the arm's
+#   FollowJointTrajectory and GripperCommand actions) are not on PyPI;
 #   compat/ carries COLCON_IGNORE so a crawl (the default on a full ROS install) skips them, while
 #   these explicit paths build them here.
 # CMAKE_PROJECT_TOP_LEVEL_INCLUDES: repairs the wheels' hard-coded /opt/python include paths,
 #   see cmake/ros_wheels_fixup.cmake.
 if ! colcon --log-base "$ws/log" build \
-      --base-paths src --paths compat/tf2_msgs compat/composition_interfaces \
+      --base-paths src --paths compat/tf2_msgs compat/composition_interfaces compat/control_msgs \
       --build-base "$ws/build" --install-base "$ws/install" \
       --event-handlers console_direct- console_stderr- summary+ \
       --cmake-args -DBUILD_TESTING=OFF \

@@ -162,7 +162,8 @@ def _add_arm(tree: KinematicTree, arm: ArmSpec, index: int, source: str) -> ArmR
             origin = Pose(_tip(previous_shape))
         tree.add_link(_shape_link(link_name, joint.link, ARM_COLOR))
         tree.add_joint(Joint(joint.name, joint.type, parent, link_name, origin, tuple(joint.axis),
-                             JointLimit(joint.lower, joint.upper, joint.effort, joint.velocity)))
+                             JointLimit(joint.lower, joint.upper, joint.effort, joint.velocity,
+                                        joint.acceleration, joint.jerk)))
         joint_names.append(joint.name)
         parent, previous_shape = link_name, joint.link
     gripper_joints: tuple[str, ...] = ()

@@ -53,12 +53,44 @@ class Link:
     collisions: list[Shape] = field(default_factory=list)
 
 
+# Defaults of the motion limits a URDF cannot express (robots that do not give them in their YAML
+# spec, every imported URDF): full speed in 0.5 s, full acceleration in 0.1 s. Gentle on the hobby
+# servos of the shipped rover; for the Panda (4.35 rad/s^2, 43.5 rad/s^3) below Franka's published
+# joint limits (7.5-20 rad/s^2, 7500 rad/s^3).
+DEFAULT_ACCELERATION_PER_VELOCITY = 2.0
+"""Default acceleration limit as a multiple of the velocity limit (1/s)."""
+DEFAULT_JERK_PER_ACCELERATION = 10.0
+"""Default jerk limit as a multiple of the acceleration limit (1/s)."""
+
+
 @dataclass(frozen=True)
 class JointLimit:
     lower: float = 0.0
+    """Lower position limit (rad or m; URDF ``<limit lower>``)."""
     upper: float = 0.0
+    """Upper position limit (rad or m; URDF ``<limit upper>``)."""
     effort: float = 0.0
+    """Actuator force/torque limit (N or N m; URDF ``<limit effort>``)."""
     velocity: float = 0.0
+    """Velocity limit (rad/s or m/s; URDF ``<limit velocity>``); 0: none given."""
+    acceleration: float | None = None
+    """Acceleration limit (rad/s^2 or m/s^2) for time parameterisation; not part of URDF (never
+    written to it). None: :attr:`max_acceleration` derives it from the velocity limit."""
+    jerk: float | None = None
+    """Jerk limit (rad/s^3 or m/s^3) for time parameterisation; not part of URDF. None:
+    :attr:`max_jerk` derives it from the acceleration limit."""
+
+    @property
+    def max_acceleration(self) -> float:
+        """The acceleration limit in force: the given one, else
+        :data:`DEFAULT_ACCELERATION_PER_VELOCITY` x velocity (0 when there is no velocity limit)."""
+        return self.acceleration if self.acceleration is not None else DEFAULT_ACCELERATION_PER_VELOCITY * self.velocity
+
+    @property
+    def max_jerk(self) -> float:
+        """The jerk limit in force: the given one, else :data:`DEFAULT_JERK_PER_ACCELERATION` x
+        :attr:`max_acceleration`."""
+        return self.jerk if self.jerk is not None else DEFAULT_JERK_PER_ACCELERATION * self.max_acceleration
 
 
 @dataclass(frozen=True)

@@ -208,6 +208,13 @@ class ArmJointSpec:
     """Actuator force/torque limit (N or N m)."""
     velocity: float = spec_field(2.0, positive=True)
     """Velocity limit (rad/s or m/s)."""
+    acceleration: float | None = spec_field(None, positive=True)
+    """Acceleration limit (rad/s^2 or m/s^2) of planned arm motions; default 2 x velocity per second
+    (full speed in 0.5 s, :data:`.model.DEFAULT_ACCELERATION_PER_VELOCITY`). Not written to the URDF
+    (it has no such field)."""
+    jerk: float | None = spec_field(None, positive=True)
+    """Jerk limit (rad/s^3 or m/s^3) of planned arm motions; default 10 x the acceleration limit per
+    second (full acceleration in 0.1 s, :data:`.model.DEFAULT_JERK_PER_ACCELERATION`). Not in the URDF."""
     origin: PoseSpec | None = None
     """Joint frame in the previous link's frame; default: the previous link's tip (the mount for the first)."""
     link_name: str | None = name_field(None)
