@@ -145,22 +145,31 @@ class PolicyDriver(Driver):
 
     def reset(self, scenario: Scenario) -> None:
         from collections import deque
+        from .observation import ImuHeadingOdometry
         self.images, self.odometry = deque(maxlen=5), deque(maxlen=20)
+        self.estimate = ImuHeadingOdometry() if self.runtime.spec.uses_imu else None
 
     def act(self, observation: Observation) -> Twist:
         from .observation import observation_from_messages
         from .policy_runtime import InferenceError
         latest = observation.latest
+        if self.estimate is not None and 'imu/data' in observation.updated:
+            self.estimate.add_imu(latest['imu/data'])
         for name, queue in (('camera/image_raw', self.images), ('odom', self.odometry)):
             if name in observation.updated:
                 queue.append(latest[name])
+        if self.estimate is not None and 'odom' in observation.updated:
+            self.estimate.add_odometry(latest['odom'])
         command = Twist()
         scan, goal = latest.get('scan'), latest.get('goal_pose')
-        if scan is None or goal is None or not self.odometry or (self.runtime.spec.uses_image and not self.images):
+        pose = self.estimate.pose() if self.estimate is not None else None
+        if scan is None or goal is None or not self.odometry or (self.runtime.spec.uses_image and not self.images) \
+                or (self.estimate is not None and pose is None):
             return command
         try:
             command.linear.x, command.angular.z = self.runtime.act(observation_from_messages(
-                self.runtime.spec, scan, self.images, self.odometry, (goal.pose.position.x, goal.pose.position.y)))
+                self.runtime.spec, scan, self.images, self.odometry, (goal.pose.position.x, goal.pose.position.y),
+                pose))
         except (InferenceError, ValueError):
             return Twist()  # as the node does: a failed inference stops the robot
         return command

@@ -120,7 +120,8 @@ def _run(args) -> int:
     if runtime is not None:
         model = load_robot(randomizer.robot_path)
         try:
-            runtime.check_fits(spec_for_robot(model, runtime.spec.sectors, image=runtime.spec.uses_image))
+            runtime.check_fits(spec_for_robot(model, runtime.spec.sectors, image=runtime.spec.uses_image,
+                                              heading=runtime.spec.heading))
         except ValueError as error:
             raise _Refused(f'--policy: {error} (the robot of {spec_path})') from None
     return _evaluate(args, drivers, pacing, runtime, spec_path, spec, randomizer)

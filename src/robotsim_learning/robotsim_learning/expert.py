@@ -27,8 +27,11 @@ from robotsim_core.kinematics import forward_kinematics
 class ExpertConfig:
     resolution: float = 0.05
     """Grid cell size (m)."""
-    clearance: float = 0.06
-    """Margin kept between the robot's footprint circle and every obstacle (m)."""
+    clearance: float = 0.15
+    """Margin kept between the robot's footprint circle and every obstacle where the free space allows it
+    (m): a wide berth is what a policy that imitates the expert with some error can still copy safely."""
+    min_clearance: float = 0.06
+    """Margin used when no path keeps ``clearance`` (a narrow gap) (m)."""
     step_height: float = 0.03
     """Obstacles whose top is lower than this are driven over (a door threshold), not avoided (m)."""
     lookahead: float = 0.35
@@ -184,8 +187,10 @@ class Expert:
     def __init__(self, world, model: RobotModel, config: ExpertConfig | None = None):
         self.config = config or ExpertConfig()
         self.radius = footprint_radius(model)
-        self.grid = OccupancyGrid(world, self.radius + self.config.clearance, self.config.resolution,
-                                  self.config.step_height)
+        # The wide-berth grid first, the narrow one where the wide one finds no way.
+        self.grids = [OccupancyGrid(world, self.radius + clearance, self.config.resolution, self.config.step_height)
+                      for clearance in dict.fromkeys((self.config.clearance, self.config.min_clearance))]
+        self.grid = self.grids[0]
         drive = model.drive
         self.max_linear = min(self.config.max_linear, drive.max_linear_speed) if drive else self.config.max_linear
         self.max_angular = min(self.config.max_angular, drive.max_yaw_rate) if drive else self.config.max_angular
@@ -193,17 +198,18 @@ class Expert:
         self.goal: np.ndarray | None = None
 
     def plan(self, start_xy, goal_xy) -> list[np.ndarray] | None:
-        """Waypoints from start to goal (the goal last), or None when no collision-free path exists."""
-        start = self.grid.nearest_free(self.grid.cell(start_xy))
-        goal = self.grid.nearest_free(self.grid.cell(goal_xy), limit=2)
-        if start is None or goal is None:
-            return None
-        cells = astar(self.grid, start, goal)
-        if cells is None:
-            return None
-        points = [np.asarray(start_xy, dtype=float)] + [self.grid.centre(c) for c in cells[1:-1]] \
-            + [np.asarray(goal_xy, dtype=float)]
-        return shortcut(self.grid, points)
+        """Waypoints from start to goal (the goal last), or None when no collision-free path exists; the
+        widest margin that admits a path is used (``self.grid`` is the grid the path was planned on)."""
+        for grid in self.grids:
+            start = grid.nearest_free(grid.cell(start_xy))
+            goal = grid.nearest_free(grid.cell(goal_xy), limit=2)
+            cells = astar(grid, start, goal) if start is not None and goal is not None else None
+            if cells is not None:
+                self.grid = grid
+                points = [np.asarray(start_xy, dtype=float)] + [grid.centre(c) for c in cells[1:-1]] \
+                    + [np.asarray(goal_xy, dtype=float)]
+                return shortcut(grid, points)
+        return None
 
     def command(self, pose: tuple[float, float, float], goal_xy) -> tuple[float, float, str]:
         """(linear m/s, angular rad/s, status) for the robot at ``pose`` (x, y, yaw in the world);

@@ -15,6 +15,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--hidden', default='128,128', help='hidden layer widths, comma-separated')
     parser.add_argument('--seed', type=int, default=0, help='seed of initialisation, shuffling and validation split')
     parser.add_argument('--no-image', action='store_true', help='observe lidar, odometry and goal only')
+    parser.add_argument('--heading', choices=['imu', 'odometry'], default='imu',
+                        help="the robot's heading for the goal's bearing: the IMU's orientation with the wheel "
+                             "odometry's travel (default; skid-steer odometry's heading drifts), or the odometry alone")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         report = train_from_dataset(args.datasets, args.out, TrainConfig(hidden=hidden, epochs=args.epochs,
                                                                         seed=args.seed),
-                                    image=not args.no_image, progress=progress)
+                                    image=not args.no_image, progress=progress, heading=args.heading)
     except TrainingDataError as error:
         print(f'robotsim policy: error: {error}', file=sys.stderr)
         return 2

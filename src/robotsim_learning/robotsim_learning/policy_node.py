@@ -1,7 +1,7 @@
 """Policy node: the robot's own topics -> the ONNX policy -> /cmd_vel. The same node runs on the robot.
 
 Subscribes only to contract topics (``scan``, ``camera/image_raw`` when the policy looks at images,
-``odom``) and ``goal_pose`` (or a ``goal`` x, y in odom at start); nothing of the simulator. At ``rate`` Hz it takes the latest scan, the
+``odom``, ``imu/data`` when the policy takes its heading from the IMU) and ``goal_pose`` (or a ``goal`` x, y in odom at start); nothing of the simulator. At ``rate`` Hz it takes the latest scan, the
 image and odometry closest to the scan's stamp, builds the observation, runs onnxruntime (the
 ``providers`` parameter picks CPU here, TensorRT or CUDA on a Jetson) and publishes the command.
 It publishes a stop instead when there is no goal, when the goal is reached, when an input is older
@@ -21,15 +21,15 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped, Twist
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
-from sensor_msgs.msg import Image, LaserScan
+from sensor_msgs.msg import Image, Imu, LaserScan
 
 from robotsim_core import ros_common
 from robotsim_core.contract import RELIABLE_QOS, SENSOR_QOS
 from robotsim_core.description import load_robot
 from robotsim_core.errors import DescriptionError
 
-from .observation import (closest_by_stamp, goal_in_base, goal_problem, observation_from_messages, spec_for_robot,
-                          stamp_seconds, yaw_of)
+from .observation import (ImuHeadingOdometry, closest_by_stamp, goal_in_base, goal_problem, observation_from_messages,
+                          spec_for_robot, stamp_seconds, yaw_of)
 from .policy_runtime import InferenceError, PolicyFileError, PolicyRuntime
 
 COMMAND_RATE = 10.0
@@ -51,7 +51,8 @@ class PolicyNode(Node):
             raise PolicyFileError("parameter 'policy': expected the path of an ONNX policy file, got ''")
         self.runtime = PolicyRuntime(path, tuple(providers))
         try:
-            robot_spec = spec_for_robot(load_robot(robot), self.runtime.spec.sectors, image=self.runtime.spec.uses_image)
+            robot_spec = spec_for_robot(load_robot(robot), self.runtime.spec.sectors, image=self.runtime.spec.uses_image,
+                                        heading=self.runtime.spec.heading)
         except ValueError as error:  # the robot has no lidar to feed the policy
             raise PolicyFileError(f'{path}: {error}') from None
         self.runtime.check_fits(robot_spec)
@@ -59,6 +60,8 @@ class PolicyNode(Node):
         self.scan: LaserScan | None = None
         self.images: deque[Image] = deque(maxlen=5)
         self.odometry: deque[Odometry] = deque(maxlen=20)
+        self.estimate = ImuHeadingOdometry() if self.spec.uses_imu else None
+        self.imu: Imu | None = None
         self.goal_odom = (float(goal[0]), float(goal[1])) if all(map(math.isfinite, goal)) else None
         self.latencies: deque[float] = deque(maxlen=100)
         self.last_problem = 'no input yet'
@@ -69,12 +72,29 @@ class PolicyNode(Node):
         self.create_subscription(LaserScan, 'scan', lambda m: setattr(self, 'scan', m), sensor)
         if self.spec.uses_image:
             self.create_subscription(Image, 'camera/image_raw', lambda m: self.images.append(m), sensor)
-        self.create_subscription(Odometry, 'odom', lambda m: self.odometry.append(m),
-                                 ros_common.qos_profile(RELIABLE_QOS))
+        self.create_subscription(Odometry, 'odom', self.on_odometry, ros_common.qos_profile(RELIABLE_QOS))
+        if self.estimate is not None:
+            self.create_subscription(Imu, 'imu/data', self.on_imu, sensor)
         self.create_subscription(PoseStamped, 'goal_pose', self.on_goal, ros_common.qos_profile(RELIABLE_QOS))
         self.create_timer(1.0 / rate, self.tick)
         self.create_timer(1.0, self.report)
         self.get_logger().info(f'policy {path} ({self.spec.size} inputs) on {", ".join(providers)} at {rate:g} Hz')
+
+    def on_odometry(self, message: Odometry) -> None:
+        self.odometry.append(message)
+        if self.estimate is not None:
+            self.estimate.add_odometry(message)
+
+    def on_imu(self, message: Imu) -> None:
+        self.imu = message
+        self.estimate.add_imu(message)
+
+    def _pose(self, stamp: float) -> tuple[float, float, float]:
+        """The robot in odom: the IMU-heading estimate, or the odometry closest to ``stamp``."""
+        if self.estimate is not None:
+            return self.estimate.pose()
+        pose = closest_by_stamp(self.odometry, stamp).pose.pose
+        return pose.position.x, pose.position.y, yaw_of(pose.orientation)
 
     def on_goal(self, message: PoseStamped) -> None:
         point = (message.pose.position.x, message.pose.position.y)
@@ -99,21 +119,26 @@ class PolicyNode(Node):
         odometry = closest_by_stamp(self.odometry, stamp)
         if odometry is None or now - stamp_seconds(odometry.header.stamp) > self.max_input_age:
             return 'odometry is stale'
+        if self.estimate is not None:
+            if self.imu is None or now - stamp_seconds(self.imu.header.stamp) > self.max_input_age:
+                return 'imu is stale'
+            if self.estimate.pose() is None:
+                return self.estimate.problem
         return ''
 
     def tick(self) -> None:
         command = Twist()
         problem = self._stale_input()
         if not problem:
-            pose = closest_by_stamp(self.odometry, stamp_seconds(self.scan.header.stamp)).pose.pose
-            goal = goal_in_base(self.goal_odom, (pose.position.x, pose.position.y, yaw_of(pose.orientation)))
+            pose = self._pose(stamp_seconds(self.scan.header.stamp))
+            goal = goal_in_base(self.goal_odom, pose)
             if math.hypot(*goal) <= self.goal_tolerance:
                 problem = 'goal reached'
             else:
                 started = time.perf_counter()
                 try:
                     vector = observation_from_messages(self.spec, self.scan, self.images, self.odometry,
-                                                       self.goal_odom)
+                                                       self.goal_odom, pose if self.estimate is not None else None)
                     command.linear.x, command.angular.z = self.runtime.act(vector)
                 except (InferenceError, ValueError) as error:
                     problem = f'inference failed: {error}'
@@ -133,7 +158,7 @@ class PolicyNode(Node):
         status.message = self.last_problem or 'driving'
         now = self.get_clock().now().nanoseconds * 1e-9
         ages = {'scan_age_s': self.scan, 'odom_age_s': self.odometry[-1] if self.odometry else None,
-                'image_age_s': self.images[-1] if self.images else None}
+                'image_age_s': self.images[-1] if self.images else None, 'imu_age_s': self.imu}
         values = {name: f'{now - stamp_seconds(m.header.stamp):.3f}' if m is not None else 'none'
                   for name, m in ages.items()}
         if self.latencies:

@@ -23,7 +23,7 @@ import numpy as np
 
 from .observation import ObservationSpec, spec_for_robot
 
-TOPICS = ('/scan', '/camera/image_raw', '/odom', '/goal_pose', '/cmd_vel', '/expert/cmd_vel')
+TOPICS = ('/scan', '/camera/image_raw', '/odom', '/imu/data', '/goal_pose', '/cmd_vel', '/expert/cmd_vel')
 
 
 class TrainingDataError(ValueError):
@@ -48,8 +48,9 @@ def episode_samples(bag: Path, spec: ObservationSpec) -> tuple[np.ndarray, np.nd
     """(observations, actions) of one bag, one per recorded command once every input has arrived."""
     from rosbags.highlevel import AnyReader
 
-    from .observation import observation_from_messages
+    from .observation import ImuHeadingOdometry, observation_from_messages
     rows, actions = [], []
+    estimate = ImuHeadingOdometry() if spec.uses_imu else None
     scan = goal = None
     images, odometry = deque(maxlen=5), deque(maxlen=20)  # as deep as the policy node's queues
     with AnyReader([bag]) as reader:
@@ -64,11 +65,16 @@ def episode_samples(bag: Path, spec: ObservationSpec) -> tuple[np.ndarray, np.nd
                 images.append(message)
             elif topic == '/odom':
                 odometry.append(message)
+                if estimate is not None:
+                    estimate.add_odometry(message)
+            elif topic == '/imu/data' and estimate is not None:
+                estimate.add_imu(message)
             elif topic == '/goal_pose':
                 goal = (message.pose.position.x, message.pose.position.y)
             elif topic == label_topic and scan is not None and goal is not None and odometry \
-                    and (images or not spec.uses_image):
-                rows.append(observation_from_messages(spec, scan, images, odometry, goal))
+                    and (images or not spec.uses_image) and (estimate is None or estimate.pose() is not None):
+                rows.append(observation_from_messages(spec, scan, images, odometry, goal,
+                                                      estimate.pose() if estimate is not None else None))
                 actions.append((message.linear.x, message.angular.z))
     return np.array(rows, dtype=np.float32).reshape(-1, spec.size), np.array(actions, dtype=np.float32).reshape(-1, 2)
 
@@ -79,13 +85,17 @@ def robot_of(bag: Path):
     return load_robot(str(bag / 'robot.yaml'))
 
 
-def train_from_dataset(datasets: list[str], out: str, config, image: bool = True, progress=None) -> dict:
+def train_from_dataset(datasets: list[str], out: str, config, image: bool = True, progress=None,
+                       heading: str = 'imu') -> dict:
     from .policy_model import export_onnx, train
 
     started = time.monotonic()
     bags = [bag for dataset in datasets for bag in demonstration_bags(Path(dataset))]
     model = robot_of(bags[0])
-    spec = spec_for_robot(model, image=image)
+    try:
+        spec = spec_for_robot(model, image=image, heading=heading)
+    except ValueError as error:
+        raise TrainingDataError(f'{bags[0]}: {error}') from None
     observations, actions, episodes = [], [], []
     for index, bag in enumerate(bags):
         rows, commands = episode_samples(bag, spec)
