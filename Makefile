@@ -4,7 +4,7 @@ SHELL := /bin/bash
 ROBOT ?= rover
 OUT ?= out
 
-.PHONY: help setup build sim test describe bench bench-arm clean
+.PHONY: help setup build sim test describe bench bench-arm evaluate evaluate-table clean
 
 help:
 	@echo "make sim      set up if needed, then run the simulator bringup headless (ROBOT= WORLD= FLEET= RTF= DURATION="
@@ -15,6 +15,10 @@ help:
 	@echo "make bench    measure the simulator on this machine and write the figures into README.md"
 	@echo "make bench-arm  arm benchmark (IK on 1000 seeded targets per arm: rover, UR5, Panda) into $(OUT)/bench-arm"
 	@echo "              (SEED=, CHECK=<folder of a previous run> re-runs it and compares the rows)"
+	@echo "make evaluate the policy issue's evaluation: 50 held-out episodes (seed 2000, room_obstacles) of the shipped"
+	@echo "              policy and the expert, straight and wanderer baselines through the ROS graph into $(OUT)/evaluation,"
+	@echo "              then the README table (about 1 h; POLICY= EPISODES= SEED= override)"
+	@echo "make evaluate-table  write the README table again from an existing $(OUT)/evaluation (no episodes run)"
 	@echo "make setup    Debian packages, .venv with pinned ROS 2 Kilted wheels, colcon build"
 	@echo "make clean    remove build/ install/ log/ out/ (keeps .venv)"
 
@@ -41,6 +45,17 @@ bench-arm: export ROBOTSIM_TEST_DEPS = 1
 bench-arm: setup
 	@source scripts/env.sh && scripts/build.sh && python scripts/bench_arm.py --ik-targets 1000 --seed $(or $(SEED),0) \
 		--out $(OUT)/bench-arm$(if $(CHECK),-check --check $(CHECK))
+
+# The policy issue's closed-loop evaluation (robotsim evaluate, every episode a launch of the simulator and
+# the driver node) and its README table (bench/evaluation_table.py; out/evaluation/run.json records the
+# machine, date, policy sha256 and command). POLICY=, EPISODES=, SEED= override the issue's settings.
+evaluate: setup
+	@source scripts/env.sh && scripts/build.sh && python bench/evaluation_table.py --run --write-readme \
+		--policy $(or $(POLICY),config/policies/rover_goal_reaching.onnx) --episodes $(or $(EPISODES),50) \
+		--seed $(or $(SEED),2000) --randomization config/randomization/room_obstacles.yaml --out $(OUT)/evaluation
+
+evaluate-table: setup
+	@source scripts/env.sh && python bench/evaluation_table.py --write-readme --out $(OUT)/evaluation
 
 
 test: export ROBOTSIM_TEST_DEPS = 1

@@ -9,3 +9,4 @@ cd "$ws"
 python bench/bench_sim.py --write-readme "$@"
 python bench/honest_encoders.py --write-readme
 python bench/bench_dataset.py --write-readme
+python bench/bench_policy.py --write-readme
