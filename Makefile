@@ -4,7 +4,7 @@ SHELL := /bin/bash
 ROBOT ?= rover
 OUT ?= out
 
-.PHONY: help setup build sim test describe bench bench-arm evaluate evaluate-table clean
+.PHONY: help setup build sim test describe bench bench-arm evaluate evaluate-table render-setup bench-render clean
 
 help:
 	@echo "make sim      set up if needed, then run the simulator bringup headless (ROBOT= WORLD= FLEET= RTF= DURATION="
@@ -19,6 +19,8 @@ help:
 	@echo "              policy and the expert, straight and wanderer baselines through the ROS graph into $(OUT)/evaluation,"
 	@echo "              then the README table (about 1 h; POLICY= EPISODES= SEED= override)"
 	@echo "make evaluate-table  write the README table again from an existing $(OUT)/evaluation (no episodes run)"
+	@echo "make render-setup  install Blender (bpy 5.0.1, its own Python 3.11 env under ~/.cache/robotsim) for robotsim render"
+	@echo "make bench-render  per-frame render times of robotsim render per engine and sample count into $(OUT)/bench-render"
 	@echo "make setup    Debian packages, .venv with pinned ROS 2 Kilted wheels, colcon build"
 	@echo "make clean    remove build/ install/ log/ out/ (keeps .venv)"
 
@@ -57,6 +59,14 @@ evaluate: setup
 evaluate-table: setup
 	@source scripts/env.sh && python bench/evaluation_table.py --write-readme --out $(OUT)/evaluation
 
+
+# Blender renders (robotsim render): bpy pins its own Python (3.11) and numpy (< 2), so it gets a venv of its
+# own outside the work tree (requirements/render.txt); robotsim render also installs it on first use.
+render-setup: setup
+	@source scripts/env.sh && scripts/build.sh && robotsim render --setup
+
+bench-render: render-setup
+	@source scripts/env.sh && python bench/bench_render.py --out $(OUT)/bench-render
 
 test: export ROBOTSIM_TEST_DEPS = 1
 test: setup

@@ -11,8 +11,11 @@ Writes into --out: one raw CSV per section (ik.csv: one row per target), summary
 ``--check DIR`` re-runs with the settings of the run in DIR and compares every row (success, iterations,
 restarts, solution; not the timing), exiting 1 on a difference.
 
-Sections: ``ik`` now; planning and tracking sections plug into SECTIONS (a function producing rows and a
-summary, plus the columns that must repeat exactly under --check).
+Sections: ``ik``, ``tracking`` (scripts/bench_arm_tracking.py: planned, jerk-limited trajectories executed by
+the simulator's arm controller; tracking.csv, one row per trajectory), ``pick`` (scripts/bench_arm_pick.py:
+--pick-placements seeded cube placements picked from the floor and placed in a bin by the rover, simulator
+core, real contact; pick.csv, one row per placement with the failure's code and reason); a planning section plugs into SECTIONS
+the same way (a function producing rows and a summary, plus the columns that must repeat exactly under --check).
 
     source scripts/env.sh && python scripts/bench_arm.py --ik-targets 1000 --seed 0 --out out/bench-arm
 """
@@ -164,8 +167,40 @@ def ik_section(args) -> Section:
     return section
 
 
-SECTIONS: dict[str, Callable[[argparse.Namespace], Section]] = {'ik': ik_section}
-"""Benchmark sections by name, run in this order (planning and tracking go here)."""
+# ---------------------------------------------------------------------------- tracking section
+def tracking_section(args) -> Section:
+    """Planned, ruckig-timed trajectories executed by the simulator's arm controller (scripts/bench_arm_tracking.py)."""
+    import bench_arm_tracking as tracking
+
+    arms = [arm for arm in args.arms if arm in tracking.ARMS]
+    rows = []
+    for arm in arms:
+        rows += tracking.track_arm(arm, args.seed, args.tracking_trajectories, args.tracking_dt)
+        mine = [row for row in rows if row['arm'] == arm]
+        print(f'tracking {arm}: {sum(int(row["success"]) for row in mine)}/{len(mine)} within '
+              f'{tracking.TRACKING_TARGET} rad and the limits', flush=True)
+    summary = tracking.summarize(rows)
+    return Section('tracking', tracking.COLUMNS, [{column: row.get(column, '') for column in tracking.COLUMNS}
+                                                  for row in rows], summary,
+                   tracking.markdown(summary, args.tracking_trajectories, args.seed, args.tracking_dt),
+                   key=('arm', 'trajectory'), repeatable=tracking.REPEATABLE)
+
+
+# ---------------------------------------------------------------------------- pick-and-place section
+def pick_section(args) -> Section:
+    """Seeded cube placements picked and placed in the bin by the rover, simulator core (scripts/bench_arm_pick.py)."""
+    import bench_arm_pick as pick
+
+    rows = pick.run(args.seed, args.pick_placements, report=lambda line: print(line, flush=True))
+    summary = pick.summarize(rows)
+    print(f'pick: {summary["successes"]}/{summary["placements"]} placed in the bin', flush=True)
+    return Section('pick', pick.COLUMNS, rows, summary, pick.markdown(summary, args.seed), key=('placement',),
+                   repeatable=pick.REPEATABLE)
+
+
+SECTIONS: dict[str, Callable[[argparse.Namespace], Section]] = {'ik': ik_section, 'tracking': tracking_section,
+                                                                'pick': pick_section}
+"""Benchmark sections by name, run in this order (planning goes here too)."""
 
 
 # ---------------------------------------------------------------------------- output and --check
@@ -219,7 +254,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--ik-targets', type=int, default=1000, help='random reachable targets per arm (default 1000)')
     parser.add_argument('--seed', type=int, default=0, help='seed of the targets and of the IK restarts (default 0)')
+    parser.add_argument('--tracking-trajectories', type=int, default=30,
+                        help='planned trajectories executed per arm in the tracking section (default 30)')
+    parser.add_argument('--tracking-dt', type=float, default=0.01,
+                        help='sample period (s) of the tracking section\'s timed trajectories (default 0.01)')
     parser.add_argument('--arms', default=','.join(ARMS), help=f'robots whose first arm is measured (default {",".join(ARMS)})')
+    parser.add_argument('--pick-placements', type=int, default=20,
+                        help='seeded cube placements of the pick-and-place section (default 20)')
     parser.add_argument('--sections', default=','.join(SECTIONS), help=f'sections to run (default {",".join(SECTIONS)})')
     parser.add_argument('--out', required=True, help='folder for the CSV rows and the summary')
     parser.add_argument('--check', metavar='DIR', help='re-run with the settings of the run in DIR, compare its rows; '
@@ -234,6 +275,9 @@ def main() -> int:
             return 2
         args.ik_targets, args.seed, args.arms, args.sections = (settings['ik_targets'], settings['seed'],
                                                                 ','.join(settings['arms']), ','.join(settings['sections']))
+        args.tracking_trajectories = settings.get('tracking_trajectories', args.tracking_trajectories)
+        args.tracking_dt = settings.get('tracking_dt', args.tracking_dt)
+        args.pick_placements = settings.get('pick_placements', args.pick_placements)
     args.arms = [arm for arm in args.arms.split(',') if arm]
     names = [name for name in args.sections.split(',') if name]
     unknown = [name for name in names if name not in SECTIONS]
@@ -241,7 +285,18 @@ def main() -> int:
         print(f'bench_arm: --sections: expected names from {list(SECTIONS)}, got {unknown}' if unknown
               else f'bench_arm: --ik-targets: expected a count >= 1, got {args.ik_targets}', file=sys.stderr)
         return 2
-    settings = {'ik_targets': args.ik_targets, 'seed': args.seed, 'arms': args.arms, 'sections': names}
+    if args.pick_placements < 1:
+        print(f'bench_arm: --pick-placements: expected a count >= 1, got {args.pick_placements}', file=sys.stderr)
+        return 2
+    if args.tracking_trajectories < 1 or not (math.isfinite(args.tracking_dt) and 1e-4 <= args.tracking_dt <= 0.1):
+        print(f'bench_arm: --tracking-trajectories: expected a count >= 1, got {args.tracking_trajectories}'
+              if args.tracking_trajectories < 1 else
+              f'bench_arm: --tracking-dt: expected a sample period from 0.0001 to 0.1 s, got {args.tracking_dt}',
+              file=sys.stderr)
+        return 2
+    settings = {'ik_targets': args.ik_targets, 'seed': args.seed, 'arms': args.arms, 'sections': names,
+                'tracking_trajectories': args.tracking_trajectories, 'tracking_dt': args.tracking_dt,
+                'pick_placements': args.pick_placements}
     try:
         sections = [SECTIONS[name](args) for name in names]
     except (DescriptionError, ChainError) as error:  # an unknown robot in --arms, a robot without an arm

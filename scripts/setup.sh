@@ -9,7 +9,8 @@
 #                                    also install the real launch/launch_ros/ros2cli wheels found in DIR
 #                                    (requirements/ros2_python.txt; not on PyPI: see the README)
 #        ROBOTSIM_TEST_DEPS=1 ...    also install the test-only packages of requirements/test.txt
-#                                    (Pinocchio, example-robot-data; `make test` sets it)
+#                                    (Pinocchio, example-robot-data, Playwright; `make test` sets it) and
+#                                    the Debian packages of requirements/debian-test.txt (chromium)
 set -euo pipefail
 
 ws="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,6 +23,11 @@ die() { printf '[robotsim setup] error: %s\n' "$*" >&2; exit 2; }
 # (interface packages, firmware host build), EGL and OSMesa for MuJoCo's offscreen CPU
 # rendering, the Arm cross compiler for the firmware's MCU build, venv for Python.
 mapfile -t debian_packages < <(grep -v '^#' "$ws/requirements/debian.txt" | grep -v '^$')
+# Test-only ones (a headless browser) with ROBOTSIM_TEST_DEPS=1; a comment may follow a name.
+if [[ "${ROBOTSIM_TEST_DEPS:-0}" == 1 ]]; then
+  mapfile -t -O "${#debian_packages[@]}" debian_packages \
+    < <(grep -v '^#' "$ws/requirements/debian-test.txt" | sed 's/#.*//; s/[[:space:]]*$//' | grep -v '^$')
+fi
 
 missing_debian_packages() {
   local pkg

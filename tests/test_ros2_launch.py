@@ -234,7 +234,7 @@ def test_ros2_launch_runs_the_simulator_and_ros2_topic_hz_measures_it():
         while True:  # discovery of a fresh `ros2` process takes a moment (longer on a loaded machine)
             nodes = subprocess.run([ROS2, 'node', 'list', '--no-daemon', '--spin-time', '3'], capture_output=True,
                                    text=True, timeout=120)
-            if '/robot_state_publisher' in nodes.stdout or time.monotonic() > deadline:
+            if {'/robotsim_sim', '/robot_state_publisher'} <= set(nodes.stdout.split()) or time.monotonic() > deadline:
                 break
     finally:
         if hz is not None:

@@ -6,6 +6,8 @@ setup(
     name=package_name,
     version='0.1.0',
     packages=find_packages(exclude=['test']),
+    # robotsim render: bpy's pins (requirements/render.txt links here) and the script run inside bpy's env.
+    package_data={'robotsim_learning.render': ['requirements.txt', 'blender_side.py']},
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),
@@ -23,6 +25,7 @@ setup(
             'policy = robotsim_learning.policy_node:main',
             'straight = robotsim_learning.straight_node:main',
             'recorder = robotsim_learning.recorder_node:main',
+            'viewer = robotsim_learning.viewer_node:main',
         ],
     },
 )

@@ -66,6 +66,8 @@ class BringupConfig:
     """Base control in sim: true (C firmware in the loop + motor bridge), false (built-in), auto (firmware for differential bases)."""
     rviz: bool = False
     """Start RViz with config/rviz/robotsim.rviz when rviz2 is installed."""
+    view: bool = False
+    """Serve the live browser view of the (first) robot on http://127.0.0.1:8080/ (and Foxglove's WebSocket protocol on 8765)."""
     record: bool = False
     """Record the contract's topics to an MCAP rosbag2 bag."""
     bag: str = ''
@@ -73,7 +75,7 @@ class BringupConfig:
     demo: bool = False
     """Start the demo driver for every robot: the same as driver:=wander."""
     driver: str = ''
-    """Who drives every robot: '' (nobody: publish cmd_vel yourself), wander (reactive lidar wanderer), expert (sim only: plans on the known world to the goal on goal_pose), policy (the ONNX policy of policy:=, sim or real), straight (baseline: straight at the goal on odometry, obstacles ignored)."""
+    """Who drives every robot: '' (nobody: publish cmd_vel yourself), wander (reactive lidar wanderer), expert (sim only: plans on the known world to the goal on goal_pose), policy (the ONNX policy of policy:=, sim or real), straight (baseline: straight at the goal on odometry, obstacles ignored), pick (sim only: the arm picks the world's cube, put at the placement drawn from seed:=, and places it in the world's bin through the arm and gripper actions; the bringup ends when it is done, with its exit status)."""
     goal: str = ''
     """driver:=expert, policy or straight: a goal 'x,y' (m, in the robot's odom frame) to drive to at start ('' = wait for goal_pose)."""
     policy: str = ''
@@ -158,6 +160,9 @@ def config_from_arguments(arguments: dict[str, str], source: str = 'launch argum
                                                  + (' (not found)' if config.policy else ''))
     if config.driver == 'expert' and not config.use_sim:
         raise DescriptionError(source, 'driver', 'expert reads the simulator\'s ground truth: sim only')
+    if config.driver == 'pick' and not config.use_sim:
+        raise DescriptionError(source, 'driver', 'pick places the cube through the simulator and plans on its world: '
+                                                 'sim only')
     if config.demo and config.driver not in ('', 'wander'):
         raise DescriptionError(source, 'demo', f'demo:=true is driver:=wander; it contradicts driver:={config.driver}')
     if config.goal:
@@ -171,7 +176,7 @@ def config_from_arguments(arguments: dict[str, str], source: str = 'launch argum
     return config
 
 
-DRIVERS = ('', 'wander', 'expert', 'policy', 'straight')
+DRIVERS = ('', 'wander', 'expert', 'policy', 'straight', 'pick')
 
 
 def driver_of(config: BringupConfig) -> str:
@@ -273,6 +278,11 @@ def node_graph(config: BringupConfig) -> list[NodeSpec]:
             full_install_command=[] if hold_start else [
                 'ros2', 'bag', 'record', '--storage', 'mcap', '--output', bag,
                 *(['--use-sim-time'] if use_sim_time else []), *[name for name, _ in topics]]))
+    if config.view:
+        first = fleet.robots[0]
+        nodes.append(NodeSpec('robotsim_learning', 'viewer', 'robotsim_viewer', parameters={
+            'robot': first.robot, 'world': config.world if config.use_sim else '',
+            'robot_namespace': first.namespace, 'use_sim_time': use_sim_time}))
     if config.rviz:
         # The first robot's view: its namespace resolves the file's relative topics, the fixed frame
         # gets its prefix, and tf2 (which listens on the absolute /tf) is pointed at the robot's tf.
@@ -329,6 +339,11 @@ def _driver_nodes(config: BringupConfig, entry) -> list[NodeSpec]:
         return [NodeSpec('robotsim_learning', 'expert', 'expert', ns, parameters)]
     if driver == 'straight':
         return [NodeSpec('robotsim_learning', 'straight', 'straight', ns, parameters)]
+    if driver == 'pick':
+        # Required: the demo ends when the pick and place is done, with its exit status.
+        pick = {'robot': entry.robot, 'world': config.world, 'fleet': config.fleet, 'placement_seed': config.seed,
+                'use_sim_time': True}
+        return [NodeSpec('robotsim_sim', 'pick_place', 'pick_place', ns, pick, required=True)]
     if driver == 'policy':
         parameters['policy'] = os.path.abspath(config.policy)
         # Required: a policy that stops (bad file, no lidar) must not leave the robot undriven unnoticed.

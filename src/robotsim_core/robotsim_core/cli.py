@@ -1,14 +1,17 @@
 """The ``robotsim`` command line (bare machine and full ROS install alike).
 
-    robotsim describe ROBOT [--urdf OUT] [--mjcf OUT] [--strict]
+    robotsim describe ROBOT [--urdf OUT] [--mjcf OUT] [--gltf OUT.glb [--world W]] [--strict]
     robotsim import ROBOT.urdf --out OVERLAY.yaml   (a starting overlay for an existing URDF)
     robotsim contract check [--robot ROBOT] [--duration S] [--namespace NS] [--real]
     robotsim launch sim|real|robot [name:=value ...]   (the launch files' arguments)
     robotsim bag repair BAG   (make an interrupted MCAP recording readable again)
     robotsim calibrate odometry [--robot ROBOT] [--world W | --from-bag BAG]   (skid-steer effective track)
+    robotsim arm reach X Y Z [PITCH] [--plan-only]   (plan on the running simulator's world, move through FollowJointTrajectory)
     robotsim dataset generate|verify|export ...   (randomised episodes as bags, manifest, LeRobot export)
     robotsim policy train DATASET --out policy.onnx   (behaviour cloning, ONNX export)
     robotsim evaluate --driver policy --policy FILE --episodes N --seed S   (closed loop through the ROS graph)
+    robotsim view BAG --out run.html | robotsim view --live   (the robot in a browser: replay page, live view)
+    robotsim render BAG --out DIR [--engine cycles|eevee|workbench] [--passes rgb,depth,seg,lineart]   (Blender)
 
 ROBOT is a YAML path or a name under config/robots. Bad input prints one line naming the
 file, the key path and what was expected, and exits with status 2 (no traceback).
@@ -50,6 +53,13 @@ def describe(args: argparse.Namespace) -> int:
         _write(args.urdf, urdf_text)
     if args.mjcf:
         _write(args.mjcf, mjcf_text)
+    if args.world and not args.gltf:
+        raise DescriptionError('command line', '--world', 'expected --gltf OUT.glb too (the world is drawn in the glTF)')
+    if args.gltf:
+        from .viewer.gltf import write_glb
+        world = _load_world(args.world) if args.world else None
+        os.makedirs(os.path.dirname(os.path.abspath(args.gltf)), exist_ok=True)
+        write_glb(args.gltf, model, world)
     summary = model.summary()
     print(f"robot {summary['robot']} ({model.source})")
     print(f"  links {summary['links']}, joints {summary['joints']} ({summary['moving_joints']} moving), "
@@ -71,10 +81,19 @@ def describe(args: argparse.Namespace) -> int:
         print(f'  sensor {sensor}')
     print(f'  MuJoCo: {compiled.nbody} bodies, {compiled.njnt} joints, {compiled.nu} actuators, '
           f'{compiled.nsensor} sensors, {compiled.ncam} cameras')
-    for label, path in (('URDF', args.urdf), ('MJCF', args.mjcf)):
+    for label, path in (('URDF', args.urdf), ('MJCF', args.mjcf), ('glTF', args.gltf)):
         if path:
-            print(f'  wrote {label} {path}')
+            print(f'  wrote {label} {path}' + (f' (in world {args.world})' if label == 'glTF' and args.world else ''))
     return 0
+
+
+def _load_world(name_or_path: str):
+    # World files are the simulator package's (robotsim_sim depends on this package): imported here only.
+    try:
+        from robotsim_sim.scene import load_world, resolve_world_path
+    except ImportError as error:
+        raise DescriptionError('command line', '--world', f'reading a world needs the robotsim_sim package ({error})') from None
+    return load_world(resolve_world_path(name_or_path))
 
 
 def import_urdf_command(args: argparse.Namespace) -> int:
@@ -124,6 +143,9 @@ LEARNING_COMMANDS = {
     'dataset': ('dataset_cli', 'datasets', 'randomised episodes as bags, verify, LeRobot export'),
     'policy': ('policy_cli', 'policies', 'behaviour cloning from datasets into an ONNX policy'),
     'evaluate': ('evaluation_cli', 'evaluation', 'closed-loop episodes of a driver and baselines via ROS'),
+    'view': ('viewer_cli', 'the browser view', 'the robot in a browser: a replay page of a bag, or --live'),
+    'render': ('render.cli', 'Blender renders', 'Blender re-renders of a recorded episode: RGB, depth, segmentation, '
+                                                'line art'),
 }
 
 
@@ -202,6 +224,40 @@ def calibrate_odometry(args: argparse.Namespace) -> int:
     return 0
 
 
+def arm_reach(args: argparse.Namespace) -> int:
+    # Planning on worlds and the ROS actions live in robotsim_sim (which depends on this package).
+    try:
+        from robotsim_sim.arm_commander import reach_command
+    except ImportError as error:
+        print(f'robotsim: error: arm motions need the robotsim_sim package and its ROS interfaces ({error})',
+              file=sys.stderr)
+        return 2
+    return reach_command(args)
+
+
+def _add_arm_parser(commands) -> None:
+    arm_parser = commands.add_parser('arm', help='move the arm of a running simulator (plan + FollowJointTrajectory)')
+    actions = arm_parser.add_subparsers(dest='arm_action', required=True)
+    reach = actions.add_parser('reach', help='move the tool point to X Y Z (m, base_link) at PITCH (rad); exit 0 '
+                                             'reached, 1 not (one line: unreachable, target_in_collision, '
+                                             'planning_failed, execution_failed ...), 2 bad input or no simulator')
+    reach.add_argument('x', type=float, help="tool point x (m) in the robot's base_link frame")
+    reach.add_argument('y', type=float, help='tool point y (m)')
+    reach.add_argument('z', type=float, help='tool point z (m)')
+    reach.add_argument('pitch', type=float, nargs='?', default=None,
+                       help='tool pitch (rad): 0 horizontal, -1.5708 straight down; default: the first reachable '
+                            'of -90, -75, ... 45 deg')
+    reach.add_argument('--plan-only', action='store_true', help='plan and print, do not move')
+    reach.add_argument('--world', default='', help='plan on this world (name or YAML) instead of asking the simulator')
+    reach.add_argument('--robot', default='', help="robot name or YAML (default: the simulator's)")
+    reach.add_argument('--namespace', default='', help="the robot's ROS namespace")
+    reach.add_argument('--simulator', default='/robotsim_sim', help='the simulator node to ask for its world')
+    reach.add_argument('--seed', type=int, default=0, help='seed of inverse kinematics restarts and planning')
+    reach.add_argument('--timeout', type=float, default=20.0,
+                       help='seconds to wait for the simulator, joint states and the action servers')
+    reach.set_defaults(handler=arm_reach)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog='robotsim', description='robotsim command line')
     commands = parser.add_subparsers(dest='command', required=True)
@@ -209,6 +265,9 @@ def build_parser() -> argparse.ArgumentParser:
     describe_parser.add_argument('robot', help='robot YAML (or URDF overlay YAML) path, or a name in config/robots')
     describe_parser.add_argument('--urdf', help='write the URDF here')
     describe_parser.add_argument('--mjcf', help='write the MuJoCo MJCF here')
+    describe_parser.add_argument('--gltf', metavar='OUT.glb',
+                                 help='write the robot as binary glTF 2.0 (+Y up, metres, node names = link names)')
+    describe_parser.add_argument('--world', help='with --gltf: draw this world (name or YAML) and the robot at its spawn')
     describe_parser.add_argument('--strict', action='store_true',
                                  help='refuse URDF inertials that need repair (overlay strict: true)')
     describe_parser.set_defaults(handler=describe)
@@ -246,6 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate_parser.add_argument('--imu-topic', default='/imu/data', help='with --from-bag')
     calibrate_parser.add_argument('--joint-states-topic', default='/joint_states', help='with --from-bag')
     calibrate_parser.set_defaults(handler=calibrate_odometry)
+    _add_arm_parser(commands)
     for name, (_, _, help_text) in LEARNING_COMMANDS.items():
         learning_parser = commands.add_parser(name, help=help_text)
         try:

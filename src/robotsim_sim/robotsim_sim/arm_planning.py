@@ -20,6 +20,11 @@ a pass dropping every waypoint the path can skip, random shortcuts between two p
 the path, and the dropping pass again. Every random choice comes from
 ``numpy.random.default_rng(seed)`` and nothing depends on the clock: the same seed, scene and query
 give the same path, bit for bit.
+
+For manipulation, :meth:`PlanningScene.allow_contact` lets the fingers touch the object they are
+about to grasp, and :meth:`PlanningScene.attach` makes a grasped free body part of the arm: it moves
+with its link in every check and its contacts with the world and the robot are refused like the
+arm's own.
 """
 
 from __future__ import annotations
@@ -179,6 +184,7 @@ class PlanningScene:
         self.lower = np.array(lower)
         self.upper = np.array(upper)
         self._allowed: set[frozenset[int]] = set()
+        self._attached: dict[int, _Attachment] = {}
         self._set_initial_state()
         self._prepare_collision_filter([int(joint.id) for joint in joints])
 
@@ -236,10 +242,89 @@ class PlanningScene:
                 raise ValueError(f'allow_contact: {name!r} is not a body of the scene') from None
         self._allowed.add(frozenset(ids))
 
+    def forbid_contact(self, body_a: str, body_b: str) -> None:
+        """Refuse contacts between two bodies again after :meth:`allow_contact` (no effect otherwise)."""
+        ids = []
+        for name in (body_a, body_b):
+            try:
+                ids.append(int(self.model.body(name).id))
+            except KeyError:
+                raise ValueError(f'forbid_contact: {name!r} is not a body of the scene') from None
+        self._allowed.discard(frozenset(ids))
+
+    def attach(self, body: str, link: str, q: Sequence[float]) -> None:
+        """Carry the free body ``body`` (a grasped cube) rigidly with the arm body ``link`` (the wrist)
+        from now on, in the relative pose the two have with the arm at ``q`` in the current world
+        state: the body then counts as part of the arm (its contacts with the world, the robot and
+        other arm links are refused, with the margin; with ``link`` and bodies fixed to it, such as
+        fingers, it may touch). :meth:`detach` ends it."""
+        m, d = self.model, self.data
+        ids = []
+        for name, what in ((body, 'body'), (link, 'link')):
+            try:
+                ids.append(int(m.body(name).id))
+            except KeyError:
+                raise ValueError(f'attach: {what} {name!r} is not a body of the scene') from None
+        body_id, link_id = ids
+        joint = int(m.body_jntadr[body_id])
+        if m.body_jntnum[body_id] != 1 or m.jnt_type[joint] != mujoco.mjtJoint.mjJNT_FREE:
+            raise ValueError(f'attach: body {body!r} is not a free body (a world entity with a mass)')
+        if not self._arm_body[link_id]:
+            raise ValueError(f'attach: link {link!r} is not moved by the arm joints {", ".join(self.joint_names)}')
+        q = np.asarray(q, dtype=float)
+        if q.shape != (len(self.joint_names),):
+            raise ValueError(f'q: expected {len(self.joint_names)} values ({", ".join(self.joint_names)}), '
+                             f'got shape {q.shape}')
+        self.detach(body)
+        self._set_arm(q)
+        mujoco.mj_kinematics(m, d)
+        link_rotation = d.xmat[link_id].reshape(3, 3)
+        offset = link_rotation.T @ (d.xpos[body_id] - d.xpos[link_id])
+        relative = np.empty(4)
+        mujoco.mju_mulQuat(relative, _conjugate(d.xquat[link_id]), d.xquat[body_id])
+        geoms = np.flatnonzero(m.geom_bodyid == body_id)
+        saved = (self._relevant[body_id].copy(), [(int(m.geom_contype[g]), int(m.geom_conaffinity[g]),
+                                                   float(m.geom_margin[g])) for g in geoms])
+        self._attached[body_id] = _Attachment(body_id, link_id, int(m.jnt_qposadr[joint]), offset, relative,
+                                              geoms, saved)
+        self._arm_body[body_id] = True
+        moved = self._moved_by_body[link_id]
+        for other in range(m.nbody):
+            relevant = self._moved_by_body[other] != moved and other != body_id
+            self._relevant[body_id, other] = self._relevant[other, body_id] = relevant
+        for geom in geoms:
+            if m.geom_contype[geom] or m.geom_conaffinity[geom]:
+                m.geom_contype[geom], m.geom_conaffinity[geom] = _ARM_BITS
+                m.geom_margin[geom] = self.margin
+
+    def detach(self, body: str) -> None:
+        """Stop carrying ``body`` (no effect if it is not attached); it stays where the last check
+        put it until :meth:`set_world_state` moves it."""
+        try:
+            body_id = int(self.model.body(body).id)
+        except KeyError:
+            raise ValueError(f'detach: {body!r} is not a body of the scene') from None
+        attachment = self._attached.pop(body_id, None)
+        if attachment is None:
+            return
+        relevant, geoms = attachment.saved
+        self._relevant[body_id] = relevant
+        self._relevant[:, body_id] = relevant
+        self._arm_body[body_id] = False
+        for geom, (contype, conaffinity, margin) in zip(attachment.geoms, geoms):
+            self.model.geom_contype[geom], self.model.geom_conaffinity[geom] = contype, conaffinity
+            self.model.geom_margin[geom] = margin
+
+    @property
+    def attached(self) -> list[str]:
+        """Names of the bodies the arm carries."""
+        return [self.model.body(body).name for body in self._attached]
+
     # ------------------------------------------------------------------ collision
     def _prepare_collision_filter(self, planned_joints: list[int]) -> None:
         m = self.model
         moved_by = _moved_by(m, planned_joints)
+        self._moved_by_body = moved_by
         self._arm_body = np.array([bool(s) for s in moved_by])
         self._relevant = np.zeros((m.nbody, m.nbody), dtype=bool)
         for a in range(m.nbody):
@@ -272,6 +357,8 @@ class PlanningScene:
                              f'got shape {q.shape}')
         self._set_arm(q)
         mujoco.mj_kinematics(m, d)
+        if self._attached:
+            self._carry_attached()
         mujoco.mj_collision(m, d)
         if d.ncon == 0:
             return None
@@ -293,6 +380,18 @@ class PlanningScene:
         return CollisionPair(m.body(int(m.geom_bodyid[g1])).name, self._describe(g2), float(dist[closest]),
                              self.margin)
 
+    def _carry_attached(self) -> None:
+        """Put every attached body where its link carries it, then recompute the poses."""
+        d = self.data
+        for attachment in self._attached.values():
+            link = attachment.link
+            address = attachment.qpos_address
+            d.qpos[address:address + 3] = d.xpos[link] + d.xmat[link].reshape(3, 3) @ attachment.offset
+            quaternion = np.empty(4)
+            mujoco.mju_mulQuat(quaternion, d.xquat[link], attachment.relative)
+            d.qpos[address + 3:address + 7] = quaternion
+        mujoco.mj_kinematics(self.model, d)
+
     def is_free(self, q: Sequence[float]) -> bool:
         """Whether the arm at ``q`` touches nothing (within the margin)."""
         return self.in_collision(q) is None
@@ -311,6 +410,26 @@ class PlanningScene:
             if hit is not None:
                 return hit, checks
         return None, checks
+
+
+@dataclass
+class _Attachment:
+    """A free body carried by an arm link (:meth:`PlanningScene.attach`)."""
+
+    body: int
+    link: int
+    qpos_address: int
+    offset: np.ndarray
+    """The body's position in the link frame (m)."""
+    relative: np.ndarray
+    """The body's orientation in the link frame (quaternion w, x, y, z)."""
+    geoms: np.ndarray
+    saved: tuple
+    """What attaching changed: the body's row of the relevance matrix, (contype, conaffinity, margin) per geom."""
+
+
+def _conjugate(quaternion: np.ndarray) -> np.ndarray:
+    return np.array([quaternion[0], -quaternion[1], -quaternion[2], -quaternion[3]])
 
 
 def _moved_by(model: mujoco.MjModel, planned_joints: list[int]) -> list[frozenset[int]]:

@@ -110,7 +110,11 @@ def _yaw_pitch_quat(yaw: float, pitch: float = 0.0) -> tuple[float, float, float
 def world_element(world: WorldSpec, offscreen_size: tuple[int, int], near: float, far: float) -> ET.Element:
     root = ET.Element('mujoco', model=world.name)
     ET.SubElement(root, 'compiler', angle='radian', autolimits='true', inertiafromgeom='false')
-    ET.SubElement(root, 'option', timestep=_num(world.timestep), integrator='implicitfast')
+    option = ET.SubElement(root, 'option', timestep=_num(world.timestep), integrator='implicitfast')
+    if world.contact.cone != 'pyramidal':  # MuJoCo's defaults are left out: other worlds' MJCF is unchanged
+        option.set('cone', world.contact.cone)
+    if world.contact.impratio != 1.0:
+        option.set('impratio', _num(world.contact.impratio))
     visual = ET.SubElement(root, 'visual')
     ET.SubElement(visual, 'global', offwidth=str(offscreen_size[0]), offheight=str(offscreen_size[1]))
     # Clip planes are fractions of the model extent; scene.py sets extent explicitly so they are metres.

@@ -4,6 +4,14 @@ A thin adapter: readings -> messages on the contract's topics with the contract'
 and services -> simulation calls. The node runs on wall time (it *is* the clock): /clock comes
 from the physics loop, and every message carries the sim time its data was taken at.
 
+The arm's ros2_control interfaces: ``arm_controller/follow_joint_trajectory``
+(control_msgs/action/FollowJointTrajectory), ``gripper_controller/gripper_cmd``
+(control_msgs/action/GripperCommand) and ``arm_controller/controller_state`` per robot namespace,
+beside the ``arm_controller/joint_trajectory`` topic. The goal logic is ROS-free
+(:mod:`robotsim_sim.arm_controller`, run by the simulation at every physics step); here an
+execute callback is a coroutine that waits for the simulation to end its goal, so no callback ever
+blocks the physics loop (one thread, the executor spun between steps).
+
 Time across resets stays monotonic: a reset starts a new episode whose stamps continue one
 step after the last published time, so /clock never goes back or repeats.
 """
@@ -15,13 +23,17 @@ import time
 from dataclasses import dataclass, field
 
 import rclpy
+from control_msgs.action import FollowJointTrajectory, GripperCommand
+from control_msgs.msg import JointTrajectoryControllerState
 from geometry_msgs.msg import Twist, TwistStamped
 from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
+from rclpy.task import Future
 from rosgraph_msgs.msg import Clock
-from trajectory_msgs.msg import JointTrajectory
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robotsim_core.bringup import default_serial_link, simulation_value_problem
 from robotsim_core.contract import RELIABLE_QOS
@@ -36,6 +48,9 @@ from robotsim_msgs.srv import InjectFault, Pause, Reset, SetEntityPose, Step
 from robotsim_sensors import ros_messages as convert
 from robotsim_sensors.gl_backend import RenderUnavailable
 
+from .arm_controller import (ArmGoal, ArmOutcome, GoalStatus, GripperConfig, GripperOutcome, JointTolerance,
+                             TrajectoryConstraints)
+from .controllers import TrajectoryPoint
 from .rejections import PerReasonThrottle
 from .robot_messages import RobotMessages
 from .world_spec import SpawnSpec
@@ -72,6 +87,8 @@ class RobotPorts:
     frame_prefix: str
     model: object
     pubs: dict = field(default_factory=dict)
+    controller_state: object = None
+    """The arm_controller/controller_state publisher (None: no arm); not a contract topic."""
     messages: RobotMessages | None = None
     """Readings -> (topic, message) pairs (shared with the dataset generator)."""
 
@@ -106,6 +123,23 @@ class SimNode(Node):
         start_paused = declare('start_paused', False)
         log_period = declare('log_period', 5.0, minimum=0.1, maximum=3600.0)  # a ROS timer period
 
+        # The arm's and gripper's action servers: ros2_control's controller parameters, same names.
+        constraints = TrajectoryConstraints(
+            trajectory=declare('arm_controller.constraints.trajectory', TrajectoryConstraints.trajectory, minimum=0.0),
+            goal=declare('arm_controller.constraints.goal', TrajectoryConstraints.goal, minimum=0.0),
+            stopped_velocity_tolerance=declare('arm_controller.constraints.stopped_velocity_tolerance',
+                                               TrajectoryConstraints.stopped_velocity_tolerance, minimum=0.0),
+            goal_time=declare('arm_controller.constraints.goal_time', TrajectoryConstraints.goal_time, minimum=0.0))
+        allow_partial = declare('arm_controller.allow_partial_joints_goal', False)
+        self.action_monitor_rate = declare('arm_controller.action_monitor_rate', 20.0, minimum=0.1, maximum=1000.0)
+        self.state_publish_rate = declare('arm_controller.state_publish_rate', 50.0, minimum=0.0, maximum=1000.0)
+        gripper = GripperConfig(
+            goal_tolerance=declare('gripper_controller.goal_tolerance', GripperConfig.goal_tolerance, minimum=1e-9),
+            stall_velocity_threshold=declare('gripper_controller.stall_velocity_threshold',
+                                             GripperConfig.stall_velocity_threshold, minimum=1e-9),
+            stall_timeout=declare('gripper_controller.stall_timeout', GripperConfig.stall_timeout, minimum=1e-3),
+            allow_stalling=declare('gripper_controller.allow_stalling', GripperConfig.allow_stalling))
+
         fleet = load_fleet(fleet_name) if fleet_name else single_robot(robot_name, namespace)
         if serial_link and len(fleet.robots) > 1:
             raise ParameterError('parameter serial_link: only for a single robot (a fleet uses one default link per namespace)')
@@ -116,7 +150,13 @@ class SimNode(Node):
         world = load_world(resolve_world_path(self.world_name))
         self.sim = Simulation(world, placements, SimOptions(
             seed=seed, cameras=cameras, command_timeout=command_timeout, firmware=self.firmware,
-            serial_links=self.serial_links))
+            serial_links=self.serial_links, arm_constraints=constraints, allow_partial_joints_goal=allow_partial,
+            gripper=gripper))
+        # Goals handed to the simulation, by goal id: (goal handle, its robot, the Future its outcome completes).
+        # The handle itself is the simulation's token for the goal.
+        self.goals: dict[bytes, tuple[object, RobotPorts, Future]] = {}
+        self.next_feedback_ns = 0
+        self.next_state_ns = 0
         self.ports = [self.make_ports(index, entry, frame_prefix if len(fleet.robots) == 1 and frame_prefix
                                       else entry.frame_prefix)
                       for index, entry in enumerate(fleet.robots)]
@@ -165,6 +205,25 @@ class SimNode(Node):
                                  lambda msg: self.on_trajectory(ports, msg), 10)
         self.create_service(InjectFault, ports.topic('sim/inject_fault'),
                             lambda request, response: self.on_inject_fault(ports, request, response))
+        # rclpy awaits an execute callback only if it is a coroutine function (a lambda returning a
+        # coroutine is not one): these wrappers are.
+        async def execute_arm_goal(handle):
+            return await self.execute_arm_goal(ports, handle)
+
+        async def execute_gripper_goal(handle):
+            return await self.execute_gripper_goal(ports, handle)
+        if robot.arm_controller is not None:
+            ActionServer(self, FollowJointTrajectory, ports.topic('arm_controller/follow_joint_trajectory'),
+                         execute_callback=execute_arm_goal,
+                         goal_callback=lambda request: GoalResponse.ACCEPT,
+                         cancel_callback=lambda handle: self.cancel_goal(ports, handle, 'arm'))
+            ports.controller_state = self.create_publisher(
+                JointTrajectoryControllerState, ports.topic('arm_controller/controller_state'), 10)
+        if robot.gripper_controller is not None:
+            ActionServer(self, GripperCommand, ports.topic('gripper_controller/gripper_cmd'),
+                         execute_callback=execute_gripper_goal,
+                         goal_callback=lambda request: GoalResponse.ACCEPT,
+                         cancel_callback=lambda handle: self.cancel_goal(ports, handle, 'gripper'))
         return ports
 
     # ------------------------------------------------------------------ helpers
@@ -194,6 +253,15 @@ class SimNode(Node):
             self.report_instabilities()
         for event in events:
             self.publish_event(self.ports[event.robot], event.channel, event.reading)
+        if self.sim.controller_outcomes:
+            self.dispatch_outcomes()
+        sim_ns = self.sim.time_ns
+        if self.goals and sim_ns >= self.next_feedback_ns:
+            self.next_feedback_ns = sim_ns + round(1e9 / self.action_monitor_rate)
+            self.publish_arm_feedback()
+        if self.state_publish_rate > 0 and sim_ns >= self.next_state_ns:
+            self.next_state_ns = sim_ns + round(1e9 / self.state_publish_rate)
+            self.publish_controller_state()
 
     def report_instabilities(self) -> None:
         for event in self.sim.take_instabilities():
@@ -241,18 +309,134 @@ class SimNode(Node):
                                 f'angular.z={twist.angular.z}); {self.rejected_commands} rejected so far')
 
     def on_trajectory(self, ports: RobotPorts, msg: JointTrajectory) -> None:
-        points = [(p.time_from_start.sec + p.time_from_start.nanosec * 1e-9, list(p.positions)) for p in msg.points]
+        points = [TrajectoryPoint(duration_seconds(p.time_from_start), tuple(p.positions), tuple(p.velocities),
+                                  tuple(p.accelerations)) for p in msg.points]
         start = None
         if msg.header.stamp.sec or msg.header.stamp.nanosec:
             start = (msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec - self.time_offset_ns) * 1e-9
         error = self.sim.command_arm(ports.index, [n.removeprefix(ports.frame_prefix) for n in msg.joint_names], points, start)
+        self.dispatch_outcomes()  # the trajectory preempts a running arm (gripper) goal
         if error:
             self.rejected_commands += 1
             self.warn_rejection(f'trajectory: {error}', f'rejected arm trajectory: {error}')
             return
-        for joint, requested, limit in self.sim.robots[ports.index].arm.newly_clamped:
+        for joint, requested, limit in self.sim.robots[ports.index].newly_clamped:
             self.get_logger().warning(f'arm trajectory: {ports.frame_prefix}{joint} target {requested:g} is beyond its '
                                       f'limit; clamped to {limit:g} (warned once per joint)')
+
+    # ------------------------------------------------------------------ arm and gripper actions
+    def track_goal(self, ports: RobotPorts, handle) -> Future:
+        future = Future()
+        self.goals[goal_key(handle)] = (handle, ports, future)
+        return future
+
+    async def execute_arm_goal(self, ports: RobotPorts, handle):
+        """FollowJointTrajectory: hand the goal to the simulation, wait (without blocking) for its outcome."""
+        future = self.track_goal(ports, handle)
+        if handle.is_cancel_requested:  # cancelled before it started
+            self.goals.pop(goal_key(handle), None)
+            self.finish_goal(handle, GoalStatus.CANCELED)
+            return FollowJointTrajectory.Result(error_string='canceled before it started')
+        self.sim.send_arm_goal(ports.index, arm_goal(handle.request, ports.frame_prefix, self.time_offset_ns), handle)
+        self.dispatch_outcomes()
+        outcome = await future
+        self.finish_goal(handle, outcome.status)
+        return FollowJointTrajectory.Result(error_code=int(outcome.code), error_string=outcome.error_string)
+
+    async def execute_gripper_goal(self, ports: RobotPorts, handle):
+        """GripperCommand: as :meth:`execute_arm_goal`."""
+        future = self.track_goal(ports, handle)
+        command = handle.request.command
+        if handle.is_cancel_requested:
+            self.goals.pop(goal_key(handle), None)
+            self.finish_goal(handle, GoalStatus.CANCELED)
+            return GripperCommand.Result()
+        self.sim.send_gripper_goal(ports.index, handle, command.position, command.max_effort)
+        self.dispatch_outcomes()
+        outcome = await future
+        self.finish_goal(handle, outcome.status)
+        return GripperCommand.Result(position=outcome.position, effort=outcome.effort, stalled=outcome.stalled,
+                                     reached_goal=outcome.reached_goal)
+
+    def cancel_goal(self, ports: RobotPorts, handle, kind: str):
+        """A client cancels: the arm (fingers) hold where they are, the goal ends CANCELED."""
+        if kind == 'arm':
+            self.sim.cancel_arm_goal(ports.index, handle)
+        else:
+            self.sim.cancel_gripper_goal(ports.index, handle)
+        self.dispatch_outcomes()
+        return CancelResponse.ACCEPT
+
+    @staticmethod
+    def finish_goal(handle, status: GoalStatus) -> None:
+        if not handle.is_active:
+            return
+        if status is GoalStatus.SUCCEEDED:
+            handle.succeed()
+        elif status is GoalStatus.CANCELED and handle.is_cancel_requested:
+            handle.canceled()
+        else:
+            handle.abort()
+
+    def dispatch_outcomes(self) -> None:
+        """Goals the simulation ended: log them and complete their execute callbacks."""
+        for outcome in self.sim.take_controller_outcomes():
+            tracked = self.goals.pop(goal_key(outcome.token), None)
+            if tracked is None:
+                continue
+            _, ports, future = tracked
+            if isinstance(outcome, ArmOutcome):
+                name = ports.topic('arm_controller/follow_joint_trajectory')
+                if outcome.status is GoalStatus.SUCCEEDED:
+                    self.get_logger().info(f'{name}: goal succeeded')
+                else:
+                    self.warn_rejection(f'{name} {outcome.status.value} {outcome.code.name}',
+                                        f'{name}: goal {outcome.status.value}, {outcome.code.name}: {outcome.error_string}')
+            elif isinstance(outcome, GripperOutcome):
+                name = ports.topic('gripper_controller/gripper_cmd')
+                what = ('reached' if outcome.reached_goal else 'stalled' if outcome.stalled else outcome.status.value)
+                line = f'{name}: goal {outcome.status.value} ({what}) at {outcome.position:.4g} m'
+                if outcome.status is GoalStatus.ABORTED and not outcome.stalled:
+                    self.warn_rejection(f'{name} {outcome.reason[:40]}', f'{line}: {outcome.reason}')
+                else:
+                    self.get_logger().info(line + (f': {outcome.reason}' if outcome.reason else ''))
+            if not future.done():
+                future.set_result(outcome)
+
+    def publish_arm_feedback(self) -> None:
+        stamp = convert.stamp_msg(self.stamp_ns(self.sim.time_ns))
+        for handle, ports, _ in list(self.goals.values()):
+            controller = self.sim.robots[ports.index].arm_controller
+            if controller is None or controller.active_token is not handle or not handle.is_active:
+                continue
+            state = self.sim.arm_state(ports.index)
+            feedback = FollowJointTrajectory.Feedback()
+            feedback.header.stamp = stamp
+            feedback.joint_names = list(state.joint_names)
+            feedback.desired = trajectory_point(state.desired, state.time_from_start)
+            feedback.actual = trajectory_point(state.actual, state.time_from_start)
+            feedback.error = trajectory_point(state.error, state.time_from_start)
+            feedback.index = max(state.index, 0)
+            handle.publish_feedback(feedback)
+
+    def publish_controller_state(self) -> None:
+        """arm_controller/controller_state (only while someone listens: building it costs every physics loop)."""
+        stamp = None
+        for ports in self.ports:
+            if ports.controller_state is None or not ports.controller_state.get_subscription_count():
+                continue
+            stamp = stamp or convert.stamp_msg(self.stamp_ns(self.sim.time_ns))
+            state = self.sim.arm_state(ports.index)
+            robot = self.sim.robots[ports.index]
+            message = JointTrajectoryControllerState()
+            message.header.stamp = stamp
+            message.joint_names = list(state.joint_names)
+            message.reference = trajectory_point(state.desired, state.time_from_start)
+            message.feedback = trajectory_point(state.actual, state.time_from_start)
+            message.error = trajectory_point(state.error, state.time_from_start)
+            message.output = JointTrajectoryPoint(positions=[float(v) for v in self.sim.data.ctrl[robot.arm_actuator_ids]])
+            message.speed_scaling_factor = 1.0
+            ports.controller_state.publish(message)
 
     def on_pause(self, request, response):
         self.paused = request.paused
@@ -285,6 +469,8 @@ class SimNode(Node):
     def on_reset(self, request, response):
         self.time_offset_ns = max(self.last_clock_ns, 0) + self.sim.timestep_ns
         self.sim.reset(request.seed if request.use_seed else None)
+        self.next_feedback_ns = self.next_state_ns = 0
+        self.dispatch_outcomes()  # running arm and gripper goals end with the episode
         self._pace_origin = (time.monotonic(), self.sim.time_ns)
         self.publish_clock(self.stamp_ns(0))
         response.success, response.seed = True, self.sim.seed
@@ -347,6 +533,50 @@ class SimNode(Node):
                     self._pace_origin = (time.monotonic() - MAX_PACE_LAG, self.sim.time_ns)
                 while (delay := target - time.monotonic()) > 0 and not self.paused:
                     executor.spin_once(timeout_sec=delay)
+
+
+def goal_key(handle) -> bytes:
+    """A goal's id as a dict key (rclpy's goal handles are not hashable)."""
+    return bytes(handle.goal_id.uuid)
+
+
+def duration_seconds(duration) -> float:
+    return duration.sec + duration.nanosec * 1e-9
+
+
+def trajectory_point(values, time_from_start: float) -> JointTrajectoryPoint:
+    """(positions, velocities, accelerations) arrays -> a JointTrajectoryPoint."""
+    positions, velocities, accelerations = values
+    point = JointTrajectoryPoint(positions=[float(v) for v in positions], velocities=[float(v) for v in velocities],
+                                 accelerations=[float(v) for v in accelerations])
+    nanoseconds = max(round(time_from_start * 1e9), 0)
+    point.time_from_start.sec, point.time_from_start.nanosec = divmod(nanoseconds, 1_000_000_000)
+    return point
+
+
+def arm_goal(request, frame_prefix: str, time_offset_ns: int) -> ArmGoal:
+    """A FollowJointTrajectory goal message -> :class:`ArmGoal` (joint names with or without the
+    robot's frame prefix; the header stamp from ROS time to the episode's sim time)."""
+    def name(value: str) -> str:
+        return value.removeprefix(frame_prefix) if frame_prefix else value
+    trajectory = request.trajectory
+    stamp_ns = trajectory.header.stamp.sec * 1_000_000_000 + trajectory.header.stamp.nanosec
+    unsupported = ''
+    if request.multi_dof_trajectory.joint_names or request.multi_dof_trajectory.points:
+        unsupported = 'multi_dof_trajectory: not supported; expected it empty (arm_controller has no multi-DOF joints)'
+    elif request.component_path_tolerance or request.component_goal_tolerance:
+        unsupported = ('component_path_tolerance / component_goal_tolerance: not supported; expected them empty '
+                       '(use path_tolerance and goal_tolerance)')
+
+    def tolerances(entries):
+        return [JointTolerance(name(t.name), t.position, t.velocity, t.acceleration) for t in entries]
+    return ArmGoal(
+        joint_names=[name(n) for n in trajectory.joint_names],
+        points=[TrajectoryPoint(duration_seconds(p.time_from_start), tuple(p.positions), tuple(p.velocities),
+                                tuple(p.accelerations)) for p in trajectory.points],
+        start_time=None if stamp_ns == 0 else (stamp_ns - time_offset_ns) * 1e-9,
+        path_tolerance=tolerances(request.path_tolerance), goal_tolerance=tolerances(request.goal_tolerance),
+        goal_time_tolerance=duration_seconds(request.goal_time_tolerance), unsupported=unsupported)
 
 
 def _run(node: SimNode) -> None:

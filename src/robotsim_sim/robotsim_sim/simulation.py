@@ -26,7 +26,11 @@ from robotsim_sensors.camera import Camera, CameraRenderer
 from robotsim_sensors.imu import Imu
 from robotsim_sensors.lidar import Lidar
 
-from .controllers import BaseController, TrajectoryFollower, WheelSpeedLoop
+from .arm_controller import (ArmController, ArmGoal, ArmOutcome, CheckedTrajectory, ControllerState, GoalStatus,
+                             GripperConfig, GripperController, GripperOutcome, Rejection, ResultCode,
+                             TrajectoryConstraints, check_trajectory)
+from .controllers import (BaseController, PositionServoFeedForward, TrajectoryFollower, TrajectoryPoint,
+                          WheelSpeedLoop)
 from .scene import FIRST_ROBOT_GROUP, RobotPlacement, build_scene, compile_scene
 from .world_spec import WorldSpec
 
@@ -103,6 +107,9 @@ class RobotInstance:
     base_controller: BaseController | None
     wheel_loop: WheelSpeedLoop | None
     arm: TrajectoryFollower
+    """Follows trajectories of the arm joints (every arm's, in description order)."""
+    gripper: TrajectoryFollower
+    """Follows the gripper fingers' setpoints (every gripper joint; mimicking fingers have no servo)."""
     odometry: WheelOdometry | None
     joint_names: list[str]
     qpos_index: np.ndarray
@@ -117,6 +124,26 @@ class RobotInstance:
     wheel_speed_targets: np.ndarray = field(default_factory=lambda: np.zeros(0))
     steer_actuators: dict[str, int] = field(default_factory=dict)
     arm_actuators: dict[str, int] = field(default_factory=dict)
+    # The arm's servos: actuator, qpos and dof index of every arm joint (follower order).
+    arm_actuator_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    arm_qpos: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    arm_dofs: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    arm_feedforward: PositionServoFeedForward | None = None
+    # Gripper: qpos/dof of every gripper joint; the servoed ones as (follower column, actuator).
+    gripper_qpos: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    gripper_dofs: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    gripper_columns: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    gripper_actuator_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    arm_controller: ArmController | None = None
+    """FollowJointTrajectory goals on the arm joints (None: the robot has no arm)."""
+    gripper_controller: GripperController | None = None
+    """GripperCommand goals on the first gripper's driven finger (None: no gripper)."""
+    joint_limits: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """Position limits of the arm and gripper joints (continuous joints have none)."""
+    clamped_ever: set[str] = field(default_factory=set)
+    """Joints a topic trajectory was clamped at (kept across resets: one warning per joint per run)."""
+    newly_clamped: list[tuple[str, float, float]] = field(default_factory=list)
+    """(joint, requested, clamped to) of the last topic trajectory, for joints clamped for the first time."""
     schedule: list[_Scheduled] = field(default_factory=list)
     firmware: FirmwareInTheLoop | None = None
     wheel_qpos: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
@@ -148,6 +175,25 @@ class SimOptions:
     """Per robot: the path where the firmware's serial device appears (a symlink to the pty)."""
     baud: int = 115200
     """Serial link speed; limits the bytes per tick in each direction."""
+    arm_constraints: TrajectoryConstraints = field(default_factory=TrajectoryConstraints)
+    """Default tolerances of the arm's FollowJointTrajectory goals (joint_trajectory_controller's constraints)."""
+    allow_partial_joints_goal: bool = False
+    """Accept FollowJointTrajectory goals naming only some arm joints (the others hold their position)."""
+    gripper: GripperConfig = field(default_factory=GripperConfig)
+    """GripperCommand goal handling (gripper_action_controller's parameters)."""
+
+
+def _columns(checked: CheckedTrajectory, joints: list[str]) -> CheckedTrajectory | None:
+    """The part of a checked trajectory that names ``joints`` (None: it names none of them)."""
+    columns = [index for index, name in enumerate(checked.joint_names) if name in joints]
+    if not columns:
+        return None
+
+    def pick(values):
+        return tuple(values[index] for index in columns) if len(values) else ()
+    return CheckedTrajectory([checked.joint_names[index] for index in columns],
+                             [TrajectoryPoint(p.time_from_start, pick(p.positions), pick(p.velocities),
+                                              pick(p.accelerations)) for p in checked.points])
 
 
 def _mujoco_warning_to_stderr(text: str) -> None:
@@ -170,6 +216,8 @@ class Simulation:
         self.instabilities: list[Instability] = []
         self.instability_count = 0
         self.renderer = None
+        self.controller_outcomes: list[ArmOutcome | GripperOutcome] = []
+        self._goals_running = False
         cameras = [s for p in placements for s in p.model.sensors if s.type == 'camera']
         if cameras and self.options.cameras:
             self.renderer = CameraRenderer(self.model, world.light.shadows, world.light.reflections)
@@ -208,14 +256,15 @@ class Simulation:
         # A fixed-base robot is welded to the world: no free joint, no root dofs (-1).
         root_joint = None if model.fixed_base else m.joint(f'{prefix}{root}_freejoint').id
         arm_joints = [j for arm in model.arms for j in arm.joints + arm.gripper_joints[:1]]
-        followed = [j for arm in model.arms for j in arm.joints + arm.gripper_joints]
-        limits = {j: (model.tree.joints[j].limit.lower, model.tree.joints[j].limit.upper) for j in followed
+        moved_by_arm = [j for arm in model.arms for j in arm.joints]
+        fingers = [j for arm in model.arms for j in arm.gripper_joints]
+        limits = {j: (model.tree.joints[j].limit.lower, model.tree.joints[j].limit.upper) for j in moved_by_arm + fingers
                   if model.tree.joints[j].limit is not None and model.tree.joints[j].type != 'continuous'}
         robot = RobotInstance(
             placement=placement, contract=robot_contract(model, self.options.joint_state_rate, self.options.odom_rate),
             base_controller=BaseController(model.drive, self.options.command_timeout) if model.drive else None,
             wheel_loop=WheelSpeedLoop(model.drive) if model.drive else None,
-            arm=TrajectoryFollower(followed, limits),
+            arm=TrajectoryFollower(moved_by_arm), gripper=TrajectoryFollower(fingers), joint_limits=limits,
             odometry=WheelOdometry(model.drive) if model.drive else None,
             joint_names=joints, qpos_index=qpos_index, dof_index=dof_index,
             root_body=m.body(prefix + model.body_name(root)).id,
@@ -242,6 +291,7 @@ class Simulation:
                     robot.steer_actuators[wheel.steer_joint] = m.actuator(f'{prefix}{wheel.steer_joint}_position').id
         for joint in arm_joints:
             robot.arm_actuators[joint] = m.actuator(f'{prefix}{joint}_position').id
+        self._make_arm_controllers(robot, moved_by_arm, fingers, limits)
         robot.schedule.append(_Scheduled('joint_states', self.options.joint_state_rate,
                                          lambda data, rng, stamp, r=robot: self._joint_states(r, stamp)))
         robot.schedule.append(_Scheduled('base_state', self.options.odom_rate,
@@ -258,6 +308,32 @@ class Simulation:
                 imu = Imu(m, prefix, sensor.spec)
                 robot.schedule.append(_Scheduled(sensor.name, rate, imu.measure, on_reset=imu.draw_biases))
         return robot
+
+    def _make_arm_controllers(self, robot: RobotInstance, arm_joints: list[str], fingers: list[str],
+                              limits: dict[str, tuple[float, float]]) -> None:
+        m, prefix, model = self.model, robot.prefix, robot.model
+
+        def addresses(joints):
+            ids = [m.joint(prefix + j).id for j in joints]
+            return (np.array([m.jnt_qposadr[i] for i in ids], dtype=int), np.array([m.jnt_dofadr[i] for i in ids], dtype=int))
+        robot.arm_qpos, robot.arm_dofs = addresses(arm_joints)
+        robot.gripper_qpos, robot.gripper_dofs = addresses(fingers)
+        robot.gripper_columns = np.array([i for i, j in enumerate(fingers) if j in robot.arm_actuators], dtype=int)
+        robot.gripper_actuator_ids = np.array([robot.arm_actuators[fingers[i]] for i in robot.gripper_columns], dtype=int)
+        if arm_joints:
+            robot.arm_actuator_ids = np.array([robot.arm_actuators[j] for j in arm_joints], dtype=int)
+            robot.arm_feedforward = PositionServoFeedForward(m, robot.arm_qpos, robot.arm_dofs, robot.arm_actuator_ids)
+            robot.arm_feedforward.widen_control_range(m)
+            robot.arm_controller = ArmController(robot.arm, {j: limits[j] for j in arm_joints if j in limits},
+                                                 self.options.arm_constraints, self.options.allow_partial_joints_goal)
+        driven = next((arm.gripper_joints[0] for arm in model.arms if arm.gripper_joints), None)
+        if driven is not None:
+            limit = model.tree.joints[driven].limit
+            lower, upper = limits.get(driven, (-math.inf, math.inf))
+            effort = limit.effort if limit is not None and limit.effort > 0 else float(
+                m.actuator_forcerange[robot.arm_actuators[driven], 1])
+            robot.gripper_controller = GripperController(robot.gripper, driven, lower, upper, effort,
+                                                         self.options.gripper)
 
     # ------------------------------------------------------------------ time
     @property
@@ -287,6 +363,8 @@ class Simulation:
             if robot.firmware is not None:
                 robot.firmware.reset(self.seed)
             robot.arm.reset()
+            robot.gripper.reset()
+            self._end_goals_at_reset(robot)
             for item in robot.schedule:
                 item.rng = np.random.default_rng(next(streams))
                 item.index = item.next_ns = 0
@@ -345,11 +423,150 @@ class Simulation:
         controller = self.robots[robot].base_controller
         return controller is not None and controller.set_command(linear, angular, self.time)
 
+    # ------------------------------------------------------------------ arm and gripper
     def command_arm(self, robot: int, joint_names, points, start_time: float | None = None) -> str | None:
+        """A trajectory for the arm and/or gripper joints (the ``arm_controller/joint_trajectory`` topic):
+        ``points`` are :class:`~.controllers.TrajectoryPoint` or ``(time_from_start, positions)`` pairs.
+
+        The topic's rules: any subset of the arm and gripper joints (the others keep their
+        trajectory, or hold), points may share a time, positions beyond a joint's limits are clamped
+        onto it (:attr:`RobotInstance.newly_clamped` names joints clamped for the first time), a
+        start time in the past counts as now. It replaces the running arm (gripper) goal, which
+        ends with INVALID_GOAL. Returns why a trajectory is refused (nothing changes then)."""
         r = self.robots[robot]
-        current = dict(zip(r.joint_names, self.data.qpos[r.qpos_index]))
+        r.newly_clamped = []
+        converted = []
+        for point in points:
+            if not isinstance(point, TrajectoryPoint):
+                time, positions = point
+                point = TrajectoryPoint(time, tuple(positions))
+            converted.append(point)
+        checked = check_trajectory(list(joint_names), converted, r.arm.joints + r.gripper.joints, r.joint_limits,
+                                   allow_partial=True, beyond_limits='clamp', strictly_increasing=False,
+                                   field_prefix='')
+        if isinstance(checked, Rejection):
+            return checked.message
+        for joint, requested, limited in checked.clamped:
+            if joint not in r.clamped_ever:
+                r.clamped_ever.add(joint)
+                r.newly_clamped.append((joint, requested, limited))
         start = self.time if start_time is None or start_time <= 0 else max(start_time, self.time)
-        return r.arm.load(list(joint_names), points, start, current)
+        for follower, qpos, dofs in ((r.arm, r.arm_qpos, r.arm_dofs), (r.gripper, r.gripper_qpos, r.gripper_dofs)):
+            part = _columns(checked, follower.joints)
+            if part is None:
+                continue
+            if follower is r.arm and r.arm_controller is not None:
+                self.controller_outcomes += r.arm_controller.preempt(
+                    f'preempted by a trajectory on arm_controller/joint_trajectory at {self.time:.6g} s sim time',
+                    self.time)
+            elif follower is r.gripper and r.gripper_controller is not None:
+                position, _, effort = self._gripper_reading(r)
+                self.controller_outcomes += r.gripper_controller.preempt(
+                    f'preempted by a trajectory on arm_controller/joint_trajectory at {self.time:.6g} s sim time',
+                    position, effort)
+            follower.load(part.joint_names, part.points, start, self.time, self.data.qpos[qpos], self.data.qvel[dofs])
+        self._goals_running = self._any_goal_running()
+        return None
+
+    def send_arm_goal(self, robot: int, goal: ArmGoal, token) -> None:
+        """Start a FollowJointTrajectory goal (``token``: the caller's handle of it). Its outcome, and
+        that of a goal it preempts, arrive in :meth:`take_controller_outcomes` (at once for a refused goal)."""
+        r = self.robots[robot]
+        if r.arm_controller is None:
+            self.controller_outcomes.append(ArmOutcome(token, GoalStatus.ABORTED, ResultCode.INVALID_JOINTS,
+                                                       f'robot {r.model.name} has no arm'))
+            return
+        self.controller_outcomes += r.arm_controller.start(goal, token, self.time, self.data.qpos[r.arm_qpos],
+                                                           self.data.qvel[r.arm_dofs])
+        self._goals_running = self._any_goal_running()
+
+    def cancel_arm_goal(self, robot: int, token) -> bool:
+        """Cancel the running arm goal ``token``: the arm holds where it is. False: not the running goal."""
+        r = self.robots[robot]
+        if r.arm_controller is None:
+            return False
+        outcomes = r.arm_controller.cancel(token, self.time, self.data.qpos[r.arm_qpos])
+        self.controller_outcomes += outcomes
+        self._goals_running = self._any_goal_running()
+        return bool(outcomes)
+
+    def send_gripper_goal(self, robot: int, token, position: float, max_effort: float) -> None:
+        """Start a GripperCommand goal: the driven finger to ``position`` (m, travel from closed) with at
+        most ``max_effort`` N (0: the description's limit). Outcomes as for :meth:`send_arm_goal`."""
+        r = self.robots[robot]
+        controller = r.gripper_controller
+        if controller is None:
+            self.controller_outcomes.append(GripperOutcome(token, GoalStatus.ABORTED, math.nan, 0.0, False, False,
+                                                           f'robot {r.model.name} has no gripper'))
+            return
+        position_now, _, effort = self._gripper_reading(r)
+        self.controller_outcomes += controller.start(token, position, max_effort, self.time, position_now, effort,
+                                                     self.data.qpos[r.gripper_qpos], self.data.qvel[r.gripper_dofs])
+        self._apply_gripper_effort(r)
+        self._goals_running = self._any_goal_running()
+
+    def cancel_gripper_goal(self, robot: int, token) -> bool:
+        r = self.robots[robot]
+        if r.gripper_controller is None:
+            return False
+        position, _, effort = self._gripper_reading(r)
+        outcomes = r.gripper_controller.cancel(token, self.time, position, effort, self.data.qpos[r.gripper_qpos])
+        self.controller_outcomes += outcomes
+        self._goals_running = self._any_goal_running()
+        return bool(outcomes)
+
+    def take_controller_outcomes(self) -> list[ArmOutcome | GripperOutcome]:
+        """Goals that ended since the last call, in the order they ended."""
+        taken, self.controller_outcomes = self.controller_outcomes, []
+        return taken
+
+    def arm_state(self, robot: int) -> ControllerState | None:
+        """The arm controller's desired, actual and error state now (None: no arm)."""
+        r = self.robots[robot]
+        if r.arm_controller is None:
+            return None
+        return r.arm_controller.state(self.time, self.data.qpos[r.arm_qpos], self.data.qvel[r.arm_dofs],
+                                      self.data.qacc[r.arm_dofs])
+
+    def _gripper_reading(self, r: RobotInstance) -> tuple[float, float, float]:
+        """(position m, velocity m/s, servo force N) of the driven finger."""
+        controller = r.gripper_controller
+        column = r.gripper.joints.index(controller.joint)
+        actuator = r.arm_actuators[controller.joint]
+        return (float(self.data.qpos[r.gripper_qpos[column]]), float(self.data.qvel[r.gripper_dofs[column]]),
+                float(self.data.actuator_force[actuator]))
+
+    def _apply_gripper_effort(self, r: RobotInstance) -> None:
+        limit = r.gripper_controller.effort_limit_in_force
+        self.model.actuator_forcerange[r.arm_actuators[r.gripper_controller.joint]] = (-limit, limit)
+
+    def _any_goal_running(self) -> bool:
+        return any((r.arm_controller is not None and r.arm_controller.active is not None)
+                   or (r.gripper_controller is not None and r.gripper_controller.active is not None)
+                   for r in self.robots)
+
+    def _update_goals(self) -> None:
+        """After a physics step: check every running goal against the measured state."""
+        now = self.time
+        for r in self.robots:
+            if r.arm_controller is not None and r.arm_controller.active is not None:
+                self.controller_outcomes += r.arm_controller.update(
+                    now, self.data.qpos[r.arm_qpos], self.data.qvel[r.arm_dofs], self.data.qacc[r.arm_dofs])
+            if r.gripper_controller is not None and r.gripper_controller.active is not None:
+                self.controller_outcomes += r.gripper_controller.update(now, *self._gripper_reading(r))
+        self._goals_running = self._any_goal_running()
+
+    def _end_goals_at_reset(self, r: RobotInstance) -> None:
+        """A reset puts the robot back at its start: running goals end (INVALID_GOAL), servos at full force."""
+        reason = 'the simulation was reset: the robot is back at its initial pose'
+        if r.arm_controller is not None:
+            self.controller_outcomes += r.arm_controller.preempt(reason, self.time)
+        if r.gripper_controller is not None:
+            position, _, effort = self._gripper_reading(r)
+            self.controller_outcomes += r.gripper_controller.preempt(reason, position, effort)
+            r.gripper_controller.effort_limit_in_force = r.gripper_controller.effort_limit
+            self._apply_gripper_effort(r)
+        self._goals_running = False
 
     def entity_joints(self) -> dict[str, int]:
         """Free joint id of every entity SetEntityPose can move: each robot by its namespace (or,
@@ -421,10 +638,14 @@ class Simulation:
                         self.data.ctrl[robot.steer_actuators[joint]] = angle
                 self.data.ctrl[robot.wheel_actuators] = robot.wheel_loop.duty(
                     robot.wheel_speed_targets, self.data.qvel[robot.wheel_dofs], dt)
-            arm_targets = robot.arm.targets(self.time)
-            if arm_targets:
-                for joint, actuator in robot.arm_actuators.items():
-                    self.data.ctrl[actuator] = arm_targets[joint]
+            if robot.arm_feedforward is not None:
+                desired = robot.arm.sample(self.time)
+                if desired is not None:
+                    self.data.ctrl[robot.arm_actuator_ids] = robot.arm_feedforward.setpoints(self.data, desired)
+            if len(robot.gripper_actuator_ids):
+                desired = robot.gripper.sample(self.time)
+                if desired is not None:
+                    self.data.ctrl[robot.gripper_actuator_ids] = desired.positions[robot.gripper_columns]
 
     def step(self) -> list[Event]:
         """One physics step; returns the readings that fell due at the new time.
@@ -439,6 +660,8 @@ class Simulation:
         self._apply_controls()
         mujoco.mj_step(self.model, self.data)
         self.step_count += 1
+        if self._goals_running:
+            self._update_goals()
         # MuJoCo's reset after an instability puts its clock back: one comparison per step notices.
         # (On an episode's first step the clock agrees either way, so look at the warnings.)
         if self.data.time < (self.step_count - 0.5) * self.model.opt.timestep or (

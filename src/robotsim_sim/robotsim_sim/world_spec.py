@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from typing import Literal
 
 from robotsim_core.config_schema import spec_field
 from robotsim_core.description.spec import MAX_MASS, MIN_MASS, RGBA, colour_field, name_field, size_field
@@ -118,6 +119,18 @@ class LightSpec:
 
 
 @dataclass
+class ContactSpec:
+    """How MuJoCo solves contact friction in this world (its global options); the defaults are MuJoCo's."""
+
+    cone: Literal['pyramidal', 'elliptic'] = 'pyramidal'
+    """Friction cone: pyramidal (MuJoCo's default) or elliptic. Elliptic cones with an impratio above 1
+    are what MuJoCo recommends for grasping: an object held between two fingers does not creep out."""
+    impratio: float = spec_field(1.0, at_least=1.0, at_most=1000.0)
+    """Ratio of the frictional to the normal constraint impedance: above 1 friction is stiffer than
+    the contact's normal force (less slip under a sustained sideways load), at some solver cost."""
+
+
+@dataclass
 class SpawnSpec:
     xyz: Vec3 = (0.0, 0.0, 0.0)
     """Position of the robot's base_footprint (m)."""
@@ -135,6 +148,8 @@ class WorldSpec:
     """Ground plane."""
     light: LightSpec = spec_field(default_factory=LightSpec)
     """Lighting and costly render effects."""
+    contact: ContactSpec = spec_field(default_factory=ContactSpec)
+    """Contact friction solver options (for grasping: elliptic cones, impratio 10)."""
     walls: list[WallSpec] = spec_field(default_factory=list)
     """Static walls."""
     boxes: list[BoxSpec] = spec_field(default_factory=list)

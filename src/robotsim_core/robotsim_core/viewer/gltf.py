@@ -1,0 +1,180 @@
+"""The robot description and the world as glTF 2.0 (binary ``.glb``), written with ``trimesh``.
+
+Layout of the node tree (what the replay page and ``robotsim describe --gltf`` rely on):
+
+- ``ros_world`` (:data:`ROOT_NODE`): the ROS ``world`` frame. glTF is +Y up and ROS (REP 103) +Z up, so
+  this one node carries the rotation -90 deg about x (ROS x, y, z -> glTF x, -z, y); everything below it
+  is in ROS coordinates, metres.
+- ``world_static`` (:data:`WORLD_NODE`, only with a world): ``floor``, ``wall_<n>`` and each box and
+  cylinder under its entity name.
+- the robot's root link, placed at the spawn pose (free base) or its mount (fixed base), then one node
+  per URDF link named exactly like the link, each child link's local transform being its joint's origin
+  times the joint's motion at the given positions (default: the model's initial positions), so composing
+  the nodes from ``ros_world`` down is forward kinematics.
+- each visual shape a child node ``<link>/visual_<i>`` (its origin) holding the mesh, coloured by the
+  URDF material (grey when it gives none).
+
+World entities with a mass move in the simulation; here they stand at their start pose. A world's MJCF
+``include`` is not drawn.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from ..description.model import RobotModel, Shape
+from ..geometry import homogeneous, rpy_to_matrix
+from ..kinematics import joint_motion, resolve_mimics
+
+ROOT_NODE = 'ros_world'
+"""The node that turns ROS +Z up into glTF +Y up; its children are in ROS coordinates."""
+WORLD_NODE = 'world_static'
+"""Parent node of the world's floor, walls and entities."""
+SCENE_BASE = 'gltf_scene'
+"""trimesh's base frame: the glTF scene itself, not a node."""
+DEFAULT_RGBA = (0.7, 0.7, 0.7, 1.0)
+"""Colour of a visual whose URDF gives no material."""
+FLOOR_THICKNESS = 0.01
+"""The floor is drawn as a slab this thick (m) whose top face is z = 0."""
+CYLINDER_SECTIONS = 32
+"""Facets around a cylinder."""
+SPHERE_SUBDIVISIONS = 2
+"""Icosphere subdivisions of a sphere (320 faces)."""
+
+Z_UP_TO_Y_UP = np.array([[1.0, 0.0, 0.0, 0.0],
+                         [0.0, 0.0, 1.0, 0.0],
+                         [0.0, -1.0, 0.0, 0.0],
+                         [0.0, 0.0, 0.0, 1.0]])
+"""glTF <- ROS: a rotation of -90 deg about x (ROS +z becomes glTF +y, ROS +y becomes glTF -z)."""
+
+
+def _trimesh():
+    import trimesh  # imported here: a second or so, only paid by commands that write glTF
+    return trimesh
+
+
+def _material(rgba) -> object:
+    trimesh = _trimesh()
+    colour = [float(min(1.0, max(0.0, c))) for c in rgba]
+    material = trimesh.visual.material.PBRMaterial(baseColorFactor=[round(255 * c) for c in colour],
+                                                   metallicFactor=0.0, roughnessFactor=0.8,
+                                                   alphaMode='BLEND' if colour[3] < 1.0 else 'OPAQUE')
+    return trimesh.visual.TextureVisuals(material=material)
+
+
+def _shape_mesh(shape: Shape, mesh_cache: dict):
+    """The shape's triangles in the shape's own frame, coloured."""
+    trimesh = _trimesh()
+    geometry = shape.geometry
+    if geometry.kind == 'box':
+        mesh = trimesh.creation.box(extents=geometry.size)
+    elif geometry.kind == 'cylinder':
+        mesh = trimesh.creation.cylinder(radius=geometry.size[0], height=geometry.size[1], sections=CYLINDER_SECTIONS)
+    elif geometry.kind == 'sphere':
+        mesh = trimesh.creation.icosphere(subdivisions=SPHERE_SUBDIVISIONS, radius=geometry.size[0])
+    else:
+        # The cached STL conversion when there is one (Collada parses far slower), else the file as named.
+        path = geometry.mujoco_file or geometry.filename
+        if path not in mesh_cache:
+            mesh_cache[path] = trimesh.load(path, force='mesh', process=False)
+        mesh = mesh_cache[path].copy()
+        if geometry.scale != (1.0, 1.0, 1.0):
+            mesh.apply_scale(geometry.scale)
+    mesh.visual = _material(shape.rgba or DEFAULT_RGBA)
+    return mesh
+
+
+def link_transforms(model: RobotModel, positions: Mapping[str, float] | None = None) -> dict[str, np.ndarray]:
+    """Local transform (4x4, parent link <- link) of every non-root link at ``positions`` (joint name ->
+    rad or m; missing joints at the model's initial position, else 0; mimic joints follow their leader)."""
+    tree = model.tree
+    start = dict(model.initial_positions)
+    start.update(positions or {})
+    resolved = resolve_mimics(tree, start)
+    return {joint.child: joint.origin.matrix() @ joint_motion(joint, resolved.get(joint.name, 0.0))
+            for joint in tree.joints.values()}
+
+
+def robot_placement(model: RobotModel, spawn_xyz=(0.0, 0.0, 0.0), spawn_yaw: float = 0.0) -> np.ndarray:
+    """World <- root link: the spawn pose for a free base; for a fixed base its mount in the spawn frame."""
+    spawn = homogeneous(rpy_to_matrix((0.0, 0.0, spawn_yaw)), spawn_xyz)
+    return spawn @ model.mount.matrix() if model.fixed_base else spawn
+
+
+def add_robot(scene, model: RobotModel, placement: np.ndarray, positions: Mapping[str, float] | None = None,
+              parent: str = ROOT_NODE) -> None:
+    """Add the robot's link nodes (named like the links) and visual meshes under ``parent``."""
+    tree = model.tree
+    local = link_transforms(model, positions)
+    mesh_cache: dict = {}
+    for link_name in tree.depth_first():
+        joint = tree.parent_joint(link_name)
+        scene.graph.update(frame_from=joint.parent if joint else parent, frame_to=link_name,
+                           matrix=local[link_name] if joint else placement)
+        for index, shape in enumerate(tree.links[link_name].visuals):
+            node = f'{link_name}/visual_{index}'
+            scene.add_geometry(_shape_mesh(shape, mesh_cache), node_name=node, geom_name=node,
+                               parent_node_name=link_name, transform=shape.origin.matrix())
+
+
+def _yaw_pitch(yaw: float, pitch: float = 0.0) -> np.ndarray:
+    return rpy_to_matrix((0.0, pitch, yaw))  # Rz(yaw) @ Ry(pitch), as the simulator places boxes
+
+
+def add_world(scene, world, parent: str = ROOT_NODE) -> None:
+    """Add the world's floor, walls, boxes and cylinders (a ``WorldSpec`` of ``robotsim_sim``, read by
+    attribute so the core does not import the simulator package)."""
+    trimesh = _trimesh()
+    scene.graph.update(frame_from=parent, frame_to=WORLD_NODE, matrix=np.eye(4))
+
+    def add(name: str, mesh, rgba, transform: np.ndarray) -> None:
+        mesh.visual = _material(rgba)
+        scene.add_geometry(mesh, node_name=name, geom_name=name, parent_node_name=WORLD_NODE, transform=transform)
+
+    floor_x, floor_y = world.floor.size
+    add('floor', trimesh.creation.box(extents=(floor_x, floor_y, FLOOR_THICKNESS)), world.floor.rgba,
+        homogeneous(np.eye(3), (0.0, 0.0, -FLOOR_THICKNESS / 2)))
+    for index, wall in enumerate(world.walls):
+        (x0, y0), (x1, y1) = wall.start, wall.end
+        length = math.hypot(x1 - x0, y1 - y0) + wall.thickness  # the simulator's walls overlap at corners
+        add(f'wall_{index}', trimesh.creation.box(extents=(length, wall.thickness, wall.height)), wall.rgba,
+            homogeneous(_yaw_pitch(math.atan2(y1 - y0, x1 - x0)), ((x0 + x1) / 2, (y0 + y1) / 2, wall.height / 2)))
+    for box in world.boxes:
+        add(box.name, trimesh.creation.box(extents=box.size), box.rgba,
+            homogeneous(_yaw_pitch(box.yaw, box.pitch), box.position))
+    for cylinder in world.cylinders:
+        add(cylinder.name, trimesh.creation.cylinder(radius=cylinder.radius, height=cylinder.height,
+                                                     sections=CYLINDER_SECTIONS),
+            cylinder.rgba, homogeneous(np.eye(3), cylinder.position))
+
+
+def build_scene(model: RobotModel | None = None, world=None, positions: Mapping[str, float] | None = None):
+    """A ``trimesh.Scene`` of the robot (at the world's spawn pose when a world is given) and/or the world."""
+    trimesh = _trimesh()
+    # trimesh's default base frame is called 'world', which a URDF root link may be called too (UR5).
+    scene = trimesh.Scene(base_frame=SCENE_BASE)
+    scene.graph.update(frame_from=scene.graph.base_frame, frame_to=ROOT_NODE, matrix=Z_UP_TO_Y_UP)
+    if world is not None:
+        add_world(scene, world)
+    if model is not None:
+        spawn = world.spawn if world is not None else None
+        placement = robot_placement(model, spawn.xyz if spawn else (0.0, 0.0, 0.0), spawn.yaw if spawn else 0.0)
+        add_robot(scene, model, placement, positions)
+    return scene
+
+
+def scene_glb(scene) -> bytes:
+    """Binary glTF (.glb) bytes of a scene from :func:`build_scene`."""
+    return scene.export(file_type='glb')
+
+
+def write_glb(path: str, model: RobotModel | None = None, world=None,
+              positions: Mapping[str, float] | None = None) -> int:
+    """Write the robot and/or world to ``path`` as .glb; returns the number of bytes written."""
+    data = scene_glb(build_scene(model, world, positions))
+    with open(path, 'wb') as stream:
+        stream.write(data)
+    return len(data)

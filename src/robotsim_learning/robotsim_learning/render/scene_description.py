@@ -1,0 +1,231 @@
+"""Recording + robot and world descriptions -> the scene description the Blender side builds (ROS-free).
+
+Geometry is what the simulator's camera draws: the world and robot are composed into a MuJoCo
+model by the simulator's own scene builder (:func:`robotsim_sim.scene.build_scene`, via
+:class:`~robotsim_sim.simulation.Simulation`), and every geom MuJoCo's scene update puts in front of
+a camera (all geom groups, as :class:`robotsim_sensors.camera.CameraRenderer` shows them) becomes
+one Blender object with its shape, size, colour and segmentation label (the simulator's entity ids,
+from the same code that labels its segmentation images). The floor keeps its checker texture.
+
+Animation: for each rendered frame (a recorded ``CameraInfo`` stamp), the robot's root link is put
+at its recorded true pose (``/sim/ground_truth``, interpolated to the frame's stamp) and its joints at
+the recorded positions (``/joint_states``, interpolated likewise); MuJoCo's forward kinematics then
+gives every geom's world pose and the camera's optical frame. The Blender camera sits at the optical
+frame turned half a turn about its x axis (ROS optical: z forward, y down; Blender: looks along -z,
+y up). Free world bodies (boxes with a mass) are not in a recording: they stay at their initial pose
+(said once on stderr).
+
+Domain variety (``variety``): colour jitter, roughness, metallic, procedural textures and lighting
+drawn from ``numpy.random.default_rng(SeedSequence([seed, VARIETY_STREAM]))`` in geom order, so a
+re-render with the same seed draws the same values; they are written into the description (and so
+into ``render.json``), never drawn on the Blender side.
+"""
+
+from __future__ import annotations
+
+import colorsys
+import json
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from .recording import Recording, RecordingError, interpolate_joints, interpolate_pose
+
+VARIETY_STREAM = 0x62707931
+"""Second entry of the variety stream's SeedSequence: the renderer's own stream of an episode's seed."""
+GEOM_TYPES = {int(mujoco.mjtGeom.mjGEOM_PLANE): 'plane', int(mujoco.mjtGeom.mjGEOM_SPHERE): 'sphere',
+              int(mujoco.mjtGeom.mjGEOM_CAPSULE): 'capsule', int(mujoco.mjtGeom.mjGEOM_ELLIPSOID): 'ellipsoid',
+              int(mujoco.mjtGeom.mjGEOM_CYLINDER): 'cylinder', int(mujoco.mjtGeom.mjGEOM_BOX): 'box',
+              int(mujoco.mjtGeom.mjGEOM_MESH): 'mesh'}
+WORLD_TEXTURES = ('plain', 'noise', 'wave', 'checker', 'brick')
+FLOOR_TEXTURES = ('checker', 'noise', 'brick')
+
+
+@dataclass
+class SceneDescription:
+    document: dict            # JSON: camera, geoms, lights, labels, frames' stamps, variety
+    arrays: dict              # NPZ: per-frame poses, mesh vertices and faces
+
+
+def _opticalto_blender(quaternion: np.ndarray) -> np.ndarray:
+    """Orientation of a Blender camera at an optical frame: q_optical * (half turn about x)."""
+    out = np.empty(4)
+    mujoco.mju_mulQuat(out, quaternion, np.array([0.0, 1.0, 0.0, 0.0]))
+    return out
+
+
+def drawn_geoms(model: mujoco.MjModel, data: mujoco.MjData) -> list[int]:
+    """The geoms MuJoCo's scene update hands the camera renderer, every geom group visible (as
+    robotsim's CameraRenderer sets it), in model order. Decorations (sensor sites, 5 mm spheres
+    inside the robot's parts) are not entities and are left out."""
+    option = mujoco.MjvOption()
+    option.geomgroup[:] = 1
+    scene = mujoco.MjvScene(model, maxgeom=max(1000, 4 * model.ngeom))
+    camera = mujoco.MjvCamera()
+    mujoco.mj_forward(model, data)
+    mujoco.mjv_updateScene(model, data, option, None, camera, mujoco.mjtCatBit.mjCAT_ALL, scene)
+    ids = {int(scene.geoms[i].objid) for i in range(scene.ngeom) if scene.geoms[i].objtype == mujoco.mjtObj.mjOBJ_GEOM}
+    return sorted(ids)
+
+
+def _srgb_to_linear(value: float) -> float:
+    # MuJoCo shows an rgba as it is (display values); Blender's colours are scene-linear.
+    return value / 12.92 if value <= 0.04045 else ((value + 0.055) / 1.055) ** 2.4
+
+
+def build_description(recording: Recording, world, robot, stamps: np.ndarray, variety_seed: int | None,
+                      warn=None) -> SceneDescription:
+    """The scene of ``recording``'s camera at ``stamps`` (ns) in ``world`` with ``robot``."""
+    from robotsim_sim.scene import RobotPlacement
+    from robotsim_sim.simulation import SimOptions, Simulation
+
+    warn = warn or (lambda text: print(f'robotsim render: warning: {text}', file=sys.stderr))
+    simulation = Simulation(world, [RobotPlacement(robot)], SimOptions(cameras=False))
+    try:
+        model, data = simulation.model, mujoco.MjData(simulation.model)
+        instance = simulation.robots[0]
+        sensor = next((s for s in robot.sensors if s.type == 'camera' and s.name == recording.camera), None)
+        if sensor is None:
+            cameras = [s.name for s in robot.sensors if s.type == 'camera']
+            raise RecordingError(f'--camera {recording.camera}: robot {robot.name} ({robot.source}) has no camera of '
+                                 f'that name; expected one of {", ".join(cameras) or "(none)"}')
+        optical = recording.intrinsics.frame_id
+        body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, optical)
+        if body < 0:
+            raise RecordingError(f'{recording.bag}: /{recording.camera}/camera_info: header.frame_id {optical!r} is '
+                                 f'not a link of robot {robot.name}; expected {sensor.frame}')
+        if recording.labels is not None and recording.labels != simulation.labels:
+            raise RecordingError(f'{recording.bag}: /{recording.camera}/segmentation/labels {recording.labels} differ '
+                                 f'from the labels of this world and robot {simulation.labels}: expected the '
+                                 'world and robot the recording was made with (--world, --robot)')
+        geoms = drawn_geoms(model, data)
+        free_bodies = [model.joint(j).name.removesuffix('_freejoint') for j in range(model.njnt)
+                       if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE
+                       and model.body_rootid[model.jnt_bodyid[j]] != instance.root_body]
+        if free_bodies:
+            warn(f'free bodies {", ".join(free_bodies)} are not in the recording: drawn at their initial pose')
+        name_to_column = {name: i for i, name in enumerate(recording.joint_names)}
+        joints = [(qpos, name_to_column[name]) for name, qpos in zip(instance.joint_names, instance.qpos_index)
+                  if name in name_to_column]
+        missing = [name for name in instance.joint_names if name not in name_to_column]
+        if missing:
+            warn(f'/joint_states has no {", ".join(missing)}: held at their initial position')
+        positions = np.zeros((len(stamps), len(geoms), 3))
+        quaternions = np.zeros((len(stamps), len(geoms), 4))
+        camera_positions = np.zeros((len(stamps), 3))
+        camera_quaternions = np.zeros((len(stamps), 4))
+        for index, stamp in enumerate(stamps):
+            data.qpos[:] = model.qpos0
+            if instance.root_qpos >= 0:
+                position, quaternion = interpolate_pose(recording, int(stamp))
+                data.qpos[instance.root_qpos:instance.root_qpos + 3] = position
+                data.qpos[instance.root_qpos + 3:instance.root_qpos + 7] = quaternion
+            values = interpolate_joints(recording, int(stamp))
+            for qpos, column in joints:
+                data.qpos[qpos] = values[column]
+            mujoco.mj_kinematics(model, data)
+            positions[index] = data.geom_xpos[geoms]
+            for slot, geom in enumerate(geoms):
+                mujoco.mju_mat2Quat(quaternions[index, slot], data.geom_xmat[geom])
+            camera_positions[index] = data.xpos[body]
+            camera_quaternions[index] = _opticalto_blender(data.xquat[body])
+        arrays = {'stamps': np.asarray(stamps, dtype=np.int64), 'geom_positions': positions,
+                  'geom_quaternions': quaternions, 'camera_positions': camera_positions,
+                  'camera_quaternions': camera_quaternions}
+        geom_entries = []
+        for geom in geoms:
+            kind = GEOM_TYPES.get(int(model.geom_type[geom]))
+            name = model.geom(geom).name or f'{model.body(model.geom_bodyid[geom]).name}_geom{geom}'
+            if kind is None:
+                warn(f'geom {name}: MuJoCo type {int(model.geom_type[geom])} is not drawn in Blender (height fields '
+                     'and SDFs are not supported)')
+                continue
+            rgba = model.geom_rgba[geom]
+            if name == 'floor':
+                rgba = world.floor.rgba  # MuJoCo draws it with a checker texture of this colour
+            elif model.geom_matid[geom] >= 0:
+                rgba = model.mat_rgba[model.geom_matid[geom]]
+            entry = {'slot': geoms.index(geom), 'geom': int(geom), 'name': name, 'type': kind,
+                     'size': [float(v) for v in model.geom_size[geom]],
+                     'rgba': [float(v) for v in rgba], 'label': int(simulation.geom_labels[geom]),
+                     'robot': bool(model.body_rootid[model.geom_bodyid[geom]] == instance.root_body)}
+            if kind == 'mesh':
+                mesh = int(model.geom_dataid[geom])
+                start, count = model.mesh_vertadr[mesh], model.mesh_vertnum[mesh]
+                face_start, face_count = model.mesh_faceadr[mesh], model.mesh_facenum[mesh]
+                arrays[f'mesh{mesh}_vertices'] = model.mesh_vert[start:start + count].astype(np.float64)
+                arrays[f'mesh{mesh}_faces'] = model.mesh_face[face_start:face_start + face_count].astype(np.int32)
+                entry['mesh'] = f'mesh{mesh}'
+            if name == 'floor':
+                floor = [_srgb_to_linear(c) for c in world.floor.rgba[:3]]
+                # scene.py: MuJoCo's 2x2 checker of the floor colour and 0.8 of it; on a plane with
+                # texuniform, one texture spans 2 m (squares of 1 m, measured in a top-down render).
+                entry['checker'] = {'colours': [floor, [0.8 * c for c in floor]], 'square': 1.0}
+            entry['colour'] = [_srgb_to_linear(c) for c in entry['rgba'][:3]]
+            geom_entries.append(entry)
+        light = world.light
+        direction = np.asarray(light.direction, dtype=float)
+        document = {
+            'format': 'robotsim-render-scene', 'version': 1,
+            'camera': {**recording.intrinsics.as_dict(), 'name': recording.camera, 'near': sensor.spec.near,
+                       'far': sensor.spec.far},
+            'geoms': geom_entries,
+            'labels': {str(k): v for k, v in sorted(simulation.labels.items())},
+            'light': {'direction': list(direction / np.linalg.norm(direction)), 'diffuse': light.diffuse,
+                      'ambient': light.ambient, 'shadows': light.shadows},
+            'frames': len(stamps),
+            'variety': None,
+        }
+        if variety_seed is not None:
+            document['variety'] = draw_variety(variety_seed, geom_entries, document['light'])
+        return SceneDescription(document, arrays)
+    finally:
+        simulation.close()
+
+
+def draw_variety(seed: int, geoms: list[dict], light: dict) -> dict:
+    """Materials and lighting drawn from ``seed`` (reproducible: one stream, fixed order)."""
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), VARIETY_STREAM]))
+
+    def r(value: float) -> float:
+        return round(float(value), 4)
+
+    materials = {}
+    for geom in geoms:
+        hue, saturation, value = colorsys.rgb_to_hsv(*geom['rgba'][:3])
+        hue = (hue + rng.uniform(-0.04, 0.04)) % 1.0
+        saturation = min(1.0, saturation * rng.uniform(0.75, 1.25))
+        value = min(1.0, value * rng.uniform(0.75, 1.2))
+        textures = FLOOR_TEXTURES if geom['name'] == 'floor' else ('plain',) if geom['robot'] else WORLD_TEXTURES
+        texture = textures[int(rng.integers(len(textures)))]
+        materials[geom['name']] = {
+            'colour': [r(_srgb_to_linear(c)) for c in colorsys.hsv_to_rgb(hue, saturation, value)],
+            'second_colour_scale': r(rng.uniform(0.55, 0.9)),
+            'roughness': r(rng.uniform(0.25, 0.95)),
+            'metallic': r(rng.uniform(0.4, 0.9) if rng.random() < 0.15 else 0.0),
+            'texture': texture,
+            'texture_scale': r(rng.uniform(2.0, 12.0)),
+        }
+    azimuth = math.atan2(-light['direction'][1], -light['direction'][0]) + rng.uniform(-0.6, 0.6)
+    elevation = min(1.45, max(0.35, math.asin(min(1.0, -light['direction'][2])) + rng.uniform(-0.3, 0.3)))
+    lighting = {
+        'sun_direction': [r(-math.cos(elevation) * math.cos(azimuth)), r(-math.cos(elevation) * math.sin(azimuth)),
+                          r(-math.sin(elevation))],
+        'sun_strength_scale': r(rng.uniform(0.7, 1.4)),
+        'sun_temperature': r(rng.uniform(3500.0, 7500.0)),       # K: warm lamp to overcast daylight
+        'sun_angle': r(rng.uniform(0.01, 0.2)),                  # rad: soft or hard shadows
+        'ambient_scale': r(rng.uniform(0.6, 1.4)),
+    }
+    return {'seed': int(seed), 'materials': materials, 'lighting': lighting}
+
+
+def write_description(description: SceneDescription, folder: Path) -> tuple[Path, Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    document_path, arrays_path = folder / 'scene.json', folder / 'scene.npz'
+    document_path.write_text(json.dumps(description.document, indent=1) + '\n')
+    np.savez(arrays_path, **description.arrays)
+    return document_path, arrays_path

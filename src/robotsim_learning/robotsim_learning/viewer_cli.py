@@ -1,0 +1,75 @@
+"""``robotsim view``: the robot in a browser.
+
+    robotsim view BAG --out run.html [--robot R] [--world W] [--namespace NS] [--image-rate HZ]
+    robotsim view --live [--host 127.0.0.1] [--port 8080] [--foxglove-port 8765] [--robot R] [--world W]
+
+The replay page is written by the ROS-free :mod:`robotsim_core.viewer`; this module adds what lives in
+other packages: world files (``robotsim_sim``) and the live view's ROS subscriber (:mod:`.viewer_node`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from robotsim_core.viewer.bag_scene import MAX_IMAGE_RATE, BagSceneError
+
+DEFAULT_PORT = 8080
+"""HTTP/WebSocket port of the live view."""
+DEFAULT_FOXGLOVE_PORT = 8765
+"""Foxglove WebSocket port of the live view (Foxglove's own default); 0 turns it off."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('bag', nargs='?', help='a rosbag2 folder (record:=true or a dataset episode) to replay')
+    parser.add_argument('--out', help='the HTML file to write (one self-contained offline page)')
+    parser.add_argument('--live', action='store_true', help='serve the live view of the running simulation instead')
+    parser.add_argument('--robot', help='robot name or YAML (default: robot.yaml beside the bag, else its '
+                                        '/robot_description; live: rover)')
+    parser.add_argument('--world', help='world name or YAML to draw (default: world.yaml beside the bag; live: room)')
+    parser.add_argument('--namespace', default='', help="the robot's ROS namespace (multi-robot bags and runs)")
+    parser.add_argument('--image-rate', type=float, default=MAX_IMAGE_RATE,
+                        help=f'camera frames per second kept in the page (default {MAX_IMAGE_RATE:g})')
+    parser.add_argument('--host', default='127.0.0.1', help='live: address to bind (default 127.0.0.1: this machine only)')
+    parser.add_argument('--port', type=int, default=DEFAULT_PORT, help=f'live: HTTP/WebSocket port (default {DEFAULT_PORT})')
+    parser.add_argument('--foxglove-port', type=int, default=DEFAULT_FOXGLOVE_PORT,
+                        help=f'live: Foxglove WebSocket port (default {DEFAULT_FOXGLOVE_PORT}; 0: off)')
+
+
+def load_world_arg(name_or_path: str):
+    from robotsim_sim.scene import load_world, resolve_world_path
+    return load_world(resolve_world_path(name_or_path))
+
+
+def _error(text: str) -> int:
+    print(f'robotsim: error: {text}', file=sys.stderr)
+    return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.live:
+        if args.bag or args.out:
+            return _error('view --live serves the running simulation: give no BAG and no --out')
+        from .viewer_node import serve
+        return serve(args)
+    if not args.bag:
+        return _error('view: expected a BAG folder (or --live)')
+    if not args.out:
+        return _error('view: expected --out FILE.html (the page to write)')
+    if not args.image_rate > 0:
+        return _error(f'view: --image-rate: expected a rate > 0 frames per second, got {args.image_rate:g}')
+    from robotsim_core.description import load_robot
+    from robotsim_core.viewer.replay import bag_folder, write_replay
+
+    robot = load_robot(args.robot) if args.robot else None
+    world = None
+    if args.world:
+        world = load_world_arg(args.world)
+    elif (bag_folder(args.bag) / 'world.yaml').is_file():
+        world = load_world_arg(str(bag_folder(args.bag) / 'world.yaml'))
+    try:
+        print(write_replay(args.bag, Path(args.out), robot, world, args.namespace, args.image_rate))
+    except BagSceneError as error:
+        return _error(str(error))
+    return 0

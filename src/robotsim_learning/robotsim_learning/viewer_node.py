@@ -1,0 +1,412 @@
+"""The live browser view (ROS adapter): ``robotsim view --live`` and ``view:=true`` on the launchers.
+
+Subscribes (raw, with the contract's QoS) to the robot's topics and serves, from one small local server:
+
+- ``GET /``: the viewer page of :mod:`robotsim_core.viewer.page` (robot and world as glTF inlined), which
+  opens ``/ws``;
+- ``/ws``: a WebSocket on which, every :data:`BROADCAST_PERIOD` wall seconds, it sends what arrived since
+  (the replay page's scene data, in the same shape, appended by the page), plus a status line with the
+  sim time, the simulator's real-time factor and the received topic rates. A page that connects late gets
+  the newest ``window`` seconds first. Poses are kept at most :data:`~robotsim_core.viewer.bag_scene.MAX_POSE_RATE`
+  Hz and camera frames at ``image_rate`` Hz (JPEG, only while a page is connected), so a browser keeps up
+  whatever the simulator publishes.
+- optionally the Foxglove WebSocket protocol (``foxglove-sdk``) on ``foxglove_port``: every subscribed topic
+  forwarded as its CDR bytes with its ``ros2msg`` schema, so Foxglove decodes ROS messages itself
+  (``config/foxglove/robotsim.json`` is a layout for it). Latched topics (``/tf_static``,
+  ``/robot_description``) are sent again every :data:`LATCHED_REPEAT` s for clients that join later.
+
+Servers bind to 127.0.0.1 unless ``host`` says otherwise; a port in use is one line and exit status 2.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import errno
+import json
+import sys
+import threading
+
+import numpy as np
+from rclpy.node import Node
+from rclpy.serialization import deserialize_message
+
+from robotsim_core import ros_common
+from robotsim_core.contract import RELIABLE_QOS, QosSpec, robot_contract
+from robotsim_core.description import load_robot
+from robotsim_core.errors import DescriptionError
+from robotsim_core.viewer.bag_scene import (MAX_POSE_RATE, Thinner, encode_image, encode_scan, joint_table,
+                                            pose7, pose_matrix, stamp_seconds, strip_prefix)
+from robotsim_core.viewer.gltf import build_scene, scene_glb
+from robotsim_core.viewer.page import render_page
+
+BROADCAST_PERIOD = 0.1
+"""Wall seconds between two updates sent to the pages."""
+LATCHED_REPEAT = 2.0
+"""Wall seconds between re-sends of latched topics to Foxglove."""
+RATE_WINDOW = 3.0
+"""Sim seconds over which the shown topic rates are measured."""
+VIEWED = ('tf', 'tf_static', 'joint_states', 'sim/ground_truth', 'odom', 'scan', 'camera/image_raw', 'goal_pose',
+          'sim/status', 'robot_description', 'imu/data', 'camera/camera_info', 'clock')
+"""Contract topics the live view subscribes to (those the robot offers)."""
+GOAL_TYPE = 'geometry_msgs/msg/PoseStamped'
+
+
+class ServerError(RuntimeError):
+    """A server cannot start (port in use, address not available): one line, exit status 2."""
+
+
+def _bind_problem(error: OSError, what: str, host: str, port: int, flag: str) -> ServerError:
+    if error.errno == errno.EADDRINUSE:
+        return ServerError(f'{what} port {port} on {host} is in use (another viewer?): choose another with {flag}')
+    return ServerError(f'{what} cannot listen on {host}:{port}: {error.strerror or error}')
+
+
+class PageServer:
+    """HTTP (the page) + WebSocket (the updates) on one port, in an asyncio loop of its own thread."""
+
+    def __init__(self, host: str, port: int, page: bytes, logger):
+        from websockets.asyncio.server import serve
+
+        self.page = page
+        self.logger = logger
+        self.clients: set = set()
+        self.history: collections.deque = collections.deque()  # (sim time, JSON text) of the newest window
+        self.lock = threading.Lock()
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name='viewer-server', daemon=True)
+        self.thread.start()
+
+        async def start():
+            return await serve(self._handler, host, port, process_request=self._process_request,
+                               max_size=2**20, compression=None)
+
+        try:
+            self.server = asyncio.run_coroutine_threadsafe(start(), self.loop).result(timeout=30)
+        except OSError as error:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            raise _bind_problem(error, 'view:', host, port, '--port (view_port:=)') from None
+        self.port = self.server.sockets[0].getsockname()[1] if self.server.sockets else port
+
+    def _process_request(self, connection, request):
+        from websockets.datastructures import Headers
+        from websockets.http11 import Response
+
+        path = request.path.split('?')[0]
+        if path == '/ws':
+            return None
+        if path in ('/', '/index.html'):
+            return Response(200, 'OK', Headers([('Content-Type', 'text/html; charset=utf-8'),
+                                                 ('Content-Length', str(len(self.page))),
+                                                 ('Cache-Control', 'no-store')]), self.page)
+        body = b'not found: the view is at /\n'
+        return Response(404, 'Not Found', Headers([('Content-Type', 'text/plain'), ('Content-Length', str(len(body)))]),
+                        body)
+
+    async def _handler(self, connection):
+        with self.lock:
+            backlog = [text for _, text in self.history]
+        for text in backlog:
+            await connection.send(text)
+        self.clients.add(connection)
+        try:
+            await connection.wait_closed()
+        finally:
+            self.clients.discard(connection)
+
+    def publish(self, sim_time: float, text: str, window: float) -> None:
+        from websockets.asyncio.server import broadcast
+
+        with self.lock:
+            self.history.append((sim_time, text))
+            while self.history and self.history[0][0] < sim_time - window:
+                self.history.popleft()
+        self.loop.call_soon_threadsafe(lambda: broadcast(set(self.clients), text))
+
+    def close(self) -> None:
+        async def stop():
+            self.server.close()
+            await self.server.wait_closed()
+        try:
+            asyncio.run_coroutine_threadsafe(stop(), self.loop).result(timeout=5)
+        except Exception:  # closing on the way out: nothing left to report it to
+            pass
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+class FoxgloveBridge:
+    """Every subscribed topic as a Foxglove channel of CDR bytes with its ros2msg schema."""
+
+    def __init__(self, host: str, port: int, name: str):
+        import foxglove
+        from rosbags.typesys import Stores, get_typestore
+
+        self.foxglove = foxglove
+        self.store = get_typestore(Stores.ROS2_KILTED)
+        try:
+            self.server = foxglove.start_server(name=name, host=host, port=port,
+                                                capabilities=[foxglove.Capability.Time])
+        except Exception as error:  # the SDK raises its own error type; an OSError text inside
+            text = str(error)
+            if 'in use' in text.lower() or 'address already' in text.lower() or 'os error 98' in text.lower():
+                raise ServerError(f'view: Foxglove port {port} on {host} is in use: choose another with '
+                                  '--foxglove-port (foxglove_port:=), 0 turns it off') from None
+            raise ServerError(f'view: Foxglove server cannot start on {host}:{port}: {text}') from None
+        self.port = self.server.port if hasattr(self.server, 'port') else port
+        self.channels: dict[str, object] = {}
+
+    def channel(self, topic: str, msg_type: str):
+        if topic not in self.channels:
+            try:
+                definition, _ = self.store.generate_msgdef(msg_type, ros_version=2)
+            except Exception:  # a type the ROS 2 store does not know (robotsim_msgs): not forwarded
+                self.channels[topic] = None
+                return None
+            self.channels[topic] = self.foxglove.Channel(
+                topic, message_encoding='cdr',
+                schema=self.foxglove.Schema(name=msg_type, encoding='ros2msg', data=definition.encode()))
+        return self.channels[topic]
+
+    def log(self, topic: str, msg_type: str, data: bytes, log_time_ns: int) -> None:
+        channel = self.channel(topic, msg_type)
+        if channel is not None and channel.has_sinks():
+            channel.log(bytes(data), log_time=log_time_ns)
+
+    def time(self, sim_ns: int) -> None:
+        self.server.broadcast_time(sim_ns)
+
+    def close(self) -> None:
+        self.server.stop()
+
+
+class ViewerNode(Node):
+    def __init__(self, **overrides):
+        from rclpy.parameter import Parameter
+        super().__init__('robotsim_viewer', parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()])
+        robot = ros_common.checked_parameter(self, 'robot', 'rover')
+        world_name = ros_common.checked_parameter(self, 'world', 'room')
+        self.namespace = ros_common.checked_parameter(self, 'robot_namespace', '').strip('/')
+        host = ros_common.checked_parameter(self, 'host', '127.0.0.1')
+        port = ros_common.checked_parameter(self, 'port', 8080, 0, 65535)
+        foxglove_port = ros_common.checked_parameter(self, 'foxglove_port', 8765, 0, 65535)
+        self.image_rate = ros_common.checked_parameter(self, 'image_rate', 2.0, 0.1, 30.0)
+        self.window = ros_common.checked_parameter(self, 'window', 60.0, 1.0, 3600.0)
+        self.prefix = f'{self.namespace}/' if self.namespace else ''
+        self.model = load_robot(robot)
+        world = None
+        if world_name:
+            from robotsim_sim.scene import load_world, resolve_world_path
+            world = load_world(resolve_world_path(world_name))
+        title = f'live: {self.model.name}' + (f' in {world.name}' if world else '')
+        page_data = {'title': title, 'robot': self.model.name, 'world': world.name if world else None,
+                     'root_link': self.model.tree.root(), 'joints': joint_table(self.model), 'duration': 0.0,
+                     'start': 0.0, 'fixed_frame': 'world', 'tf': {}, 'tf_static': {}, 'notes': [],
+                     'live': {'path': '/ws', 'window': self.window}}
+        page = render_page(page_data, scene_glb(build_scene(self.model, world)), title).encode('utf-8')
+        self.pages = PageServer(host, port, page, self.get_logger())
+        self.foxglove = None
+        if foxglove_port:
+            try:
+                self.foxglove = FoxgloveBridge(host, foxglove_port, f'robotsim {self.model.name}')
+            except ServerError:
+                self.pages.close()
+                raise
+        self.url = f'http://{host}:{self.pages.port}/'
+        self._reset_pending()
+        self.lock = threading.Lock()
+        self.thin = Thinner(MAX_POSE_RATE)
+        self.thin_images = Thinner(self.image_rate)
+        self.latest = 0.0
+        self.seen_truth = False
+        self.odom_anchor = None
+        self.last_truth = None
+        self.joint_names: list[str] = []
+        self.scan_info = None
+        self.rtf = None
+        self.stamps: dict[str, collections.deque] = collections.defaultdict(collections.deque)
+        self.latched: dict[str, tuple[str, bytes]] = {}
+        self.subscriptions_made = []
+        contract = robot_contract(self.model)
+        offered = {topic.name: topic for topic in contract.topics}
+        for name in VIEWED:
+            spec = offered.get(name)
+            if spec is None and name != 'goal_pose':
+                continue
+            msg_type = spec.type if spec else GOAL_TYPE
+            qos = spec.qos if spec else RELIABLE_QOS
+            topic = f'/{name}' if name == 'clock' or not self.namespace else f'/{self.namespace}/{name}'
+            self.subscriptions_made.append(self.create_subscription(
+                ros_common.message_class(msg_type), topic,
+                lambda data, topic=topic, name=name, msg_type=msg_type: self._on_message(topic, name, msg_type, data),
+                ros_common.qos_profile(QosSpec(qos.reliability, qos.durability, max(qos.depth, 10))), raw=True))
+        self.create_timer(BROADCAST_PERIOD, self._broadcast, clock=_wall_clock())
+        if self.foxglove:
+            self.create_timer(LATCHED_REPEAT, self._repeat_latched, clock=_wall_clock())
+        foxglove_text = f'; Foxglove: ws://{host}:{foxglove_port}' if self.foxglove else ''
+        self.get_logger().info(f'live view: {self.url}{foxglove_text}')
+        print(f'[robotsim view] open {self.url} in a browser{foxglove_text}', flush=True)
+
+    # ---------------------------------------------------------------- receiving
+    def _reset_pending(self) -> None:
+        self.pending: dict = {}
+
+    def _on_message(self, topic: str, name: str, msg_type: str, data: bytes) -> None:
+        if self.foxglove is not None:
+            self.foxglove.log(topic, msg_type, data, int(self.latest * 1e9))
+            if name in ('tf_static', 'robot_description'):
+                self.latched[topic] = (msg_type, bytes(data))
+        if name in ('robot_description', 'imu/data', 'camera/camera_info'):
+            self._count(name, None)
+            return
+        if name == 'camera/image_raw' and (not self.pages.clients or not self.thin_images.keep('camera', self.latest)):
+            self._count(name, None)
+            return  # frames are decoded and encoded only while a page looks, at image_rate
+        message = deserialize_message(data, ros_common.message_class(msg_type))
+        header = getattr(message, 'header', None)
+        t = stamp_seconds(header) if header is not None else None
+        if name == 'clock':
+            t = message.clock.sec + message.clock.nanosec * 1e-9
+            self.latest = max(self.latest, t)
+            if self.foxglove is not None:
+                self.foxglove.time(int(t * 1e9))
+            return
+        self._count(name, t)
+        with self.lock:
+            self._take(name, message, t)
+
+    def _count(self, name: str, t: float | None) -> None:
+        stamps = self.stamps[name]
+        stamps.append(self.latest if t is None else t)
+        while stamps and stamps[0] < stamps[-1] - RATE_WINDOW:
+            stamps.popleft()
+
+    def _series(self, key: str, **fixed) -> dict:
+        series = self.pending.get(key)
+        if series is None:
+            series = self.pending[key] = {**fixed}
+        return series
+
+    def _take(self, name: str, message, t: float | None) -> None:
+        if t is not None:
+            self.latest = max(self.latest, t)
+        if name == 'sim/status':
+            self.rtf = message.real_time_factor
+        elif name == 'sim/ground_truth':
+            self.seen_truth = True
+            pose = pose7(message.pose.pose.position, message.pose.pose.orientation)
+            self.last_truth = pose
+            if self.thin.keep('truth', t):
+                series = self._series('base', source=f'/{self.prefix}sim/ground_truth', t=[], pose=[],
+                                      frame=strip_prefix(message.child_frame_id, self.prefix))
+                series['t'].append(round(t, 6))
+                series['pose'].append(pose)
+        elif name == 'odom':
+            pose = pose7(message.pose.pose.position, message.pose.pose.orientation)
+            if self.odom_anchor is None:
+                self.odom_anchor = (pose_matrix(self.last_truth) @ np.linalg.inv(pose_matrix(pose))
+                                    if self.last_truth else np.eye(4))
+            if self.thin.keep('odom', t):
+                point = self.odom_anchor @ np.array([pose[0], pose[1], pose[2], 1.0])
+                trail = self._series('odom_trail', t=[], xyz=[])
+                trail['t'].append(round(t, 6))
+                trail['xyz'].append([round(float(v), 5) for v in point[:3]])
+                if not self.seen_truth:
+                    series = self._series('base', source=f'/{self.prefix}odom', t=[], pose=[],
+                                          frame=self.model.tree.root())
+                    series['t'].append(round(t, 6))
+                    series['pose'].append(pose)
+        elif name == 'tf':
+            for transform in message.transforms:
+                child = strip_prefix(transform.child_frame_id, self.prefix)
+                parent = strip_prefix(transform.header.frame_id, self.prefix)
+                if child == self.model.tree.root():
+                    continue  # the base is placed by ground truth or odometry
+                edge_t = stamp_seconds(transform.header)
+                if not self.thin.keep(('tf', child), edge_t):
+                    continue
+                edge = self._series('tf', ).setdefault(child, {'parent': parent, 't': [], 'pose': []})
+                edge['t'].append(round(edge_t, 6))
+                edge['pose'].append(pose7(transform.transform.translation, transform.transform.rotation))
+        elif name == 'joint_states':
+            if not self.joint_names:
+                self.joint_names = list(message.name)
+            if self.thin.keep('joint_states', t):
+                values = dict(zip(message.name, message.position))
+                states = self._series('joint_states', names=self.joint_names, t=[], position=[])
+                states['t'].append(round(t, 6))
+                states['position'].append([round(float(values.get(n, 0.0)), 5) for n in self.joint_names])
+        elif name == 'scan':
+            if self.scan_info is None:
+                self.scan_info = {'frame': strip_prefix(message.header.frame_id, self.prefix),
+                                  'angle_min': float(message.angle_min),
+                                  'angle_increment': float(message.angle_increment),
+                                  'range_min': float(message.range_min), 'range_max': float(message.range_max),
+                                  'count': len(message.ranges)}
+            if len(message.ranges) == self.scan_info['count']:
+                scan = self._series('scan', **self.scan_info, t=[], ranges=[])
+                scan['t'].append(round(t, 6))
+                scan['ranges'].append(encode_scan(message.ranges, message.range_min, self.scan_info['range_max']))
+        elif name == 'camera/image_raw':
+            frame = encode_image(message)
+            if frame is not None:
+                camera = self._series('camera', topic=f'/{self.prefix}camera/image_raw', t=[], frames=[])
+                camera['t'].append(round(t, 6))
+                camera['frames'].append(frame)
+        elif name == 'goal_pose':
+            position = np.array([message.pose.position.x, message.pose.position.y, message.pose.position.z, 1.0])
+            if strip_prefix(message.header.frame_id, self.prefix) == 'odom' and self.odom_anchor is not None:
+                position = self.odom_anchor @ position
+            self.pending['goal'] = {'frame': 'world', 'xyz': [round(float(v), 5) for v in position[:3]]}
+
+    # ---------------------------------------------------------------- sending
+    def status_text(self) -> str:
+        lines = [f'sim time {self.latest:8.2f} s   RTF ' + (f'{self.rtf:.2f}' if self.rtf is not None else '-')]
+        for name in VIEWED:
+            stamps = self.stamps.get(name)
+            if name in ('clock', 'goal_pose', 'tf_static', 'robot_description') or not stamps:
+                continue
+            span = stamps[-1] - stamps[0]
+            rate = (len(stamps) - 1) / span if span > 0 else 0.0
+            lines.append(f'/{self.prefix}{name:<22} {rate:6.1f} Hz')
+        return '\n'.join(lines)
+
+    def _broadcast(self) -> None:
+        with self.lock:
+            pending, self.pending = self.pending, {}
+        update = {'time': round(self.latest, 6), 'start': 0.0, 'status': self.status_text()}
+        if pending:
+            update['append'] = pending
+        self.pages.publish(self.latest, json.dumps(update, separators=(',', ':'), allow_nan=False), self.window)
+
+    def _repeat_latched(self) -> None:
+        for topic, (msg_type, data) in list(self.latched.items()):
+            self.foxglove.log(topic, msg_type, data, int(self.latest * 1e9))
+
+    def close(self) -> None:
+        self.pages.close()
+        if self.foxglove is not None:
+            self.foxglove.close()
+
+
+def _wall_clock():
+    from rclpy.clock import Clock, ClockType
+    return Clock(clock_type=ClockType.STEADY_TIME)
+
+
+def main(args=None, program: str = 'viewer', **overrides) -> int:
+    return ros_common.run_node(program, lambda: ViewerNode(**overrides),
+                               (ServerError, DescriptionError, ros_common.ParameterError), args,
+                               finish=ViewerNode.close)
+
+
+def serve(args) -> int:
+    """``robotsim view --live``: the viewer node in this process, settings from the command line."""
+    overrides = {'robot': args.robot or 'rover', 'world': args.world if args.world is not None else 'room',
+                 'robot_namespace': args.namespace, 'host': args.host, 'port': args.port,
+                 'foxglove_port': args.foxglove_port, 'image_rate': float(args.image_rate),
+                 'use_sim_time': True}
+    return main(None, 'robotsim', **overrides)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

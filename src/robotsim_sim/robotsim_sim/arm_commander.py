@@ -1,0 +1,470 @@
+"""Arm motions and pick and place through ROS: plan with the ROS-free core, execute through the
+controllers' actions, the way MoveIt drives ros2_control.
+
+* :class:`ActionExecutor` runs motions through ``arm_controller/follow_joint_trajectory``
+  (control_msgs/action/FollowJointTrajectory: positions, velocities and accelerations of the
+  jerk-limited trajectory) and the gripper through ``gripper_controller/gripper_cmd``
+  (control_msgs/action/GripperCommand), and reads the robot's state from ``joint_states`` and
+  ``sim/ground_truth`` (the base pose; on a real robot it would come from localisation). It is the
+  :class:`~.pick_place.Executor` of the ROS side.
+* :class:`ArmCommander` plans a reach (:class:`~.arm_motion.ArmMotionPlanner`: inverse kinematics,
+  MuJoCo collision checks against the world file the simulator runs, RRT-Connect, ruckig) and executes
+  it; the ``arm_commander`` node serves it as ``arm_commander/reach`` (robotsim_msgs/srv/ArmReach) and
+  `robotsim arm reach` calls it from the command line.
+* The ``pick_place`` node (``make sim DEMO=pick``) runs :class:`~.pick_place.PickAndPlace` through
+  these actions once, logs every step and exits 0 when the cube was placed, 1 when not.
+
+What the ROS side cannot see: free objects' poses (there is no object pose topic, and no
+perception here). The pick node knows the cube's pose because it puts the cube there itself
+(``sim/set_entity_pose``) or takes it from the world file; whether the cube landed in the bin it
+cannot check, only that the gripper held something until it opened over the bin.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import rclpy
+from builtin_interfaces.msg import Duration
+from control_msgs.action import FollowJointTrajectory, GripperCommand
+from nav_msgs.msg import Odometry
+from rclpy.action import ActionClient
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectoryPoint
+
+from robotsim_core.arm.timing import TimedTrajectory
+from robotsim_core.contract import RELIABLE_QOS
+from robotsim_core.description import load_robot
+from robotsim_core.errors import DescriptionError
+from robotsim_core.fleet import load_fleet, single_robot
+from robotsim_core.ros_common import ParameterError, checked_parameter, qos_profile, run_node
+from robotsim_msgs.srv import ArmReach, SetEntityPose
+
+from .arm_motion import ArmMotionPlanner, MotionPlan
+from .pick_place import PickAndPlace, PickPlaceOptions, PickSetupError, PickWorld, sample_placements
+from .scene import RobotPlacement, load_world, resolve_world_path
+from .world_spec import SpawnSpec
+
+POINT_SPACING = 0.05
+"""Seconds between the trajectory points sent in a goal (the planner samples at 0.01 s; the
+controller interpolates between points with their velocities and accelerations)."""
+RESULT_TIMEOUT = 60.0
+"""Wall-clock seconds beyond a motion's own duration to wait for its result (a hang guard: a
+simulation slower than real time takes longer)."""
+STATE_TIMEOUT = 20.0
+"""Wall-clock seconds to wait for the first joint states and the action servers."""
+
+
+def robot_placements(robot: str, namespace: str, fleet: str) -> tuple[list[RobotPlacement], int]:
+    """The robots of the simulation (as the simulator node builds them) and the index of ours."""
+    spec = load_fleet(fleet) if fleet else single_robot(robot, namespace)
+    placements = [RobotPlacement(load_robot(entry.robot), entry.namespace,
+                                 SpawnSpec(entry.xyz, entry.yaw) if entry.xyz is not None else None)
+                  for entry in spec.robots]
+    names = [entry.namespace for entry in spec.robots]
+    wanted = namespace.strip('/')
+    if wanted not in names:
+        raise DescriptionError(fleet or robot, 'namespace', f'expected one of the fleet\'s namespaces '
+                                                            f'{names}, got {namespace!r}')
+    return placements, names.index(wanted)
+
+
+def _duration(seconds: float) -> Duration:
+    nanoseconds = round(seconds * 1e9)
+    return Duration(sec=nanoseconds // 1_000_000_000, nanosec=nanoseconds % 1_000_000_000)
+
+
+def _wait(future, timeout: float) -> bool:
+    """Wait (in this thread, while an executor spins in another) until ``future`` is done."""
+    done = threading.Event()
+    future.add_done_callback(lambda _: done.set())
+    return done.wait(timeout)
+
+
+class ActionExecutor:
+    """Runs arm trajectories and gripper commands through the controllers' actions (see the module
+    docstring); implements :class:`~.pick_place.Executor`. The node must be spun by a
+    multi-threaded executor in another thread while these methods wait."""
+
+    def __init__(self, node: Node, planner: ArmMotionPlanner):
+        self.node, self.planner = node, planner
+        self.group = ReentrantCallbackGroup()
+        self.arm_action = ActionClient(node, FollowJointTrajectory, 'arm_controller/follow_joint_trajectory',
+                                       callback_group=self.group)
+        self.gripper_action = ActionClient(node, GripperCommand, 'gripper_controller/gripper_cmd',
+                                           callback_group=self.group)
+        self._joints: dict[str, float] = {}
+        self._base: tuple[float, float, float, float] | None = None
+        self._lock = threading.Lock()
+        self._have_joints = threading.Event()
+        qos = qos_profile(RELIABLE_QOS)
+        node.create_subscription(JointState, 'joint_states', self._on_joint_states, qos, callback_group=self.group)
+        node.create_subscription(Odometry, 'sim/ground_truth', self._on_ground_truth, qos, callback_group=self.group)
+        self.last_error_code = 0
+        self.last_error_string = ''
+
+    # ------------------------------------------------------------------ state
+    def _on_joint_states(self, message: JointState) -> None:
+        prefix = self.planner.placement.prefix
+        with self._lock:
+            for name, position in zip(message.name, message.position):
+                self._joints[name[len(prefix):] if prefix and name.startswith(prefix) else name] = float(position)
+        wanted = set(self.planner.joint_names) | set(self.planner.gripper_joints)
+        if wanted <= set(self._joints):
+            self._have_joints.set()
+
+    def _on_ground_truth(self, message: Odometry) -> None:
+        pose = message.pose.pose
+        q = pose.orientation
+        yaw = math.atan2(2 * (q.w * q.z + q.x * q.y), 1 - 2 * (q.y * q.y + q.z * q.z))
+        with self._lock:
+            self._base = (pose.position.x, pose.position.y, pose.position.z, yaw)
+
+    def wait_until_ready(self, timeout: float = STATE_TIMEOUT) -> str:
+        """'' once joint states have arrived and both action servers answer; else why not."""
+        if not self._have_joints.wait(timeout):
+            return (f'no joint states of {", ".join(self.planner.joint_names)} on '
+                    f'{self.node.resolve_topic_name("joint_states")} within {timeout:g} s (is the simulator running?)')
+        for client, name in ((self.arm_action, 'arm_controller/follow_joint_trajectory'),
+                             (self.gripper_action, 'gripper_controller/gripper_cmd')):
+            if not client.wait_for_server(timeout_sec=timeout):
+                return f'no action server on {self.node.resolve_topic_name(name)} within {timeout:g} s'
+        return ''
+
+    def joint_positions(self) -> dict[str, float]:
+        with self._lock:
+            return dict(self._joints)
+
+    def base_pose(self) -> tuple[float, float, float, float] | None:
+        with self._lock:
+            return self._base
+
+    def update_scene(self, planner: ArmMotionPlanner) -> None:
+        planner.set_robot_state(self.joint_positions(), self.base_pose())
+
+    def entity_pose(self, name: str) -> np.ndarray | None:
+        return None  # no object pose topic: see the module docstring
+
+    # ------------------------------------------------------------------ motion
+    def send_trajectory(self, trajectory: TimedTrajectory) -> tuple[int, str]:
+        """(FollowJointTrajectory error_code, error_string or why there is no result)."""
+        goal = FollowJointTrajectory.Goal()
+        goal.trajectory.joint_names = list(trajectory.joint_names)
+        step = max(1, round(POINT_SPACING / trajectory.dt))
+        keep = sorted(set(range(0, len(trajectory.time_from_start), step)) | set(trajectory.waypoint_indices))
+        for index in keep:
+            if index == 0:
+                continue  # the start is where the arm is: JTC inserts the current state itself
+            point = JointTrajectoryPoint()
+            point.positions = [float(v) for v in trajectory.positions[index]]
+            point.velocities = [float(v) for v in trajectory.velocities[index]]
+            point.accelerations = [float(v) for v in trajectory.accelerations[index]]
+            point.time_from_start = _duration(float(trajectory.time_from_start[index]))
+            goal.trajectory.points.append(point)
+        if not goal.trajectory.points:
+            return 0, ''  # already there
+        sent = self.arm_action.send_goal_async(goal)
+        if not _wait(sent, STATE_TIMEOUT) or sent.result() is None:
+            return -1, 'the FollowJointTrajectory server did not answer the goal'
+        handle = sent.result()
+        if not handle.accepted:
+            return -1, 'the FollowJointTrajectory server rejected the goal'
+        result = handle.get_result_async()
+        if not _wait(result, trajectory.duration + RESULT_TIMEOUT):
+            handle.cancel_goal_async()
+            return -1, f'no FollowJointTrajectory result within {trajectory.duration + RESULT_TIMEOUT:g} s (cancelled)'
+        answer = result.result().result
+        return int(answer.error_code), str(answer.error_string)
+
+    def follow(self, trajectory: TimedTrajectory, gripper: float) -> str:
+        code, text = self.send_trajectory(trajectory)
+        self.last_error_code, self.last_error_string = code, text
+        if code != 0:
+            return f'FollowJointTrajectory error_code {code}' + (f': {text}' if text else '')
+        return ''
+
+    def grip(self, position: float) -> tuple[float, str]:
+        goal = GripperCommand.Goal()
+        goal.command.position = float(position)
+        goal.command.max_effort = 0.0  # the description's force limit
+        sent = self.gripper_action.send_goal_async(goal)
+        if not _wait(sent, STATE_TIMEOUT) or sent.result() is None or not sent.result().accepted:
+            return math.nan, 'the GripperCommand server did not accept the goal'
+        result = sent.result().get_result_async()
+        if not _wait(result, RESULT_TIMEOUT):
+            return math.nan, f'no GripperCommand result within {RESULT_TIMEOUT:g} s'
+        answer = result.result()
+        if answer.status not in (4,):  # action_msgs/GoalStatus SUCCEEDED
+            return float(answer.result.position), f'GripperCommand ended with status {answer.status}'
+        return float(answer.result.position), ''
+
+    def wait(self, seconds: float) -> None:
+        """Let ``seconds`` of the node's clock (sim time under use_sim_time) pass."""
+        clock = self.node.get_clock()
+        end = clock.now().nanoseconds + round(seconds * 1e9)
+        deadline = time.monotonic() + seconds + RESULT_TIMEOUT
+        while clock.now().nanoseconds < end and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+
+@dataclass
+class ReachOutcome:
+    """What a reach request did (the fields of the ArmReach response)."""
+
+    success: bool
+    code: str
+    message: str
+    plan: MotionPlan | None = None
+    execution_error_code: int = 0
+
+
+class ArmCommander:
+    """Plans reaches on the simulator's world and executes them through the arm's action."""
+
+    def __init__(self, node: Node, world: str, robot: str, namespace: str = '', fleet: str = '', seed: int = 0):
+        placements, index = robot_placements(robot, namespace, fleet)
+        self.world = load_world(resolve_world_path(world))
+        self.planner = ArmMotionPlanner(self.world, placements, index, seed=seed)
+        self.executor = ActionExecutor(node, self.planner)
+        self.lock = threading.Lock()  # one motion at a time
+
+    def reach(self, position, pitch: float | None, plan_only: bool = False) -> ReachOutcome:
+        with self.lock:
+            problem = self.executor.wait_until_ready()
+            if problem:
+                return ReachOutcome(False, 'execution_failed', problem)
+            self.executor.update_scene(self.planner)
+            joints = self.executor.joint_positions()
+            current = [joints[name] for name in self.planner.joint_names]
+            plan = self.planner.reach(position, pitch, current)
+            if not plan.success:
+                return ReachOutcome(False, plan.code, plan.reason, plan)
+            where = ', '.join(f'{v:.3f}' for v in position)
+            summary = (f'tool to ({where}) m in {self.planner.chain.root} at pitch {math.degrees(plan.pitch):.0f} deg: '
+                       f'{len(plan.path)} waypoints, {plan.duration:.2f} s, planned in {1000 * plan.planning_time:.0f} ms')
+            if plan_only:
+                return ReachOutcome(True, '', f'planned {summary}', plan)
+            code, text = self.executor.send_trajectory(plan.trajectory)
+            if code != 0:
+                return ReachOutcome(False, 'execution_failed', f'FollowJointTrajectory error_code {code}'
+                                    + (f': {text}' if text else ''), plan, code)
+            return ReachOutcome(True, '', f'reached: {summary}', plan, code)
+
+
+def fill_response(response: ArmReach.Response, outcome: ReachOutcome) -> ArmReach.Response:
+    response.success, response.code, response.message = outcome.success, outcome.code, outcome.message
+    plan = outcome.plan
+    response.joint_names = list(plan.joint_names) if plan is not None else []
+    response.goal_positions = [float(v) for v in plan.goal] if plan is not None and plan.goal is not None else []
+    response.pitch = float(plan.pitch) if plan is not None else math.nan
+    response.duration = float(plan.duration) if plan is not None else 0.0
+    response.planning_time = float(plan.planning_time) if plan is not None else 0.0
+    response.execution_error_code = int(outcome.execution_error_code)
+    return response
+
+
+def _spin_in_background(node: Node) -> tuple[SingleThreadedExecutor, threading.Thread]:
+    """Callbacks in a thread of their own while the calling thread plans and waits for results."""
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    thread = threading.Thread(target=executor.spin, daemon=True)
+    thread.start()
+    return executor, thread
+
+
+def _stop_background(executor: SingleThreadedExecutor, thread: threading.Thread) -> None:
+    """Stop the spinning executor and wait for its thread: destroying the node under a thread that
+    still waits on it aborts the process."""
+    executor.shutdown(timeout_sec=5)
+    thread.join(timeout=10)
+
+
+# ---------------------------------------------------------------------------- arm_commander node
+class ArmCommanderNode(Node):
+    """Serves ``arm_commander/reach`` (robotsim_msgs/srv/ArmReach) for other nodes."""
+
+    def __init__(self):
+        super().__init__('arm_commander')
+        robot = checked_parameter(self, 'robot', 'rover')
+        world = checked_parameter(self, 'world', 'room')
+        fleet = checked_parameter(self, 'fleet', '')
+        seed = checked_parameter(self, 'seed', 0, minimum=0)
+        self.commander = ArmCommander(self, world, robot, self.get_namespace().strip('/'), fleet, seed)
+        self.create_service(ArmReach, 'arm_commander/reach', self.on_reach, callback_group=self.commander.executor.group)
+        self.get_logger().info(f'serving {self.resolve_service_name("arm_commander/reach")} for '
+                               f'{self.commander.planner.chain.describe()} in world {self.commander.world.name}')
+
+    def on_reach(self, request: ArmReach.Request, response: ArmReach.Response) -> ArmReach.Response:
+        position = (request.position.x, request.position.y, request.position.z)
+        pitch = None if math.isnan(request.pitch) else float(request.pitch)
+        outcome = self.commander.reach(position, pitch, request.plan_only)
+        self.get_logger().info(('' if outcome.success else f'{outcome.code}: ') + outcome.message)
+        return fill_response(response, outcome)
+
+
+def _spin_multithreaded(node: Node) -> None:
+    executor = MultiThreadedExecutor(num_threads=4)
+    executor.add_node(node)
+    try:
+        executor.spin()
+    finally:
+        executor.shutdown()
+
+
+def commander_main(args=None) -> int:
+    return run_node('arm_commander', ArmCommanderNode, (ParameterError, DescriptionError, ValueError), args,
+                    run=_spin_multithreaded)
+
+
+# ---------------------------------------------------------------------------- pick_place node
+class PickPlaceNode(Node):
+    """Picks the world's cube and places it in its bin once, through the actions (module docstring)."""
+
+    def __init__(self):
+        super().__init__('pick_place')
+        robot = checked_parameter(self, 'robot', 'rover')
+        world = checked_parameter(self, 'world', 'pick')
+        fleet = checked_parameter(self, 'fleet', '')
+        seed = checked_parameter(self, 'seed', 0, minimum=0)
+        self.placement_seed = checked_parameter(self, 'placement_seed', -1, minimum=-1)
+        self.options = PickPlaceOptions(cube=checked_parameter(self, 'cube', 'cube'))
+        self.commander = ArmCommander(self, world, robot, self.get_namespace().strip('/'), fleet, seed)
+        self.task = PickWorld.from_world(self.commander.world, self.options)
+        self.set_pose = self.create_client(SetEntityPose, '/sim/set_entity_pose',
+                                           callback_group=self.commander.executor.group)
+        self.exit_code = 1
+
+    def run_once(self) -> int:
+        log = self.get_logger()
+        executor, planner, task = self.commander.executor, self.commander.planner, self.task
+        problem = executor.wait_until_ready()
+        if problem:
+            log.error(problem)
+            return 2
+        executor.update_scene(planner)
+        size = task.cube.size
+        if self.placement_seed >= 0:
+            x, y, yaw = sample_placements(planner, task, 1, self.placement_seed)[0]
+            request = SetEntityPose.Request(entity=task.cube.name)
+            request.pose.position.x, request.pose.position.y, request.pose.position.z = x, y, size[2] / 2
+            request.pose.orientation.z, request.pose.orientation.w = math.sin(yaw / 2), math.cos(yaw / 2)
+            if not self.set_pose.wait_for_service(timeout_sec=STATE_TIMEOUT):
+                log.error('no /sim/set_entity_pose service to place the cube with')
+                return 2
+            answer = self.set_pose.call_async(request)
+            if not _wait(answer, STATE_TIMEOUT) or not answer.result().success:
+                log.error(f'could not place the cube: {answer.result().message if answer.result() else "no answer"}')
+                return 2
+            log.info(f'cube placed at ({x:.3f}, {y:.3f}) m, yaw {math.degrees(yaw):.0f} deg (placement seed '
+                     f'{self.placement_seed})')
+            executor.wait(0.5)
+        else:
+            x, y, yaw = task.cube.position[0], task.cube.position[1], task.cube.yaw
+            log.info(f'cube where world {self.commander.world.name} puts it: ({x:.3f}, {y:.3f}) m')
+        cube = np.eye(4)
+        cube[:3, :3] = [[math.cos(yaw), -math.sin(yaw), 0], [math.sin(yaw), math.cos(yaw), 0], [0, 0, 1]]
+        cube[:3, 3] = (x, y, size[2] / 2)
+        result = PickAndPlace(planner, task, self.options, on_log=log.info).run(executor, cube_pose=cube)
+        if result.success:
+            log.info(f'pick and place done: {result.motion_time:.1f} s of motion, planning {result.planning_time:.2f} s')
+            return 0
+        log.error(f'pick and place failed ({result.code}) in stage {result.stage}: {result.reason}')
+        return 1
+
+
+def pick_place_main(args=None) -> int:
+    exit_code = [1]
+
+    def run(node: PickPlaceNode) -> None:
+        executor, thread = _spin_in_background(node)
+        try:
+            exit_code[0] = node.run_once()
+        finally:
+            _stop_background(executor, thread)
+
+    status = run_node('pick_place', PickPlaceNode, (ParameterError, DescriptionError, PickSetupError, ValueError),
+                      args, run=run)
+    return status or exit_code[0]
+
+
+# ---------------------------------------------------------------------------- robotsim arm reach
+def _simulator_parameters(node: Node, simulator: str, timeout: float) -> dict:
+    """The running simulator node's ``world``, ``robot`` and ``fleet`` parameters."""
+    from rclpy.parameter import parameter_value_to_python
+    from rclpy.parameter_client import AsyncParameterClient
+    client = AsyncParameterClient(node, simulator)
+    if not client.wait_for_services(timeout_sec=timeout):
+        raise LookupError(f'no simulator node {simulator} answers within {timeout:g} s (is it running, on '
+                          'this ROS_DOMAIN_ID?); give --world and --robot to plan without asking it')
+    names = ['world', 'robot', 'fleet']
+    future = client.get_parameters(names)
+    executor = SingleThreadedExecutor()  # spun here, before the node's other entities exist
+    executor.add_node(node)
+    executor.spin_until_future_complete(future, timeout_sec=timeout)
+    executor.remove_node(node)
+    executor.shutdown()
+    if not future.done() or future.result() is None:
+        raise LookupError(f'the simulator node {simulator} did not return its parameters within {timeout:g} s')
+    return {name: parameter_value_to_python(value) for name, value in zip(names, future.result().values)}
+
+
+def reach_command(args) -> int:
+    """`robotsim arm reach X Y Z [PITCH]`: plan on the running simulator's world, execute through
+    its FollowJointTrajectory action, print one line; 0 reached (or planned, --plan-only), 1 not, 2
+    bad input or no simulator."""
+    pitch = None if args.pitch is None else float(args.pitch)
+    position = (args.x, args.y, args.z)
+    bad = [name for name, value in zip('xyz', position) if not math.isfinite(value)]
+    if bad or (pitch is not None and not math.isfinite(pitch)):
+        print(f'robotsim arm reach: {bad[0] if bad else "PITCH"}: expected a finite number', file=sys.stderr)
+        return 2
+    rclpy.init(args=None)
+    node = Node('robotsim_arm_reach', namespace=args.namespace or None,
+                parameter_overrides=[Parameter('use_sim_time', value=True)])
+    executor = thread = None
+    try:
+        settings = {'world': args.world, 'robot': args.robot, 'fleet': ''}
+        if not args.world:
+            try:
+                settings.update(_simulator_parameters(node, args.simulator, args.timeout))
+            except LookupError as error:
+                print(f'robotsim arm reach: {error}', file=sys.stderr)
+                return 2
+            if args.robot:
+                settings['robot'] = args.robot
+        try:
+            commander = ArmCommander(node, settings['world'], settings['robot'] or 'rover', args.namespace,
+                                     settings['fleet'] or '', args.seed)
+        except (DescriptionError, ValueError) as error:
+            print(f'robotsim arm reach: {error}', file=sys.stderr)
+            return 2
+        # Spun only once every entity exists: creating one under a spinning executor races with it.
+        executor, thread = _spin_in_background(node)
+        problem = commander.executor.wait_until_ready(args.timeout)
+        if problem:
+            print(f'robotsim arm reach: {problem}', file=sys.stderr)
+            return 2
+        outcome = commander.reach(position, pitch, args.plan_only)
+        if outcome.success:
+            print(outcome.message)
+            return 0
+        print(f'{outcome.code}: {outcome.message}', file=sys.stderr)
+        return 1
+    finally:
+        if executor is not None:
+            _stop_background(executor, thread)
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == '__main__':
+    sys.exit(pick_place_main())

@@ -1,0 +1,293 @@
+"""`robotsim view BAG --out run.html`: the offline replay page, opened in a real headless Chromium.
+
+For a `record:=true` recording of the ROS graph and for a dataset episode: no console errors, no request
+leaves the file, and the robot's base read back from the drawn three.js scene at three bag timestamps
+equals the bag's ground truth within 1 cm. A bag without TF or robot description gets a page that says so.
+Screenshots are saved in each test's tmp folder (and were looked at when this was written)."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import transforms3d.quaternions as t3q
+import yaml
+from rosbags.highlevel import AnyReader
+
+from browser_helpers import chromium, open_viewer
+from robotsim_core.description import load_robot
+from robotsim_core.kinematics import forward_kinematics
+from robotsim_core.viewer.page import ENTRY_MODULES, VENDOR, import_map, vendor_record
+from rostest_helpers import Launch
+
+WORKSPACE = Path(__file__).resolve().parents[1]
+POSE_TOLERANCE = 0.01  # m: the issue's bound
+
+
+def view(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, '-m', 'robotsim_core.cli', 'view', *args], capture_output=True,
+                          text=True, timeout=300)
+
+
+def truth_samples(bag: Path) -> tuple[float, list[tuple[float, np.ndarray]]]:
+    """(bag start s, [(stamp s, 4x4 world <- base)]) from /sim/ground_truth."""
+    samples = []
+    with AnyReader([bag]) as reader:
+        start = reader.start_time * 1e-9
+        connections = [c for c in reader.connections if c.topic == '/sim/ground_truth']
+        for connection, _, raw in reader.messages(connections=connections):
+            message = reader.deserialize(raw, connection.msgtype)
+            p, q = message.pose.pose.position, message.pose.pose.orientation
+            pose = np.eye(4)
+            pose[:3, :3] = t3q.quat2mat((q.w, q.x, q.y, q.z))
+            pose[:3, 3] = (p.x, p.y, p.z)
+            samples.append((message.header.stamp.sec + message.header.stamp.nanosec * 1e-9, pose))
+    return start, samples
+
+
+def joint_samples(bag: Path) -> list[tuple[float, dict[str, float]]]:
+    rows = []
+    with AnyReader([bag]) as reader:
+        connections = [c for c in reader.connections if c.topic == '/joint_states']
+        for connection, _, raw in reader.messages(connections=connections):
+            message = reader.deserialize(raw, connection.msgtype)
+            rows.append((message.header.stamp.sec + message.header.stamp.nanosec * 1e-9,
+                         dict(zip(message.name, (float(p) for p in message.position)))))
+    return rows
+
+
+def drawn_matrix(pose: dict) -> np.ndarray:
+    matrix = np.eye(4)
+    matrix[:3, :3] = t3q.quat2mat((pose['qw'], pose['qx'], pose['qy'], pose['qz']))
+    matrix[:3, 3] = (pose['x'], pose['y'], pose['z'])
+    return matrix
+
+
+def rotation_angle(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.arccos(np.clip((np.trace(a[:3, :3].T @ b[:3, :3]) - 1) / 2, -1.0, 1.0)))
+
+
+def assert_base_follows_truth(page, bag: Path) -> list[float]:
+    """The drawn base at three ground-truth stamps (a quarter, half and three quarters in) equals the bag's
+    ground truth within 1 cm; returns the distances."""
+    start, samples = truth_samples(bag)
+    assert len(samples) > 20
+    first, last = samples[0][1], samples[-1][1]
+    assert np.linalg.norm(last[:3, 3] - first[:3, 3]) > 0.1, 'the robot hardly moved: the comparison would be weak'
+    distances = []
+    for fraction in (0.25, 0.5, 0.75):
+        stamp, truth = samples[int(fraction * (len(samples) - 1))]
+        drawn = page.evaluate(f'robotsimViewer.poseAt({stamp - start!r})')
+        matrix = drawn_matrix(drawn)
+        distance = float(np.linalg.norm(matrix[:3, 3] - truth[:3, 3]))
+        assert distance < POSE_TOLERANCE, f'at t={stamp - start:.3f} s the drawn base is {distance:.4f} m off'
+        assert rotation_angle(matrix, truth) < 0.01
+        distances.append(distance)
+    return distances
+
+
+def assert_offline(log) -> None:
+    outside = [url for url in log.requests if not url.startswith(('file:', 'data:', 'blob:'))]
+    assert not outside, f'the page asked the network for {outside}'
+
+
+@pytest.fixture(scope='module')
+def recording(tmp_path_factory) -> Path:
+    """8 s of `robotsim launch sim record:=true demo:=true` (the wanderer drives the rover in the room)."""
+    bag = tmp_path_factory.mktemp('recording') / 'bag'
+    run = Launch(['robotsim', 'launch', 'sim', 'record:=true', f'bag:={bag}', 'demo:=true', 'duration:=8'])
+    try:
+        assert run.finish(timeout=300) == 0, run.text
+    finally:
+        run.stop()
+    return bag
+
+
+def test_vendored_three_matches_its_record():
+    record = vendor_record()
+    assert record['package'] == 'three' and record['version']
+    for relative, digest in record['sha256'].items():
+        assert hashlib.sha256((VENDOR / relative).read_bytes()).hexdigest() == digest, relative
+    assert (VENDOR / 'LICENSE').read_text().startswith('The MIT License')
+    imports = import_map()['imports']
+    assert set(ENTRY_MODULES) <= set(imports)
+    assert all(url.startswith('data:text/javascript;base64,') for url in imports.values())
+
+
+def test_replay_of_a_recording(recording, tmp_path):
+    page_file = tmp_path / 'run.html'
+    completed = view(str(recording), '--out', str(page_file), '--world', 'room')
+    assert completed.returncode == 0, completed.stderr
+    assert 'base from /sim/ground_truth' in completed.stdout and 'robot rover from /robot_description' in completed.stdout
+    with chromium() as browser:
+        page, log = open_viewer(browser, page_file.as_uri())
+        state = page.evaluate('({notes: robotsimViewer.notes, errors: robotsimViewer.errors, '
+                              'links: robotsimViewer.linkNames()})')
+        assert state['errors'] == [] and state['notes'] == [], state
+        assert set(load_robot('rover').tree.links) <= set(state['links'])
+        distances = assert_base_follows_truth(page, recording)
+        print(f'drawn base vs ground truth: {", ".join(f"{d * 1000:.2f} mm" for d in distances)}')
+        page.evaluate('robotsimViewer.seek(6.0)')
+        assert page.evaluate('robotsimViewer.visiblePoints()') > 100  # the lidar scan as points
+        assert page.get_attribute('#camera', 'src').startswith('data:image/jpeg;base64,')
+        assert 'sim time 6.00 s' in page.inner_text('#clock')
+        page.screenshot(path=str(tmp_path / 'replay_recording.png'))
+        assert log.errors == [], log.errors
+        assert_offline(log)
+
+
+@pytest.fixture(scope='module')
+def episode(tmp_path_factory) -> Path:
+    """One 20 s dataset episode (fast path, the wanderer, cameras on)."""
+    dataset = tmp_path_factory.mktemp('dataset') / 'corpus'
+    generated = subprocess.run(['robotsim', 'dataset', 'generate', '--randomization',
+                                str(WORKSPACE / 'config' / 'randomization' / 'room_obstacles.yaml'), '--episodes', '1',
+                                '--workers', '1', '--seed', '16', '--out', str(dataset)],
+                               capture_output=True, text=True, timeout=600)
+    assert generated.returncode == 0, generated.stderr
+    return dataset / 'episode_000000'
+
+
+def test_replay_of_a_dataset_episode(episode, tmp_path):
+    page_file = tmp_path / 'episode.html'
+    completed = view(str(episode), '--out', str(page_file))
+    assert completed.returncode == 0, completed.stderr
+    assert 'from ' + str(episode / 'robot.yaml') in completed.stdout and 'world room' in completed.stdout
+    model = load_robot(str(episode / 'robot.yaml'))
+    with chromium() as browser:
+        page, log = open_viewer(browser, page_file.as_uri())
+        assert page.evaluate('robotsimViewer.errors') == []
+        assert_base_follows_truth(page, episode)
+        # Dataset bags carry no joint TF: the wheels turn by the description's joints from /joint_states.
+        start, truth = truth_samples(episode)
+        rows = joint_samples(episode)
+        stamp, positions = rows[len(rows) // 2]
+        base = min(truth, key=lambda sample: abs(sample[0] - stamp))[1]
+        fk = forward_kinematics(model.tree, positions)
+        wheel = model.drive.wheels[0].link
+        drawn = drawn_matrix(page.evaluate(f'robotsimViewer.nodePose({wheel!r}, {stamp - start!r})'))
+        expected = base @ fk[wheel]
+        assert np.linalg.norm(drawn[:3, 3] - expected[:3, 3]) < 1e-3
+        assert rotation_angle(drawn, expected) < 0.02, 'the wheel is not turned as /joint_states says'
+        spin = abs(positions[model.tree.parent_joint(wheel).name])
+        assert spin > 0.5, 'the wheel hardly turned: the check would be weak'
+        page.screenshot(path=str(tmp_path / 'replay_episode.png'))
+        assert log.errors == [], log.errors
+        assert_offline(log)
+
+
+def write_odometry_only_bag(path: Path) -> list[tuple[float, float, float]]:
+    """A real robot's minimal bag: /odom only (no TF, no description, no ground truth); returns (t, x, y)."""
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.typesys import Stores, get_typestore
+
+    store = get_typestore(Stores.ROS2_KILTED)
+    Odometry = store.types['nav_msgs/msg/Odometry']
+    Header, Time = store.types['std_msgs/msg/Header'], store.types['builtin_interfaces/msg/Time']
+    Pose, PoseCov = store.types['geometry_msgs/msg/Pose'], store.types['geometry_msgs/msg/PoseWithCovariance']
+    Point, Quaternion = store.types['geometry_msgs/msg/Point'], store.types['geometry_msgs/msg/Quaternion']
+    Twist, TwistCov = store.types['geometry_msgs/msg/Twist'], store.types['geometry_msgs/msg/TwistWithCovariance']
+    Vector3 = store.types['geometry_msgs/msg/Vector3']
+    zero = Vector3(x=0.0, y=0.0, z=0.0)
+    samples = []
+    with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        connection = writer.add_connection('/odom', Odometry.__msgtype__, typestore=store)
+        for i in range(100):
+            t = 1_700_000_000 + i * 0.05  # wall-clock stamps, as a real robot's
+            x, y, yaw = 0.02 * i, 0.5 * math.sin(0.05 * i), 0.3
+            sec, nanosec = int(t), round((t - int(t)) * 1e9)
+            message = Odometry(
+                header=Header(stamp=Time(sec=sec, nanosec=nanosec), frame_id='odom'), child_frame_id='base_link',
+                pose=PoseCov(pose=Pose(position=Point(x=x, y=y, z=0.0),
+                                       orientation=Quaternion(x=0.0, y=0.0, z=math.sin(yaw / 2), w=math.cos(yaw / 2))),
+                             covariance=np.zeros(36)),
+                twist=TwistCov(twist=Twist(linear=zero, angular=zero), covariance=np.zeros(36)))
+            writer.write(connection, sec * 1_000_000_000 + nanosec, store.serialize_cdr(message, Odometry.__msgtype__))
+            samples.append((i * 0.05, x, y))
+    return samples
+
+
+def test_a_bag_without_tf_or_description_says_what_is_missing(tmp_path):
+    bag = tmp_path / 'odom_only'
+    samples = write_odometry_only_bag(bag)
+    page_file = tmp_path / 'odom_only.html'
+    completed = view(str(bag), '--out', str(page_file))
+    assert completed.returncode == 0, completed.stderr
+    assert 'robot none' in completed.stdout
+    with chromium() as browser:
+        page, log = open_viewer(browser, page_file.as_uri())
+        notes = page.inner_text('#notes')
+        for expected in ('no TF in this bag', 'no robot description', 'no /sim/ground_truth',
+                         'no world description', 'no /scan', 'no camera image'):
+            assert expected in notes, f'{expected!r} not said on the page:\n{notes}'
+        for t, x, y in (samples[20], samples[50], samples[80]):
+            drawn = page.evaluate(f'robotsimViewer.poseAt({t!r})')
+            assert math.hypot(drawn['x'] - x, drawn['y'] - y) < POSE_TOLERANCE, (t, drawn, x, y)
+            assert drawn['yaw'] == pytest.approx(0.3, abs=1e-3)
+        page.screenshot(path=str(tmp_path / 'odom_only.png'))
+        assert log.errors == [], log.errors
+        assert_offline(log)
+
+
+def test_bad_input_is_one_line(tmp_path):
+    for args, expected in (([str(tmp_path / 'nope'), '--out', str(tmp_path / 'x.html')], 'no such bag'),
+                           ([str(tmp_path), '--out', str(tmp_path / 'x.html')], 'not a readable rosbag2 bag'),
+                           ([str(tmp_path)], 'expected --out FILE.html'),
+                           (['--live', str(tmp_path)], 'give no BAG and no --out')):
+        completed = view(*args)
+        assert completed.returncode == 2, (args, completed.stdout, completed.stderr)
+        lines = completed.stderr.strip().splitlines()
+        assert len(lines) == 1 and expected in lines[0], (args, completed.stderr)
+    assert not (tmp_path / 'x.html').exists()
+
+
+RIHS01 = re.compile(r'RIHS01_[0-9a-f]{64}')
+
+
+@pytest.mark.parametrize('which', ['recording', 'episode'])
+def test_bags_open_in_foxglove_and_ros2_bag(which, request):
+    """Every MCAP channel carries its ros2msg schema (read with the `mcap` library, as Foxglove reads a file),
+    and metadata.yaml has what rosbag2 (version 9) writes, agreeing with the MCAP file."""
+    mcap_reader = pytest.importorskip('mcap.reader', reason='test-only dependency: ROBOTSIM_TEST_DEPS=1 scripts/setup.sh')
+    bag = request.getfixturevalue(which)
+    metadata = yaml.safe_load((bag / 'metadata.yaml').read_text())['rosbag2_bagfile_information']
+    files = metadata['relative_file_paths']
+    assert len(files) == 1 and (bag / files[0]).is_file()
+    with open(bag / files[0], 'rb') as stream:
+        reader = mcap_reader.make_reader(stream)
+        assert reader.get_header().profile == 'ros2'
+        summary = reader.get_summary()
+        counts = summary.statistics.channel_message_counts
+        channels = {channel.topic: channel for channel in summary.channels.values()}
+        for channel in summary.channels.values():
+            schema = summary.schemas.get(channel.schema_id)
+            assert schema is not None, f'{channel.topic}: no schema'
+            assert (channel.message_encoding, schema.encoding) == ('cdr', 'ros2msg'), channel.topic
+            assert re.fullmatch(r'[a-z_0-9]+/msg/[A-Za-z0-9]+', schema.name) and schema.data.strip(), channel.topic
+            assert 'offered_qos_profiles' in channel.metadata, channel.topic
+        stored = {record.name: record.metadata for record in reader.iter_metadata()}
+    assert 'rosbag2' in stored and 'serialized_metadata' in stored['rosbag2']
+    for key in ('version', 'storage_identifier', 'duration', 'starting_time', 'message_count',
+                'topics_with_message_count', 'compression_format', 'compression_mode', 'relative_file_paths',
+                'files', 'custom_data', 'ros_distro'):
+        assert key in metadata, f'metadata.yaml has no {key}'
+    assert metadata['version'] == 9 and metadata['storage_identifier'] == 'mcap'
+    assert set(metadata['duration']) == {'nanoseconds'} and set(metadata['starting_time']) == {'nanoseconds_since_epoch'}
+    assert metadata['message_count'] == summary.statistics.message_count
+    listed = {entry['topic_metadata']['name']: entry for entry in metadata['topics_with_message_count']}
+    assert set(listed) == set(channels)
+    for topic, entry in listed.items():
+        topic_metadata = entry['topic_metadata']
+        channel = channels[topic]
+        assert topic_metadata['type'] == summary.schemas[channel.schema_id].name
+        assert topic_metadata['serialization_format'] == 'cdr'
+        assert RIHS01.fullmatch(topic_metadata['type_description_hash']), topic
+        assert isinstance(topic_metadata['offered_qos_profiles'], list) and topic_metadata['offered_qos_profiles']
+        assert entry['message_count'] == counts[channel.id], topic
+    assert metadata['files'][0]['path'] == files[0] and metadata['files'][0]['message_count'] == metadata['message_count']
