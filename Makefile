@@ -10,11 +10,17 @@ help:
 	@echo "make sim      set up if needed, then run the simulator bringup headless (ROBOT= WORLD= FLEET= RTF= DURATION="
 	@echo "              FIRMWARE= DEMO= REPORT= DRIVER=wander|expert|policy POLICY= GOAL=x,y,"
 	@echo "              or ARGS='name:=value ...' with any launch argument)"
+	@echo "              DEMO=pick: the rover picks a cube from the floor and drops it in a bin (world pick, the cube at"
+	@echo "              seeded placement SEED=), through the arm's actions; ends with status 0 when the simulator saw the"
+	@echo "              cube land in the bin, 1 when not"
 	@echo "make test     set up if needed, then run every test"
 	@echo "make describe generate $(ROBOT)'s URDF and MuJoCo model into $(OUT)/"
 	@echo "make bench    measure the simulator on this machine and write the figures into README.md"
-	@echo "make bench-arm  arm benchmark (IK on 1000 seeded targets per arm: rover, UR5, Panda) into $(OUT)/bench-arm"
-	@echo "              (SEED=, CHECK=<folder of a previous run> re-runs it and compares the rows)"
+	@echo "make bench-arm  arm benchmark of the rover, UR5 and Panda arms into $(OUT)/bench-arm and README.md: IK on 1000"
+	@echo "              seeded reachable targets per arm, planning on 100 random feasible queries per arm in a cluttered"
+	@echo "              scene, tracking error of 30 planned, jerk-limited trajectories per arm, 20 seeded pick-and-place"
+	@echo "              placements of the rover (1-4 min here; SEED=; CHECK=<folder of a previous run> re-runs it into"
+	@echo "              $(OUT)/bench-arm-check and compares every row, times aside, without touching README.md)"
 	@echo "make evaluate the policy issue's evaluation: 50 held-out episodes (seed 2000, room_obstacles) of the shipped"
 	@echo "              policy and the expert, straight and wanderer baselines through the ROS graph into $(OUT)/evaluation,"
 	@echo "              then the README table (about 1 h; POLICY= EPISODES= SEED= override)"
@@ -41,12 +47,13 @@ describe: setup
 bench: setup
 	@scripts/run-bench.sh
 
-# Arm benchmark (ROS-free): raw CSV rows, summary.json and summary.md with Wilson intervals.
+# Arm benchmark (ROS-free, bench/bench_arm.py; sections ik, planning, tracking, pick): raw CSV rows,
+# summary.json and summary.md with Wilson intervals, written into README.md's arm-bench block.
 # UR5 and Panda come from example-robot-data, a test-only package: set-up installs the test packages.
 bench-arm: export ROBOTSIM_TEST_DEPS = 1
 bench-arm: setup
-	@source scripts/env.sh && scripts/build.sh && python scripts/bench_arm.py --ik-targets 1000 --seed $(or $(SEED),0) \
-		--out $(OUT)/bench-arm$(if $(CHECK),-check --check $(CHECK))
+	@source scripts/env.sh && scripts/build.sh && python bench/bench_arm.py --seed $(or $(SEED),0) \
+		$(if $(CHECK),--out $(OUT)/bench-arm-check --check $(CHECK),--out $(OUT)/bench-arm --write-readme)
 
 # The policy issue's closed-loop evaluation (robotsim evaluate, every episode a launch of the simulator and
 # the driver node) and its README table (bench/evaluation_table.py; out/evaluation/run.json records the

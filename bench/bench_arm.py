@@ -1,23 +1,29 @@
-"""Arm benchmark (issue 13), ROS-free: inverse kinematics of the rover, UR5 and Panda arms on seeded random
-reachable targets (a configuration drawn uniformly within the joint limits, its tool pose by forward
-kinematics). Full 6-D pose for UR5 and Panda, tool position + pitch for the rover's 4-DOF arm.
+"""Arm benchmark (issue 13), ROS-free, for the rover, UR5 and Panda arms; ``make bench-arm``.
+
+Sections (``--sections``, run in this order; each writes one raw CSV, one row per case):
+
+* ``ik`` (here): inverse kinematics on seeded random reachable targets (a configuration drawn uniformly
+  within the joint limits, its tool pose by forward kinematics). Full 6-D pose for UR5 and Panda, tool
+  position + pitch for the rover's 4-DOF arm.
+* ``planning`` (bench/bench_arm_planning.py): random feasible queries in a cluttered scene per arm,
+  RRT-Connect with MuJoCo collision checks, every path re-checked densely.
+* ``tracking`` (bench/bench_arm_tracking.py): planned, jerk-limited trajectories executed by the
+  simulator's arm controller: worst tracking error, the sampled profiles against the limits.
+* ``pick`` (bench/bench_arm_pick.py): seeded cube placements picked from the floor and placed in a bin
+  by the rover, simulator core, real contact; the failure's code and reason per placement.
 
 Every solution is re-checked here once more with the robot tree's own forward kinematics
 (robotsim_core.kinematics, not the chain the solver uses): a row counts as a success only if that
 re-check is within 0.1 mm / 0.1 deg too.
 
-Writes into --out: one raw CSV per section (ik.csv: one row per target), summary.json and summary.md
-(success rate with its Wilson 95 % interval, worst errors, median and p99 solve time per arm).
-``--check DIR`` re-runs with the settings of the run in DIR and compares every row (success, iterations,
-restarts, solution; not the timing), exiting 1 on a difference.
+Writes into --out: ik.csv, planning.csv, tracking.csv, pick.csv, summary.json and summary.md (per arm and
+section: success with its Wilson 95 % interval and the section's figures; the machine). ``--write-readme``
+also puts summary.md between the arm-bench markers of README.md. ``--check DIR`` re-runs with the settings
+of the run in DIR and compares every row of every section (all columns but the wall-clock and CPU times),
+exiting 1 on a difference. A section is a function producing a :class:`Section` (rows, summary, Markdown,
+the columns that identify a row and those that must repeat), registered in :data:`SECTIONS`.
 
-Sections: ``ik``, ``tracking`` (scripts/bench_arm_tracking.py: planned, jerk-limited trajectories executed by
-the simulator's arm controller; tracking.csv, one row per trajectory), ``pick`` (scripts/bench_arm_pick.py:
---pick-placements seeded cube placements picked from the floor and placed in a bin by the rover, simulator
-core, real contact; pick.csv, one row per placement with the failure's code and reason); a planning section plugs into SECTIONS
-the same way (a function producing rows and a summary, plus the columns that must repeat exactly under --check).
-
-    source scripts/env.sh && python scripts/bench_arm.py --ik-targets 1000 --seed 0 --out out/bench-arm
+    source scripts/env.sh && python bench/bench_arm.py --out out/bench-arm --write-readme
 """
 
 from __future__ import annotations
@@ -26,8 +32,6 @@ import argparse
 import csv
 import json
 import math
-import os
-import platform
 import sys
 import time
 import zlib
@@ -46,21 +50,28 @@ from robotsim_core.geometry import rotation_angle_between
 from robotsim_core.kinematics import forward_kinematics
 from robotsim_core.statistics import wilson_interval
 
+from bench_sim import machine as machine_line  # the simulator benchmark's machine line (selects the GL backend)
+from readme_block import ReadmeBlockError, replace_block
+
 ARMS = ('rover', 'ur5', 'panda')
 IK_SUCCESS_TARGET = 0.995
 SOLUTION_TOLERANCE = 1e-9
 """--check: largest difference (rad or m) between two runs' solutions still counted as the same."""
 
 
+WORKSPACE = Path(__file__).resolve().parents[1]
+README_BLOCK = 'arm-bench'
+"""README.md's block (``<!-- arm-bench:start -->`` ... ``<!-- arm-bench:end -->``) --write-readme replaces."""
+
+
 def machine() -> str:
-    cpu = 'unknown CPU'
+    """The machine line of ``make bench`` plus the libraries whose speed the arm sections measure."""
+    from importlib.metadata import PackageNotFoundError, version
     try:
-        cpu = next(line.split(':', 1)[1].strip() for line in open('/proc/cpuinfo') if line.startswith('model name'))
-    except (OSError, StopIteration):
-        pass
-    memory = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30
-    return (f'{cpu}, {os.cpu_count()} cores, {memory:.0f} GiB, {platform.system()} {platform.release()}, '
-            f'Python {platform.python_version()}, numpy {np.__version__}')
+        ruckig = version('ruckig')
+    except PackageNotFoundError:
+        ruckig = 'not installed'
+    return f'{machine_line()}, numpy {np.__version__}, ruckig {ruckig}'
 
 
 @dataclass
@@ -167,9 +178,26 @@ def ik_section(args) -> Section:
     return section
 
 
+# ---------------------------------------------------------------------------- planning section
+def planning_section(args) -> Section:
+    """Random feasible queries in a cluttered scene per arm (bench/bench_arm_planning.py)."""
+    import bench_arm_planning as planning
+
+    rows = []
+    for arm in [arm for arm in args.arms if arm in planning.ARMS]:
+        rows += planning.plan_arm(arm, args.seed, args.planning_queries)
+        mine = [row for row in rows if row['arm'] == arm]
+        times = [float(row['planning_time_ms']) for row in mine if row['success']]
+        print(f'planning {arm}: {len(times)}/{len(mine)} planned, median {percentile(times, 50):.1f} ms', flush=True)
+    summary = planning.summarize(rows)
+    return Section('planning', planning.COLUMNS, rows, summary,
+                   planning.markdown(summary, args.planning_queries, args.seed),
+                   key=('arm', 'query'), repeatable=planning.REPEATABLE)
+
+
 # ---------------------------------------------------------------------------- tracking section
 def tracking_section(args) -> Section:
-    """Planned, ruckig-timed trajectories executed by the simulator's arm controller (scripts/bench_arm_tracking.py)."""
+    """Planned, ruckig-timed trajectories executed by the simulator's arm controller (bench/bench_arm_tracking.py)."""
     import bench_arm_tracking as tracking
 
     arms = [arm for arm in args.arms if arm in tracking.ARMS]
@@ -188,7 +216,7 @@ def tracking_section(args) -> Section:
 
 # ---------------------------------------------------------------------------- pick-and-place section
 def pick_section(args) -> Section:
-    """Seeded cube placements picked and placed in the bin by the rover, simulator core (scripts/bench_arm_pick.py)."""
+    """Seeded cube placements picked and placed in the bin by the rover, simulator core (bench/bench_arm_pick.py)."""
     import bench_arm_pick as pick
 
     rows = pick.run(args.seed, args.pick_placements, report=lambda line: print(line, flush=True))
@@ -198,13 +226,14 @@ def pick_section(args) -> Section:
                    repeatable=pick.REPEATABLE)
 
 
-SECTIONS: dict[str, Callable[[argparse.Namespace], Section]] = {'ik': ik_section, 'tracking': tracking_section,
-                                                                'pick': pick_section}
-"""Benchmark sections by name, run in this order (planning goes here too)."""
+SECTIONS: dict[str, Callable[[argparse.Namespace], Section]] = {
+    'ik': ik_section, 'planning': planning_section, 'tracking': tracking_section, 'pick': pick_section}
+"""Benchmark sections by name, run in this order."""
 
 
 # ---------------------------------------------------------------------------- output and --check
-def write(out: Path, sections: list[Section], settings: dict) -> None:
+def write(out: Path, sections: list[Section], settings: dict) -> str:
+    """Write the rows, summary.json and summary.md; return summary.md's text."""
     out.mkdir(parents=True, exist_ok=True)
     for section in sections:
         with open(out / f'{section.name}.csv', 'w', newline='') as stream:
@@ -214,11 +243,15 @@ def write(out: Path, sections: list[Section], settings: dict) -> None:
     summary = {'settings': settings, 'machine': machine(), 'date': time.strftime('%Y-%m-%d %H:%M:%S'),
                **{section.name: section.summary for section in sections}}
     (out / 'summary.json').write_text(json.dumps(summary, indent=2) + '\n')
-    lines = [f'Arm benchmark, {summary["date"]}: {summary["machine"]}.', '']
+    lines = [f'Measured by `make bench-arm` on {summary["date"]}: {summary["machine"]}. Raw rows: '
+             f'{", ".join(f"`{section.name}.csv`" for section in sections)} in `{out}`; '
+             f'`make bench-arm CHECK={out}` re-runs every section and compares its rows (times aside).', '']
     for section in sections:
         lines += section.markdown + ['']
-    (out / 'summary.md').write_text('\n'.join(lines))
-    print('\n'.join(lines))
+    text = '\n'.join(lines).rstrip('\n') + '\n'
+    (out / 'summary.md').write_text(text)
+    print(text)
+    return text
 
 
 def compare(previous: Path, sections: list[Section]) -> list[str]:
@@ -254,6 +287,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--ik-targets', type=int, default=1000, help='random reachable targets per arm (default 1000)')
     parser.add_argument('--seed', type=int, default=0, help='seed of the targets and of the IK restarts (default 0)')
+    parser.add_argument('--planning-queries', type=int, default=100,
+                        help='random feasible queries per arm in the planning section (default 100)')
     parser.add_argument('--tracking-trajectories', type=int, default=30,
                         help='planned trajectories executed per arm in the tracking section (default 30)')
     parser.add_argument('--tracking-dt', type=float, default=0.01,
@@ -265,6 +300,8 @@ def main() -> int:
     parser.add_argument('--out', required=True, help='folder for the CSV rows and the summary')
     parser.add_argument('--check', metavar='DIR', help='re-run with the settings of the run in DIR, compare its rows; '
                                                        'exit 1 on a difference')
+    parser.add_argument('--write-readme', action='store_true',
+                        help=f'replace the {README_BLOCK} block of README.md with summary.md')
     args = parser.parse_args()
     if args.check:
         try:
@@ -278,6 +315,7 @@ def main() -> int:
         args.tracking_trajectories = settings.get('tracking_trajectories', args.tracking_trajectories)
         args.tracking_dt = settings.get('tracking_dt', args.tracking_dt)
         args.pick_placements = settings.get('pick_placements', args.pick_placements)
+        args.planning_queries = settings.get('planning_queries', args.planning_queries)
     args.arms = [arm for arm in args.arms.split(',') if arm]
     names = [name for name in args.sections.split(',') if name]
     unknown = [name for name in names if name not in SECTIONS]
@@ -285,9 +323,11 @@ def main() -> int:
         print(f'bench_arm: --sections: expected names from {list(SECTIONS)}, got {unknown}' if unknown
               else f'bench_arm: --ik-targets: expected a count >= 1, got {args.ik_targets}', file=sys.stderr)
         return 2
-    if args.pick_placements < 1:
-        print(f'bench_arm: --pick-placements: expected a count >= 1, got {args.pick_placements}', file=sys.stderr)
-        return 2
+    for option in ('pick_placements', 'planning_queries'):
+        if getattr(args, option) < 1:
+            print(f'bench_arm: --{option.replace("_", "-")}: expected a count >= 1, got {getattr(args, option)}',
+                  file=sys.stderr)
+            return 2
     if args.tracking_trajectories < 1 or not (math.isfinite(args.tracking_dt) and 1e-4 <= args.tracking_dt <= 0.1):
         print(f'bench_arm: --tracking-trajectories: expected a count >= 1, got {args.tracking_trajectories}'
               if args.tracking_trajectories < 1 else
@@ -296,13 +336,13 @@ def main() -> int:
         return 2
     settings = {'ik_targets': args.ik_targets, 'seed': args.seed, 'arms': args.arms, 'sections': names,
                 'tracking_trajectories': args.tracking_trajectories, 'tracking_dt': args.tracking_dt,
-                'pick_placements': args.pick_placements}
+                'pick_placements': args.pick_placements, 'planning_queries': args.planning_queries}
     try:
         sections = [SECTIONS[name](args) for name in names]
     except (DescriptionError, ChainError) as error:  # an unknown robot in --arms, a robot without an arm
         print(f'bench_arm: --arms: {error}', file=sys.stderr)
         return 2
-    write(Path(args.out), sections, settings)
+    text = write(Path(args.out), sections, settings)
     if args.check:
         differences = compare(Path(args.check), sections)
         for line in differences[:20]:
@@ -311,6 +351,13 @@ def main() -> int:
             print(f'bench_arm --check: {len(differences)} differences from {args.check}', file=sys.stderr)
             return 1
         print(f'bench_arm --check: every row repeats {args.check} (timing aside)')
+    if args.write_readme:  # after --check: a run that does not repeat its reference does not reach the README
+        try:
+            replace_block(WORKSPACE / 'README.md', README_BLOCK, text.rstrip('\n'))
+        except ReadmeBlockError as error:
+            print(f'bench_arm: --write-readme: {error}', file=sys.stderr)
+            return 1
+        print(f'README.md: the {README_BLOCK} block updated')
     return 0
 
 

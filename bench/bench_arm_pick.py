@@ -13,8 +13,8 @@ failures by code.
 Everything but the wall-clock columns repeats exactly for the same seed on the same machine (MuJoCo,
 inverse kinematics and the planner are deterministic; nothing depends on the clock).
 
-Run through ``scripts/bench_arm.py --sections pick`` (or alone:
-``python scripts/bench_arm_pick.py --placements 20 --seed 0 --out /tmp/pick-bench``; scripts/env.sh sourced,
+Run through ``bench/bench_arm.py --sections pick`` (or alone:
+``python bench/bench_arm_pick.py --placements 20 --seed 0 --out /tmp/pick-bench``; scripts/env.sh sourced,
 workspace built).
 """
 

@@ -1,7 +1,7 @@
 """Arm tracking benchmark (issue 13), ROS-free: planned, jerk-limited trajectories executed by the
 simulator's arm controller, per arm (rover, UR5, Panda).
 
-Each arm stands in its cluttered planning-benchmark scene (scripts/bench_arm_planning.py), in a
+Each arm stands in its cluttered planning-benchmark scene (bench/bench_arm_planning.py), in a
 :class:`robotsim_sim.simulation.Simulation` with the same world. From its home configuration it
 executes ``--tracking-trajectories`` motions in a row: a random feasible goal (the planning
 benchmark's sampler and witness, seeded), a path planned from the *measured* joint positions
@@ -21,7 +21,7 @@ samples keep by a fraction of a percent).
 
 Everything but the wall-clock columns repeats exactly for the same seed (MuJoCo is deterministic):
 ``bench_arm.py --check`` compares the rows. Alone:
-``python scripts/bench_arm_tracking.py --out /tmp/arm_tracking`` (scripts/env.sh sourced, workspace built).
+``python bench/bench_arm_tracking.py --out /tmp/arm_tracking`` (scripts/env.sh sourced, workspace built).
 """
 
 from __future__ import annotations
@@ -206,13 +206,14 @@ def markdown(summary: dict, trajectories: int, seed: int, dt: float) -> list[str
              f'planning scenes, timed by ruckig (samples every {dt:g} s) and executed by the simulator\'s arm '
              f'controller; tracking error = max |desired - measured| over joints and physics steps up to the '
              f'trajectory\'s end; limit ratio = largest |value| / limit (samples; interpolated setpoints).', '',
-             '| arm | succeeded (Wilson 95 %) | worst tracking error | median of worst | worst error at the end '
+             '| arm | succeeded | Wilson 95 % | worst tracking error | median of worst | worst error at the end '
              '| max v / a / jerk ratio (samples) | max v / a ratio (setpoints) | target met |',
-             '|---|---|---|---|---|---|---|---|']
+             '|---|---|---|---|---|---|---|---|---|']
     for arm, entry in summary.items():
         low, high = entry['wilson95']
         lines.append(
-            f"| {arm} | {entry['successes']}/{entry['trajectories']} [{100 * low:.1f}, {100 * high:.1f}] % | "
+            f"| {arm} | {entry['successes']}/{entry['trajectories']} ({100 * entry['success_rate']:.1f} %) | "
+            f"{100 * low:.1f}-{100 * high:.1f} % | "
             f"{entry['max_tracking_error_rad']:.2e} rad | {entry['median_tracking_error_rad']:.2e} rad | "
             f"{entry['max_final_error_rad']:.2e} rad | {entry['max_sample_velocity_ratio']:.4f} / "
             f"{entry['max_sample_acceleration_ratio']:.4f} / {entry['max_sample_jerk_ratio']:.4f} | "

@@ -271,17 +271,47 @@ def test_options_and_scene_arguments_are_checked():
 
 # ---------------------------------------------------------------------------- benchmark section
 def test_planning_benchmark_writes_raw_rows_and_a_summary(tmp_path):
-    spec = importlib.util.spec_from_file_location('bench_arm_planning', WORKSPACE / 'scripts' / 'bench_arm_planning.py')
+    spec = importlib.util.spec_from_file_location('bench_arm_planning', WORKSPACE / 'bench' / 'bench_arm_planning.py')
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     rows = bench.run_planning(tmp_path, seed=3, queries=3, arms=['rover'])
     assert len(rows) == 3 and (tmp_path / bench.CSV_NAME).is_file()
     header = (tmp_path / bench.CSV_NAME).read_text().splitlines()[0]
-    assert header.split(',') == list(bench.CSV_COLUMNS)
+    assert header.split(',') == list(bench.COLUMNS)
     assert all(row['success'] == 1 and row['recheck'] == 'ok' for row in rows)
     again = bench.run_planning(tmp_path / 'again', seed=3, queries=3, arms=['rover'])
     assert [(r['start'], r['goal'], r['path_length_rad']) for r in rows] == \
            [(r['start'], r['goal'], r['path_length_rad']) for r in again]
     summary = bench.summarize(rows)
-    assert summary[0]['arm'] == 'rover' and summary[0]['successes'] == 3 and summary[0]['low'] < 1.0
-    assert '| rover | 3/3 = 100.0 %' in bench.markdown(summary)
+    assert summary['rover']['successes'] == 3 and summary['rover']['wilson95'][0] < 1.0
+    assert any(line.startswith('| rover | 3/3 (100.0 %) | ') for line in bench.markdown(summary, 3, 3))
+
+
+def test_planning_is_a_section_of_the_arm_benchmark_and_check_compares_its_rows(tmp_path):
+    """bench/bench_arm.py --sections planning: planning.csv and the summary; --check repeats every row but
+    the times, and a row that differs (another path) fails it."""
+    import csv
+    import json
+
+    from conftest import run_python
+    script = WORKSPACE / 'bench' / 'bench_arm.py'
+    first, second = tmp_path / 'first', tmp_path / 'second'
+    run_python(script, '--sections', 'planning', '--planning-queries', '2', '--arms', 'rover', '--seed', '5',
+               '--out', str(first), timeout=300)
+    with open(first / 'planning.csv', newline='') as stream:
+        rows = list(csv.DictReader(stream))
+    assert [(row['arm'], row['query'], row['success']) for row in rows] == [('rover', '0', '1'), ('rover', '1', '1')]
+    summary = json.loads((first / 'summary.json').read_text())
+    assert summary['settings']['planning_queries'] == 2 and summary['planning']['rover']['successes'] == 2
+    assert '| rover | 2/2 (100.0 %) | ' in (first / 'summary.md').read_text()
+    run_python(script, '--out', str(second), '--check', str(first), timeout=300)
+    rows[1]['path_length_rad'] = str(float(rows[1]['path_length_rad']) + 0.01)
+    rows[0]['planning_time_ms'] = '123456'  # times are not compared
+    with open(first / 'planning.csv', 'w', newline='') as stream:
+        writer = csv.DictWriter(stream, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    failed = run_python(script, '--out', str(second), '--check', str(first), timeout=300, check=False)
+    assert failed.returncode == 1, failed
+    differences = [line for line in failed.stderr.splitlines() if "planning {'arm': 'rover'" in line]
+    assert len(differences) == 1 and "'query': '1'}: path_length_rad was" in differences[0], failed.stderr

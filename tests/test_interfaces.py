@@ -15,7 +15,7 @@ OFFICIAL_TFMESSAGE_HASH = 'RIHS01_e369d0f05a23ae52508854b66f6aa0437f3449d652e8cb
 
 def test_messages_import_with_expected_fields():
     from robotsim_msgs.msg import SimStatus
-    from robotsim_msgs.srv import Pause, Reset, SetEntityPose, Step
+    from robotsim_msgs.srv import GetEntityPose, Pause, Reset, SetEntityPose, Step
     from tf2_msgs.msg import TFMessage
 
     status = SimStatus()
@@ -24,6 +24,9 @@ def test_messages_import_with_expected_fields():
     assert {'use_seed', 'seed'} <= set(Reset.Request.get_fields_and_field_types())
     assert 'paused' in Pause.Request.get_fields_and_field_types()
     assert SetEntityPose.Request.get_fields_and_field_types()['pose'] == 'geometry_msgs/Pose'
+    assert GetEntityPose.Request.get_fields_and_field_types() == {'entity': 'string'}
+    assert GetEntityPose.Response.get_fields_and_field_types() == {
+        'success': 'boolean', 'message': 'string', 'pose': 'geometry_msgs/PoseStamped'}
     assert TFMessage.get_fields_and_field_types() == {'transforms': 'sequence<geometry_msgs/TransformStamped>'}
 
 

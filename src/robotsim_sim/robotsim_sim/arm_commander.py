@@ -5,7 +5,8 @@ controllers' actions, the way MoveIt drives ros2_control.
   (control_msgs/action/FollowJointTrajectory: positions, velocities and accelerations of the
   jerk-limited trajectory) and the gripper through ``gripper_controller/gripper_cmd``
   (control_msgs/action/GripperCommand), and reads the robot's state from ``joint_states`` and
-  ``sim/ground_truth`` (the base pose; on a real robot it would come from localisation). It is the
+  ``sim/ground_truth`` (the base pose; on a real robot it would come from localisation) and free
+  objects' poses from the simulator's ``/sim/get_entity_pose`` service. It is the
   :class:`~.pick_place.Executor` of the ROS side.
 * :class:`ArmCommander` plans a reach (:class:`~.arm_motion.ArmMotionPlanner`: inverse kinematics,
   MuJoCo collision checks against the world file the simulator runs, RRT-Connect, ruckig) and executes
@@ -14,10 +15,13 @@ controllers' actions, the way MoveIt drives ros2_control.
 * The ``pick_place`` node (``make sim DEMO=pick``) runs :class:`~.pick_place.PickAndPlace` through
   these actions once, logs every step and exits 0 when the cube was placed, 1 when not.
 
-What the ROS side cannot see: free objects' poses (there is no object pose topic, and no
-perception here). The pick node knows the cube's pose because it puts the cube there itself
-(``sim/set_entity_pose``) or takes it from the world file; whether the cube landed in the bin it
-cannot check, only that the gripper held something until it opened over the bin.
+Free objects' poses (the cube) come from the simulator's ground truth, ``/sim/get_entity_pose``
+(robotsim_msgs/srv/GetEntityPose), the way a Gazebo user reads them with get_entity_state: there is
+no perception here. With them the ROS side runs the same checks as the core (the cube rose with the
+gripper, stayed in it on the way, lies in the bin at the end: 'not_in_bin' otherwise). Against a
+simulator without that service (or on a real robot) the poses are not observable: the pick node
+then works from where it put the cube and can only say that the gripper held something until it
+opened over the bin.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+import mujoco
 import numpy as np
 import rclpy
 from builtin_interfaces.msg import Duration
@@ -47,7 +52,7 @@ from robotsim_core.description import load_robot
 from robotsim_core.errors import DescriptionError
 from robotsim_core.fleet import load_fleet, single_robot
 from robotsim_core.ros_common import ParameterError, checked_parameter, qos_profile, run_node
-from robotsim_msgs.srv import ArmReach, SetEntityPose
+from robotsim_msgs.srv import ArmReach, GetEntityPose, SetEntityPose
 
 from .arm_motion import ArmMotionPlanner, MotionPlan
 from .pick_place import PickAndPlace, PickPlaceOptions, PickSetupError, PickWorld, sample_placements
@@ -62,6 +67,10 @@ RESULT_TIMEOUT = 60.0
 simulation slower than real time takes longer)."""
 STATE_TIMEOUT = 20.0
 """Wall-clock seconds to wait for the first joint states and the action servers."""
+ENTITY_SERVICE = '/sim/get_entity_pose'
+"""The simulator's ground truth of free objects' poses (robotsim_msgs/srv/GetEntityPose)."""
+ENTITY_SERVICE_TIMEOUT = 5.0
+"""Wall-clock seconds to wait once for that service; without it, poses are not observable (a real robot)."""
 
 
 def robot_placements(robot: str, namespace: str, fleet: str) -> tuple[list[RobotPlacement], int]:
@@ -95,8 +104,10 @@ class ActionExecutor:
     docstring); implements :class:`~.pick_place.Executor`. The node must be spun by a
     multi-threaded executor in another thread while these methods wait."""
 
-    def __init__(self, node: Node, planner: ArmMotionPlanner):
+    def __init__(self, node: Node, planner: ArmMotionPlanner, free_entities: tuple[str, ...] = ()):
         self.node, self.planner = node, planner
+        self.free_entities = tuple(free_entities)
+        """The world's free bodies: their poses go into the planning scene at each update."""
         self.group = ReentrantCallbackGroup()
         self.arm_action = ActionClient(node, FollowJointTrajectory, 'arm_controller/follow_joint_trajectory',
                                        callback_group=self.group)
@@ -109,6 +120,9 @@ class ActionExecutor:
         qos = qos_profile(RELIABLE_QOS)
         node.create_subscription(JointState, 'joint_states', self._on_joint_states, qos, callback_group=self.group)
         node.create_subscription(Odometry, 'sim/ground_truth', self._on_ground_truth, qos, callback_group=self.group)
+        self.entity_client = node.create_client(GetEntityPose, ENTITY_SERVICE, callback_group=self.group)
+        self._entity_service: bool | None = None  # None: not asked yet
+        self._entity_refusals: set[str] = set()
         self.last_error_code = 0
         self.last_error_string = ''
 
@@ -150,9 +164,41 @@ class ActionExecutor:
 
     def update_scene(self, planner: ArmMotionPlanner) -> None:
         planner.set_robot_state(self.joint_positions(), self.base_pose())
+        for name in self.free_entities:
+            pose = self.entity_pose(name)
+            if pose is not None:
+                quaternion = np.empty(4)
+                mujoco.mju_mat2Quat(quaternion, np.ascontiguousarray(pose[:3, :3]).reshape(9))
+                planner.set_entity_pose(name, pose[:3, 3], quaternion)
 
     def entity_pose(self, name: str) -> np.ndarray | None:
-        return None  # no object pose topic: see the module docstring
+        """The simulator's ground truth of a free entity (4x4, world) through ``/sim/get_entity_pose``;
+        None when the simulator does not serve it or refuses the name (each said once in the log)."""
+        log = self.node.get_logger()
+        if self._entity_service is None:
+            self._entity_service = self.entity_client.wait_for_service(timeout_sec=ENTITY_SERVICE_TIMEOUT)
+            if not self._entity_service:
+                log.warning(f'no {ENTITY_SERVICE} service within {ENTITY_SERVICE_TIMEOUT:g} s: free objects\' poses '
+                            'are not observable (where the cube ends up cannot be checked)')
+        if not self._entity_service:
+            return None
+        answer = self.entity_client.call_async(GetEntityPose.Request(entity=name))
+        if not _wait(answer, STATE_TIMEOUT) or answer.result() is None:
+            log.warning(f'{ENTITY_SERVICE} did not answer for {name!r} within {STATE_TIMEOUT:g} s')
+            return None
+        response = answer.result()
+        if not response.success:
+            if response.message not in self._entity_refusals:
+                self._entity_refusals.add(response.message)
+                log.warning(f'{ENTITY_SERVICE} refused {name!r}: {response.message}')
+            return None
+        p, q = response.pose.pose.position, response.pose.pose.orientation
+        rotation = np.empty(9)
+        mujoco.mju_quat2Mat(rotation, np.array([q.w, q.x, q.y, q.z], dtype=float))
+        pose = np.eye(4)
+        pose[:3, :3] = rotation.reshape(3, 3)
+        pose[:3, 3] = (p.x, p.y, p.z)
+        return pose
 
     # ------------------------------------------------------------------ motion
     def send_trajectory(self, trajectory: TimedTrajectory) -> tuple[int, str]:
@@ -234,7 +280,8 @@ class ArmCommander:
         placements, index = robot_placements(robot, namespace, fleet)
         self.world = load_world(resolve_world_path(world))
         self.planner = ArmMotionPlanner(self.world, placements, index, seed=seed)
-        self.executor = ActionExecutor(node, self.planner)
+        free = tuple(entity.name for entity in [*self.world.boxes, *self.world.cylinders] if entity.mass > 0)
+        self.executor = ActionExecutor(node, self.planner, free)
         self.lock = threading.Lock()  # one motion at a time
 
     def reach(self, position, pitch: float | None, plan_only: bool = False) -> ReachOutcome:
@@ -327,7 +374,9 @@ def commander_main(args=None) -> int:
 
 # ---------------------------------------------------------------------------- pick_place node
 class PickPlaceNode(Node):
-    """Picks the world's cube and places it in its bin once, through the actions (module docstring)."""
+    """Picks the world's cube and places it in its bin once, through the actions (module docstring);
+    the cube's pose from ``/sim/get_entity_pose``, so the end says 'placed in the bin' or fails
+    'not_in_bin' as the core does."""
 
     def __init__(self):
         super().__init__('pick_place')
@@ -375,7 +424,10 @@ class PickPlaceNode(Node):
         cube[:3, 3] = (x, y, size[2] / 2)
         result = PickAndPlace(planner, task, self.options, on_log=log.info).run(executor, cube_pose=cube)
         if result.success:
-            log.info(f'pick and place done: {result.motion_time:.1f} s of motion, planning {result.planning_time:.2f} s')
+            where = ('placed in the bin at (' + ', '.join(f'{v:.3f}' for v in result.cube_end) + ') m'
+                     if result.cube_end else 'released over the bin (where the cube ended is not observable)')
+            log.info(f'pick and place done: {where}; {result.motion_time:.1f} s of motion, planning '
+                     f'{result.planning_time:.2f} s')
             return 0
         log.error(f'pick and place failed ({result.code}) in stage {result.stage}: {result.reason}')
         return 1

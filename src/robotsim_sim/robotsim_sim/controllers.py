@@ -272,7 +272,7 @@ class PositionServoFeedForward:
     feed-forward, ``tau_ff`` being the arm's inverse dynamics at the reference state (inertia,
     Coriolis, joint damping, and the gravity the description's gravity compensation leaves), as an
     arm controller with a model of its arm feeds it forward. Measured on planned, ruckig-timed
-    trajectories (scripts/bench_arm_tracking.py): worst tracking error 0.1-0.16 rad with the
+    trajectories (bench/bench_arm_tracking.py): worst tracking error 0.1-0.16 rad with the
     position alone, 0.006-0.011 rad with velocity feed-forward, under 0.0005 rad with both.
 
     The inverse dynamics runs on a private copy of the model without contacts and constraints (a

@@ -29,9 +29,9 @@ and executed by an :class:`Executor` (the simulator core here, the ROS actions i
 There is no welding and no teleporting: the cube is held by the fingers' contact forces alone
 (MuJoCo's soft contacts with friction), so it can slip, be knocked over or be dropped, and each of
 those ends the run with a reason (:data:`FAILURE_CODES`). Where the executor can observe the cube (the
-simulator core), its measured pose is used for the grasp offset and for the checks; where it cannot
-(ROS: there is no object pose topic), the planned pose is assumed and the checks use the gripper's
-width only.
+simulator core; through ROS the simulator's ``/sim/get_entity_pose``), its measured pose is used for the
+grasp offset and for the checks; where it cannot (a simulator without that service), the planned pose is
+assumed and the checks use the gripper's width only.
 
 Why this cube: the rover's fingers open to 40 mm and their servo (kp 100 N/m, 5 N limit) squeezes a
 cube of side ``s`` with about 100 * s / 2 N per finger when commanded closed. A 25 mm cube fits

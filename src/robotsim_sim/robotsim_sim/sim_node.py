@@ -44,7 +44,7 @@ from robotsim_core.ros_common import ParameterError, checked_parameter, message_
 from robotsim_firmware.host_library import FirmwareBuildError
 from robotsim_firmware.virtual_serial import LinkInUseError
 from robotsim_msgs.msg import SimStatus
-from robotsim_msgs.srv import InjectFault, Pause, Reset, SetEntityPose, Step
+from robotsim_msgs.srv import GetEntityPose, InjectFault, Pause, Reset, SetEntityPose, Step
 from robotsim_sensors import ros_messages as convert
 from robotsim_sensors.gl_backend import RenderUnavailable
 
@@ -165,6 +165,7 @@ class SimNode(Node):
         self.create_service(Step, 'sim/step', self.on_step)
         self.create_service(Reset, 'sim/reset', self.on_reset)
         self.create_service(SetEntityPose, 'sim/set_entity_pose', self.on_set_entity_pose)
+        self.create_service(GetEntityPose, 'sim/get_entity_pose', self.on_get_entity_pose)
 
         self.paused = start_paused
         self.time_offset_ns = 0
@@ -483,6 +484,23 @@ class SimNode(Node):
         response.success, response.message = error is None, error or 'ok'
         if error:
             self.warn_rejection(f'set_entity_pose: {error}', f'refused sim/set_entity_pose: {error}')
+        return response
+
+    def on_get_entity_pose(self, request, response):
+        """Ground truth of a robot's base or a free world body, in the world frame (Gazebo's get_entity_state):
+        what the ROS side has no other way to observe, such as whether a dropped cube lies in its bin."""
+        found = self.sim.entity_pose(request.entity)
+        if isinstance(found, str):
+            response.success, response.message = False, found
+            self.warn_rejection(f'get_entity_pose: {found}', f'refused sim/get_entity_pose: {found}')
+            return response
+        position, quaternion = found
+        response.pose.header.frame_id = 'world'
+        response.pose.header.stamp = convert.stamp_msg(self.stamp_ns(self.sim.time_ns))
+        pose = response.pose.pose
+        pose.position.x, pose.position.y, pose.position.z = (float(v) for v in position)
+        pose.orientation.w, pose.orientation.x, pose.orientation.y, pose.orientation.z = (float(v) for v in quaternion)
+        response.success, response.message = True, 'ok'
         return response
 
     def on_inject_fault(self, ports: RobotPorts, request, response):

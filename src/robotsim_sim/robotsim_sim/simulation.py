@@ -591,14 +591,33 @@ class Simulation:
         half_x, half_y = (size / 2 for size in self.world.floor.size)
         return np.array([-half_x, -half_y, 0.0]), np.array([half_x, half_y, max(self.world.floor.size)])
 
+    @staticmethod
+    def _unknown_entity(name: str, entities: dict[str, int]) -> str | None:
+        """Why ``name`` names no entity (one line listing those there are), or None."""
+        if name in entities:
+            return None
+        expected = f'one of {", ".join(sorted(entities))}'
+        return (f'entity: empty name; expected {expected}' if not name
+                else f'entity: no entity {name!r}; expected {expected}')
+
+    def entity_pose(self, name: str) -> tuple[np.ndarray, np.ndarray] | str:
+        """(position, quaternion w x y z) in the world frame of a robot (by namespace or model name) or a
+        free world body: its free joint's state, what :meth:`set_entity_pose` sets. A string says why
+        not (an unknown name)."""
+        entities = self.entity_joints()
+        problem = self._unknown_entity(name, entities)
+        if problem:
+            return problem
+        address = self.model.jnt_qposadr[entities[name]]
+        return self.data.qpos[address:address + 3].copy(), self.data.qpos[address + 3:address + 7].copy()
+
     def set_entity_pose(self, name: str, position, quaternion) -> str | None:
         """Teleport a robot (by namespace or model name) or a free world body; zero its velocity.
         Returns why a request is refused (nothing moves then)."""
         entities = self.entity_joints()
-        if name not in entities:
-            expected = f'one of {", ".join(sorted(entities))}'
-            return (f'entity: empty name; expected {expected}' if not name
-                    else f'entity: no entity {name!r}; expected {expected}')
+        problem = self._unknown_entity(name, entities)
+        if problem:
+            return problem
         joint = entities[name]
         position = np.asarray(position, dtype=float)
         low, high = self.world_bounds()
