@@ -10,3 +10,4 @@ python bench/bench_sim.py --write-readme "$@"
 python bench/honest_encoders.py --write-readme
 python bench/bench_dataset.py --write-readme
 python bench/bench_policy.py --write-readme
+python bench/bench_viewer.py --write-readme

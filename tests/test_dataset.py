@@ -7,6 +7,9 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -121,6 +124,75 @@ def test_unwritable_output_is_one_line(tmp_path):
                       '--out', str(blocker / 'dataset'))
     assert result.returncode == 2
     assert result.stderr.strip() == f'robotsim: error: --out {blocker / "dataset"}: cannot write there (Not a directory)'
+
+
+def test_full_disk_stops_with_one_line_and_keeps_finished_episodes_verifiable(tmp_path):
+    """A real full file system (ENOSPC from the kernel, nothing simulated): a tmpfs of about 2.5
+    episodes, mounted in a private mount namespace (``unshare``: as root, or as a user where user
+    namespaces are allowed; the host's mounts never change), under a 2-worker generation of 6."""
+    from robotsim_learning.dataset import file_sha256
+    from robotsim_learning.episode import run_episode
+
+    unshare = shutil.which('unshare')
+    if unshare is None:
+        pytest.skip('needs unshare (util-linux) for a private tmpfs')
+    namespace = [unshare, '--mount'] + ([] if os.geteuid() == 0 else ['--map-root-user'])
+    disk = tmp_path / 'disk'
+    disk.mkdir()
+    probe = subprocess.run(namespace + ['mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', str(disk)],
+                           capture_output=True, text=True, timeout=60)
+    if probe.returncode != 0:
+        pytest.skip(f'cannot mount a tmpfs in a private mount namespace here: {probe.stderr.strip()}')
+
+    # Episode 0 as the generator will write it: its size sets the disk's, its hash is the reference.
+    reference = tmp_path / 'reference' / 'episode_000000'  # the bag's name is inside its MCAP file
+    reference.parent.mkdir()
+    run_episode(Randomizer(load_randomization(str(SMALL_COURSE)), 5), 0, str(reference), 'wander')
+    episode_bytes = sum(f.stat().st_size for f in reference.iterdir())
+    out = disk / 'dataset'
+    cli = f'{shlex.quote(sys.executable)} -m robotsim_core.cli dataset'
+    generate = (f'{cli} generate --randomization {shlex.quote(str(SMALL_COURSE))} --episodes 6 --seed 5 --workers 2 '
+                f'--out {shlex.quote(str(out))} --no-progress')
+    script = f'''
+        cd {shlex.quote(str(tmp_path))}
+        mount -t tmpfs -o size={int(2.5 * episode_bytes)} tmpfs {shlex.quote(str(disk))} || exit 99
+        {generate} 2> full.err; echo $? > full.rc
+        {cli} verify {shlex.quote(str(out))} > full_verify.out 2>&1; echo $? > full_verify.rc
+        cp {shlex.quote(str(out / 'dataset.json'))} full.json
+        ls {shlex.quote(str(out))} > full.ls
+        mount -o remount,size=64m {shlex.quote(str(disk))}
+        {generate} --resume 2> resumed.err; echo $? > resumed.rc
+        {cli} verify {shlex.quote(str(out))} > resumed_verify.out 2>&1; echo $? > resumed_verify.rc
+        cp {shlex.quote(str(out / 'dataset.json'))} resumed.json
+    '''
+    ran = subprocess.run(namespace + ['bash', '-c', script], capture_output=True, text=True, timeout=900)
+    assert ran.returncode == 0, ran.stderr
+
+    def read(name: str) -> str:
+        return (tmp_path / name).read_text()
+
+    # The full disk: exit 2 and one line saying so; the episodes the manifest lists verify.
+    error = read('full.err').strip()
+    assert read('full.rc').strip() == '2', error
+    assert '\n' not in error and 'Traceback' not in error, error
+    full = json.loads(read('full.json'))
+    kept = len(full['episodes'])
+    assert 1 <= kept < 6, f'expected the disk to fill after 1 to 5 episodes; the manifest lists {kept}'
+    assert error == (f'robotsim: error: --out {out}: disk full while writing an episode; stopped. The {kept} finished '
+                     f'episode(s) are intact (robotsim dataset verify {out}); free space, then rerun with --resume')
+    assert read('full_verify.rc').strip() == '0', read('full_verify.out')
+    assert {e['index']: e['sha256'] for e in full['episodes']}.get(0) == file_sha256(reference / 'episode_000000.mcap')
+    listed = {e['bag'] for e in full['episodes']}
+    assert listed <= set(read('full.ls').split())
+
+    # Space freed: --resume completes the dataset around the finished episodes, which stay as they were.
+    assert read('resumed.rc').strip() == '0', read('resumed.err')
+    assert f'{6 - kept} episode(s) generated' in read('resumed.err')
+    assert read('resumed_verify.rc').strip() == '0', read('resumed_verify.out')
+    resumed = json.loads(read('resumed.json'))
+    assert [e['index'] for e in resumed['episodes']] == list(range(6))
+    assert {e['index']: e['sha256'] for e in full['episodes']}.items() <= {e['index']: e['sha256'] for e in
+                                                                          resumed['episodes']}.items()
 
 
 # ------------------------------------------------------------------------------------------ a corpus end to end

@@ -81,6 +81,8 @@ def test_live_page_follows_the_simulation(live, tmp_path):
             assert re.search(r'sim time +[\d.]+ s +RTF [\d.]+', status), status
             assert re.search(r'/scan +[\d.]+ Hz', status) and re.search(r'/camera/image_raw +[\d.]+ Hz', status)
             page.wait_for_function('robotsimViewer.visiblePoints() > 100', timeout=deadline_ms)
+            received = page.evaluate('robotsimViewer.live.samples')  # the counters bench/bench_viewer.py reads
+            assert received.get('base', 0) >= len(common) and received.get('scan', 0) > 0, received
             page.wait_for_function('document.getElementById("camera").src.startsWith("data:image/jpeg")',
                                    timeout=deadline_ms)
             page.screenshot(path=str(tmp_path / 'live.png'))
@@ -174,3 +176,21 @@ def test_foxglove_layout_names_contract_topics_and_frames():
         return {node} if isinstance(node, str) else panels(node['first']) | panels(node['second'])
 
     assert panels(layout['layout']) == set(layout['configById'])
+
+
+def test_header_stamp_is_read_from_the_serialized_bytes():
+    """The viewer reads the stamps of images, IMU and camera info without deserialising them (it counts their
+    rates and thins the camera by them): the stamp of real serialized messages, None for bytes that are no CDR."""
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import CameraInfo, Image, Imu
+
+    from robotsim_learning.viewer_node import HEADER_FIRST, header_stamp
+
+    for message_type in (Image, Imu, CameraInfo):
+        message = message_type()
+        message.header.stamp.sec, message.header.stamp.nanosec = 1234, 567_000_000
+        message.header.frame_id = 'camera_optical'
+        assert f'sensor_msgs/msg/{message_type.__name__}' in HEADER_FIRST
+        assert header_stamp(serialize_message(message)) == pytest.approx(1234.567, abs=1e-9)
+    assert header_stamp(b'\x00\x01\x00') is None
+    assert header_stamp(b'\x7f' * 16) is None

@@ -16,19 +16,25 @@ describe exactly what is on disk. A killed recording then loses at most the last
 from __future__ import annotations
 
 import os
+import struct
 import time
+import weakref
 from pathlib import Path
 
 import yaml
 from rosbags.interfaces import Qos
-from rosbags.rosbag2 import StoragePlugin, Writer
+from rosbags.rosbag2 import CompressionMode, StoragePlugin, Writer
 from rosbags.rosbag2.metadata import dump_qos_v9
+from rosbags.rosbag2.storage_mcap import McapWriter
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 BAG_VERSION = 9
 """rosbag2 metadata version written (Jazzy and later)."""
 FLUSH_PERIOD = 0.5
 """Seconds a written message may stay in memory before it is on disk (the issue asks for <= 1 s)."""
+_MESSAGE_RECORD = struct.Struct('<BQHIQQ')
+_CHUNK_SIZE = 2**20
+"""rosbags closes the pending chunk once it holds more than this many bytes."""
 
 
 class BagError(RuntimeError):
@@ -87,20 +93,154 @@ def write_metadata(bag: Path, document: dict) -> None:
 
 def canonical_cdr(typestore, msg_type: str, data: bytes) -> bytes:
     """``data`` with its CDR alignment padding zeroed: rclpy's serializer (Fast-CDR) leaves padding
-    bytes as whatever was in memory, so equal messages can differ in those bytes. Deserialized
-    and written again by rosbags (which zeroes padding), equal messages give equal bytes."""
+    bytes as whatever was in memory, so equal messages can differ in those bytes. The result is
+    what rosbags writes for the same message (it zeroes padding): equal messages give equal bytes."""
+    return bytes(canonical_cdr_view(typestore, msg_type, data))
+
+
+def canonical_cdr_round_trip(typestore, msg_type: str, data: bytes) -> bytes:
+    """:func:`canonical_cdr` the slow, obviously right way: deserialized and serialized again by
+    rosbags. The fallback for data the padding walk does not account for, and the reference the
+    tests hold the walk to."""
     return bytes(typestore.serialize_cdr(typestore.deserialize_cdr(data, msg_type), msg_type))
+
+
+# Padding walk: one flattened layout per message type (from the type store's field definitions),
+# then per message only the alignment gaps are zeroed in a copy: no message object is built, so
+# a 300 kB image costs one copy instead of a deserialize and a serialize (the dataset fast path
+# writes some 400 messages per simulated second).
+_FIXED, _STRING, _SEQUENCE, _STRINGS, _MESSAGES = range(5)
+_CDR_LITTLE_ENDIAN = b'\x00\x01\x00\x00'
+_layouts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # type store -> {type name: layout}
+
+
+def _layout(typestore, msg_type: str) -> tuple:
+    """``msg_type``'s fields as a flat tuple of steps: (_FIXED, alignment, size) for runs of
+    primitives and fixed arrays (nested messages inlined, runs merged when no gap can fall between
+    them), (_STRING,), (_SEQUENCE, element size), (_STRINGS,) and (_MESSAGES, element layout)."""
+    layouts = _layouts.get(typestore)
+    if layouts is None:
+        layouts = _layouts[typestore] = {}
+    layout = layouts.get(msg_type)
+    if layout is None:
+        layout = layouts[msg_type] = _make_layout(typestore, msg_type)
+    return layout
+
+
+def _make_layout(typestore, msg_type: str) -> tuple:
+    from rosbags.interfaces import Nodetype
+    from rosbags.serde.utils import SIZEMAP
+
+    steps: list[tuple] = []
+
+    def fixed(alignment: int, size: int) -> None:
+        if steps and steps[-1][0] == _FIXED and steps[-1][1] % alignment == 0 and steps[-1][2] % alignment == 0:
+            steps[-1] = (_FIXED, steps[-1][1], steps[-1][2] + size)  # already aligned: no gap between
+        else:
+            steps.append((_FIXED, alignment, size))
+
+    def add(description) -> None:
+        kind, detail = description
+        if kind == Nodetype.NAME:
+            for _, field in typestore.fielddefs[detail][1]:
+                add(field)
+        elif kind == Nodetype.BASE:
+            if detail[0] == 'string':
+                steps.append((_STRING,))
+            else:
+                fixed(SIZEMAP[detail[0]], SIZEMAP[detail[0]])
+        elif kind == Nodetype.ARRAY:
+            element, length = detail
+            if element[0] == Nodetype.BASE and element[1][0] != 'string':
+                if length:
+                    fixed(SIZEMAP[element[1][0]], length * SIZEMAP[element[1][0]])
+            else:
+                for _ in range(length):
+                    add(element)
+        else:  # Nodetype.SEQUENCE
+            element = detail[0]
+            if element[0] == Nodetype.BASE:
+                steps.append((_STRINGS,) if element[1][0] == 'string' else (_SEQUENCE, SIZEMAP[element[1][0]]))
+            else:
+                steps.append((_MESSAGES, _layout(typestore, element[1])))
+
+    add((Nodetype.NAME, msg_type))
+    return tuple(steps)
+
+
+def _zero_padding(body: memoryview, layout: tuple, pos: int) -> int:
+    """Zero the alignment gaps of one message (or sequence element) starting at ``pos`` of the CDR
+    body; returns where it ends. Alignment is relative to the body (after the 4-byte header); an
+    empty sequence is not aligned to its element size (as rosbags and Fast-CDR do)."""
+    for step in layout:
+        kind = step[0]
+        if kind == _FIXED:
+            alignment = step[1]
+            aligned = (pos + alignment - 1) & -alignment
+            if aligned != pos:
+                body[pos:aligned] = bytes(aligned - pos)
+            pos = aligned + step[2]
+            continue
+        aligned = (pos + 3) & -4  # a string or sequence starts with its uint32 length
+        if aligned != pos:
+            body[pos:aligned] = bytes(aligned - pos)
+        count = int.from_bytes(body[aligned:aligned + 4], 'little')
+        pos = aligned + 4
+        if kind == _STRING:
+            pos += count
+        elif kind == _SEQUENCE:
+            if count:
+                size = step[1]
+                aligned = (pos + size - 1) & -size
+                if aligned != pos:
+                    body[pos:aligned] = bytes(aligned - pos)
+                pos = aligned + count * size
+        elif kind == _STRINGS:
+            for _ in range(count):
+                aligned = (pos + 3) & -4
+                if aligned != pos:
+                    body[pos:aligned] = bytes(aligned - pos)
+                pos = aligned + 4 + int.from_bytes(body[aligned:aligned + 4], 'little')
+        else:  # _MESSAGES
+            for _ in range(count):
+                pos = _zero_padding(body, step[1], pos)
+        if pos > len(body):
+            raise ValueError('CDR data ends early')
+    return pos
+
+
+def canonical_cdr_view(typestore, msg_type: str, data: bytes) -> memoryview:
+    """:func:`canonical_cdr` without the final copy to ``bytes`` (what :class:`BagWriter` takes).
+
+    The gaps are found by walking the layout; data whose walk does not end where the message does
+    (up to 3 bytes of trailing padding, as rosbags' reader allows) goes the round trip instead."""
+    buffer = bytearray(data)
+    if buffer[:2] == _CDR_LITTLE_ENDIAN[:2]:
+        body = memoryview(buffer)[4:]
+        try:
+            end = _zero_padding(body, _layout(typestore, msg_type), 0)
+        except ValueError:
+            end = None
+        if end is not None and end <= len(body) <= end + 3:
+            buffer[:4] = _CDR_LITTLE_ENDIAN  # rosbags writes no options (Fast-CDR may note trailing padding)
+            return memoryview(buffer)[:4 + end].toreadonly()
+    return memoryview(canonical_cdr_round_trip(typestore, msg_type, data))
 
 
 class BagWriter:
     """Writes (topic, type, CDR bytes, receive time in ns) to an MCAP rosbag2 bag that survives
     the writer's death: see the module docstring."""
 
-    def __init__(self, path: str, flush_period: float = FLUSH_PERIOD, clock=time.monotonic):
+    def __init__(self, path: str, flush_period: float = FLUSH_PERIOD, clock=time.monotonic,
+                 describe_while_writing: bool = True):
+        """``describe_while_writing`` False: ``metadata.yaml`` is written at close only, for a writer
+        whose unfinished bag is thrown away anyway (the dataset generator redoes a half-written
+        episode); rewriting it for every topic added costs some 100 ms per bag."""
         if os.path.exists(path):
             raise BagError(f'{path}: bag folder already exists; choose another bag:=... (nothing was overwritten)')
         self.path = path
         self.flush_period = flush_period
+        self.describe_while_writing = describe_while_writing
         self.clock = clock
         self.typestore = get_typestore(Stores.ROS2_KILTED)
         self.writer = Writer(path, version=BAG_VERSION, storage_plugin=StoragePlugin.MCAP)
@@ -110,6 +250,9 @@ class BagWriter:
         self.storage = self.writer.storage
         self.connections = {}
         self.counts: dict[str, int] = {}
+        # Messages go straight into the pending chunk (see _write_message_record) when rosbags would
+        # write them there uncompressed: its MCAP storage, no compression.
+        self._direct = isinstance(self.storage, McapWriter) and self.writer.compression_mode == CompressionMode.NONE
         self.flushed_at = self.clock()
         self.described: tuple[int, int] | None = None  # (messages, topics) that metadata.yaml describes
         self.flush()  # metadata.yaml from the start: even a bag killed at once describes itself
@@ -127,13 +270,48 @@ class BagWriter:
         self.flush()  # the new topic is in metadata.yaml before its first message
 
     def write(self, topic: str, timestamp_ns: int, data: bytes) -> None:
-        self.writer.write(self.connections[topic], timestamp_ns, data)
+        self.write_parts(topic, timestamp_ns, (data,))
+
+    def write_parts(self, topic: str, timestamp_ns: int, parts) -> None:
+        """:meth:`write` of the message ``b''.join(parts)``, without joining them first (e.g. a
+        message's header and its pixels, which then are copied once, into the bag)."""
+        if self._direct:
+            self._write_message_record(self.connections[topic], timestamp_ns, parts)
+        else:
+            self.writer.write(self.connections[topic], timestamp_ns, b''.join(parts))
         self.counts[topic] += 1
         chunk = self.storage.chunk
         if chunk.message_end_time - chunk.message_start_time >= self.flush_period * 1e9:
             self.flush()  # faster than real time: bound the loss in bag time too
         else:
             self.flush_if_due()
+
+    def _write_message_record(self, connection, timestamp_ns: int, parts) -> None:
+        """``self.writer.write(connection, timestamp_ns, b''.join(parts))`` byte for byte, with the MCAP
+        message record's header packed at once and the data copied once, into the pending chunk (rosbags
+        first copies every message into a record buffer of its own: for the 300 kB images of the
+        dataset fast path, a fresh allocation and copy per message). The bookkeeping is rosbags'
+        (Writer.write and McapWriter.write of the pinned version); tests/test_bag_writer.py holds the
+        bytes to a plain rosbags Writer's."""
+        writer, storage = self.writer, self.storage
+        storage.message_start_time = min(timestamp_ns, storage.message_start_time)
+        storage.message_end_time = max(timestamp_ns, storage.message_end_time)
+        storage.channel_stats[connection.id] += 1
+        chunk = storage.chunk
+        chunk.message_start_time = min(timestamp_ns, chunk.message_start_time)
+        chunk.message_end_time = max(timestamp_ns, chunk.message_end_time)
+        records = chunk.bio
+        chunk.msgs[connection.id].append((timestamp_ns, records.tell()))
+        # Message record (opcode 0x05): record length, channel id, sequence 0, log and publish time.
+        size = sum(len(part) for part in parts)
+        records.write(_MESSAGE_RECORD.pack(0x05, 22 + size, connection.id, 0, timestamp_ns, timestamp_ns))
+        for part in parts:
+            records.write(part)
+        if records.tell() > _CHUNK_SIZE:
+            storage.close_chunk()
+        writer.counts[connection.id] += 1
+        writer.min_timestamp = min(timestamp_ns, writer.min_timestamp)
+        writer.max_timestamp = max(timestamp_ns, writer.max_timestamp)
 
     def total_messages(self) -> int:
         return sum(self.counts.values())
@@ -150,6 +328,8 @@ class BagWriter:
         if self.storage.chunk.msgs:  # a chunk with no message would carry an invalid time range
             self.storage.close_chunk()
         self.storage.bio.flush()
+        if not self.describe_while_writing:
+            return
         writer = self.writer
         state = (sum(writer.counts.values()), len(writer.connections))
         if state == self.described:

@@ -68,11 +68,15 @@ def source_commit() -> str:
 
 def write_json_atomically(path: Path, document: dict) -> None:
     temporary = path.with_name(path.name + '.tmp')
-    with open(temporary, 'w', encoding='utf-8') as stream:
-        json.dump(document, stream, indent=1, sort_keys=False)
-        stream.write('\n')
-        stream.flush()
-        os.fsync(stream.fileno())
+    try:
+        with open(temporary, 'w', encoding='utf-8') as stream:
+            json.dump(document, stream, indent=1, sort_keys=False)
+            stream.write('\n')
+            stream.flush()
+            os.fsync(stream.fileno())
+    except OSError:
+        temporary.unlink(missing_ok=True)  # e.g. a full disk: the previous document stays, without a torn copy
+        raise
     temporary.replace(path)
 
 
@@ -228,20 +232,23 @@ def generate(spec_path: str, out: str, episodes: int, seed: int, driver: str, wo
         from tqdm import tqdm
         bar = tqdm(total=len(todo), unit='episode', desc='generating', file=sys.stderr, dynamic_ncols=True)
     results = _ray_map(tasks, workers, ray_address) if engine == 'ray' else _pool_map(tasks, workers)
+    listed = len(manifest['episodes'])  # episodes the manifest on disk lists
     try:
         for entry in results:
             manifest['episodes'].append(entry)
             manifest['episodes'].sort(key=lambda e: e['index'])
             write_json_atomically(manifest_path, manifest)
+            listed = len(manifest['episodes'])
             finished.append(entry)
             if bar is not None:
                 bar.set_postfix_str(f'episode {entry["index"]}: {entry.get("pruned") and "pruned" or entry["outcome"]}')
                 bar.update(1)
     except OSError as error:
-        kept = len(manifest['episodes'])
         what = 'disk full' if error.errno == errno.ENOSPC else (error.strerror or str(error))
-        raise DatasetError(f'--out {out}: {what} while writing an episode; stopped. The {kept} finished episode(s) '
-                           f'are intact (robotsim dataset verify {out}); free space, then rerun with --resume') from None
+        kept = (f'The {listed} finished episode(s) are intact (robotsim dataset verify {out})' if listed else
+                'No episode was finished')
+        raise DatasetError(f'--out {out}: {what} while writing an episode; stopped. {kept}; free space, then rerun '
+                           'with --resume') from None
     finally:
         if bar is not None:
             bar.close()

@@ -24,11 +24,12 @@ from dataclasses import dataclass, field
 import numpy as np
 from geometry_msgs.msg import PoseStamped, Twist
 from rclpy.serialization import serialize_message
+from sensor_msgs.msg import Image
 
 from robotsim_core.description import load_robot
 from robotsim_sensors import ros_messages as convert
 
-from .bag_writer import BagWriter, canonical_cdr
+from .bag_writer import BagWriter, canonical_cdr_view
 from .randomization import Randomizer, Scenario
 from .wander import Wanderer
 
@@ -272,6 +273,20 @@ def goal_message(goal_odom, stamp_ns: int) -> PoseStamped:
     return message
 
 
+def image_cdr_parts(typestore, image: Image) -> tuple:
+    """The canonical CDR of ``image`` (as :func:`canonical_cdr_view` of its serialization) in two
+    parts: everything up to the pixels, and the pixels themselves, not copied. The pixels are the
+    last field and need no alignment, so only the part before them is serialized (by rclpy, as
+    every message) and has padding to zero; serializing a whole 300 kB image copies the pixels
+    four times more on the way."""
+    header = Image(header=image.header, height=image.height, width=image.width, encoding=image.encoding,
+                   is_bigendian=image.is_bigendian, step=image.step)  # and data empty: its length ends it
+    before_pixels = bytearray(canonical_cdr_view(typestore, 'sensor_msgs/msg/Image', serialize_message(header)))
+    pixels = memoryview(image.data).cast('B')
+    before_pixels[-4:] = len(pixels).to_bytes(4, 'little')
+    return before_pixels, pixels
+
+
 def _qos(spec):
     from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
     infinite = QosTime(9223372036, 854775807)
@@ -289,14 +304,16 @@ class _Collisions:
         root = model.body_rootid[sim.robots[0].root_body]
         self.robot = model.body_rootid[model.geom_bodyid] == root
         self.floor = np.array([model.geom(g).name == 'floor' for g in range(model.ngeom)])
+        # collides[g1, g2]: a contact between geoms g1 and g2 is a collision (one lookup per contact;
+        # this runs every physics step).
+        robot_on_other = self.robot[:, None] & ~self.robot[None, :] & ~self.floor[None, :]
+        self.collides = robot_on_other | robot_on_other.T
 
     def touching(self, data) -> bool:
         if data.ncon == 0:
             return False
-        contacts = data.contact[:data.ncon]
-        g1, g2 = contacts.geom1, contacts.geom2
-        hit = (self.robot[g1] & ~self.robot[g2] & ~self.floor[g2]) | (self.robot[g2] & ~self.robot[g1] & ~self.floor[g1])
-        return bool(hit.any())
+        geoms = data.contact.geom  # (ncon, 2): the bindings size the contact list to ncon
+        return bool(self.collides[geoms[:, 0], geoms[:, 1]].any())
 
 
 def run_episode(randomizer: Randomizer, index: int, folder: str, driver_name: str, cameras: bool = True,
@@ -314,7 +331,8 @@ def run_episode(randomizer: Randomizer, index: int, folder: str, driver_name: st
     scenario = randomizer.scenario(index)
     spec = randomizer.spec
     duration = spec.episode_duration if duration is None else duration
-    bag = BagWriter(folder, flush_period=math.inf)  # per-episode crash safety: an unfinished episode is redone
+    # Per-episode crash safety: an unfinished episode is redone, so nothing is flushed or described early.
+    bag = BagWriter(folder, flush_period=math.inf, describe_while_writing=False)
     try:
         world_path, robot_path = os.path.join(folder, 'world.yaml'), os.path.join(folder, 'robot.yaml')
         with open(world_path, 'w', encoding='utf-8') as stream:
@@ -329,6 +347,8 @@ def run_episode(randomizer: Randomizer, index: int, folder: str, driver_name: st
                          driver_name, duration, spec.goal_tolerance, commands, started)
         finally:
             sim.close()
+            if sim.renderer is not None:
+                sim.renderer.close()  # now, in this thread: the GL context is shared by the next episode
     finally:
         bag.close()
 
@@ -350,7 +370,10 @@ def _loop(sim, messages, bag, scenario, world, driver_name, duration, tolerance,
     def record(name: str, message, stamp_ns: int) -> None:
         # Padding zeroed: an episode's bytes depend on (seed, index) only (identical in any worker).
         topic = f'/{name}'
-        bag.write(topic, stamp_ns, canonical_cdr(bag.typestore, types[topic], serialize_message(message)))
+        if type(message) is Image:
+            bag.write_parts(topic, stamp_ns, image_cdr_parts(bag.typestore, message))
+        else:
+            bag.write(topic, stamp_ns, canonical_cdr_view(bag.typestore, types[topic], serialize_message(message)))
         latest[name] = message
         updated.add(name)
 
@@ -365,6 +388,7 @@ def _loop(sim, messages, bag, scenario, world, driver_name, duration, tolerance,
     collisions = _Collisions(sim)
     travel, last_xy, truth = 0.0, None, None
     image_stddev, frames = None, 0
+    at_goal = False
     outcome = 'timeout'
     end_ns = round(duration * 1e9)
     goal_xy = np.array(scenario.goal[:2])
@@ -377,6 +401,7 @@ def _loop(sim, messages, bag, scenario, world, driver_name, duration, tolerance,
                 xy = event.reading.true_position[:2]
                 travel += 0.0 if last_xy is None else float(np.hypot(*(xy - last_xy)))
                 last_xy = xy.copy()
+                at_goal = np.hypot(*(last_xy - goal_xy)) <= tolerance  # checked below, after collisions
             elif getattr(event.reading, 'rgb', None) is not None:
                 frames += 1
                 spread = float(event.reading.rgb[::4, ::4].std())
@@ -388,7 +413,7 @@ def _loop(sim, messages, bag, scenario, world, driver_name, duration, tolerance,
         if collisions.touching(sim.data):
             outcome = 'collision'
             break
-        if last_xy is not None and np.hypot(*(last_xy - goal_xy)) <= tolerance:
+        if at_goal:
             outcome = 'success'
             break
         command = None

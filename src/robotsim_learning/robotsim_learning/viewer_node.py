@@ -1,6 +1,9 @@
 """The live browser view (ROS adapter): ``robotsim view --live`` and ``view:=true`` on the launchers.
 
-Subscribes (raw, with the contract's QoS) to the robot's topics and serves, from one small local server:
+Subscribes (raw, with the contract's QoS) to the robot's topics, takes what they queued every
+:data:`BROADCAST_PERIOD` wall seconds (not a callback per message: at some 600 messages a second that
+bookkeeping was most of the node's CPU, which the simulator beside it misses; ``make bench`` measures it with
+``bench/bench_viewer.py``), and serves, from one small local server:
 
 - ``GET /``: the viewer page of :mod:`robotsim_core.viewer.page` (robot and world as glTF inlined), which
   opens ``/ws``;
@@ -11,7 +14,7 @@ Subscribes (raw, with the contract's QoS) to the robot's topics and serves, from
   Hz and camera frames at ``image_rate`` Hz (JPEG, only while a page is connected), so a browser keeps up
   whatever the simulator publishes.
 - optionally the Foxglove WebSocket protocol (``foxglove-sdk``) on ``foxglove_port``: every subscribed topic
-  forwarded as its CDR bytes with its ``ros2msg`` schema, so Foxglove decodes ROS messages itself
+  forwarded (in the same batches) as its CDR bytes with its ``ros2msg`` schema, so Foxglove decodes ROS messages itself
   (``config/foxglove/robotsim.json`` is a layout for it). Latched topics (``/tf_static``,
   ``/robot_description``) are sent again every :data:`LATCHED_REPEAT` s for clients that join later.
 
@@ -24,10 +27,15 @@ import asyncio
 import collections
 import errno
 import json
+import math
+import struct
 import sys
 import threading
 
 import numpy as np
+import rclpy
+from rclpy.exceptions import InvalidHandle
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.serialization import deserialize_message
 
@@ -46,9 +54,17 @@ LATCHED_REPEAT = 2.0
 """Wall seconds between re-sends of latched topics to Foxglove."""
 RATE_WINDOW = 3.0
 """Sim seconds over which the shown topic rates are measured."""
-VIEWED = ('tf', 'tf_static', 'joint_states', 'sim/ground_truth', 'odom', 'scan', 'camera/image_raw', 'goal_pose',
-          'sim/status', 'robot_description', 'imu/data', 'camera/camera_info', 'clock')
-"""Contract topics the live view subscribes to (those the robot offers)."""
+VIEWED = ('clock', 'tf', 'tf_static', 'joint_states', 'sim/ground_truth', 'odom', 'scan', 'camera/image_raw',
+          'goal_pose', 'sim/status', 'robot_description', 'imu/data', 'camera/camera_info')
+"""Contract topics the live view subscribes to (those the robot offers), in the order a poll takes them:
+/clock first (the newest sim time), ground truth before odometry (the odometry trail is anchored at it)."""
+INTAKE_RTF = 20.0
+"""Each subscription holds the messages of one poll (BROADCAST_PERIOD wall s) of a simulation running up to
+this many times real time at the topic's nominal rate (its queue depth); beyond, the oldest are dropped."""
+CAMERA_DEPTH = 4
+"""Queue depth of the camera subscription: the page gets image_rate frames a second, the rest is dropped."""
+HEADER_FIRST = frozenset({'sensor_msgs/msg/Image', 'sensor_msgs/msg/Imu', 'sensor_msgs/msg/CameraInfo'})
+"""Types, not deserialised here, whose first field is a std_msgs/Header: the stamp is read from the CDR bytes."""
 GOAL_TYPE = 'geometry_msgs/msg/PoseStamped'
 
 
@@ -220,25 +236,38 @@ class ViewerNode(Node):
         self.seen_truth = False
         self.odom_anchor = None
         self.last_truth = None
+        self.recent_truth: collections.deque = collections.deque(maxlen=64)  # (stamp, pose) to anchor odometry
         self.joint_names: list[str] = []
         self.scan_info = None
         self.rtf = None
         self.stamps: dict[str, collections.deque] = collections.defaultdict(collections.deque)
         self.latched: dict[str, tuple[str, bytes]] = {}
-        self.subscriptions_made = []
+        # The subscriptions belong to a second node that no executor spins: the broadcast timer takes what
+        # they queued every BROADCAST_PERIOD. A callback per message (some 600 a second with the default
+        # sensors) cost the executor's wait-set bookkeeping each time: most of this node's CPU, which the
+        # simulator on the same machine misses (bench/bench_viewer.py). No global arguments: the launcher's
+        # node-name remap is this node's, and topic names here are absolute.
+        self.intake = rclpy.create_node(f'{self.get_name()}_intake', context=self.context,
+                                        use_global_arguments=False, start_parameter_services=False)
+        self.intakes: list[tuple] = []
         contract = robot_contract(self.model)
         offered = {topic.name: topic for topic in contract.topics}
+        no_events = SubscriptionEventCallbacks(use_default_callbacks=False)  # nobody would handle them
         for name in VIEWED:
             spec = offered.get(name)
             if spec is None and name != 'goal_pose':
                 continue
             msg_type = spec.type if spec else GOAL_TYPE
             qos = spec.qos if spec else RELIABLE_QOS
-            topic = f'/{name}' if name == 'clock' or not self.namespace else f'/{self.namespace}/{name}'
-            self.subscriptions_made.append(self.create_subscription(
-                ros_common.message_class(msg_type), topic,
-                lambda data, topic=topic, name=name, msg_type=msg_type: self._on_message(topic, name, msg_type, data),
-                ros_common.qos_profile(QosSpec(qos.reliability, qos.durability, max(qos.depth, 10))), raw=True))
+            rate = spec.rate if spec else 0.0
+            depth = (1 if name == 'clock' else CAMERA_DEPTH if msg_type == 'sensor_msgs/msg/Image'
+                     else max(qos.depth, 10, math.ceil(rate * BROADCAST_PERIOD * INTAKE_RTF)))
+            topic = f'/{self.namespace}/{name}' if self.namespace and name != 'clock' else f'/{name}'
+            subscription = self.intake.create_subscription(
+                ros_common.message_class(msg_type), topic, lambda data: None,
+                ros_common.qos_profile(QosSpec(qos.reliability, qos.durability, depth)), raw=True,
+                event_callbacks=no_events)
+            self.intakes.append((subscription, topic, name, msg_type))
         self.create_timer(BROADCAST_PERIOD, self._broadcast, clock=_wall_clock())
         if self.foxglove:
             self.create_timer(LATCHED_REPEAT, self._repeat_latched, clock=_wall_clock())
@@ -250,27 +279,42 @@ class ViewerNode(Node):
     def _reset_pending(self) -> None:
         self.pending: dict = {}
 
+    def _poll(self) -> None:
+        """Take every message the subscriptions queued since the last poll."""
+        for subscription, topic, name, msg_type in self.intakes:
+            while True:
+                try:
+                    with subscription.handle:
+                        taken = subscription.handle.take_message(subscription.msg_type, True)
+                except InvalidHandle:  # shutting down
+                    return
+                if taken is None:
+                    break
+                self._on_message(topic, name, msg_type, taken[0])
+
     def _on_message(self, topic: str, name: str, msg_type: str, data: bytes) -> None:
+        stamp = header_stamp(data) if msg_type in HEADER_FIRST else None
+        if name == 'clock':
+            message = deserialize_message(data, ros_common.message_class(msg_type))
+            self.latest = max(self.latest, message.clock.sec + message.clock.nanosec * 1e-9)
         if self.foxglove is not None:
-            self.foxglove.log(topic, msg_type, data, int(self.latest * 1e9))
+            self.foxglove.log(topic, msg_type, data, int((self.latest if stamp is None else stamp) * 1e9))
             if name in ('tf_static', 'robot_description'):
                 self.latched[topic] = (msg_type, bytes(data))
-        if name in ('robot_description', 'imu/data', 'camera/camera_info'):
-            self._count(name, None)
+        if name == 'clock':
             return
-        if name == 'camera/image_raw' and (not self.pages.clients or not self.thin_images.keep('camera', self.latest)):
-            self._count(name, None)
-            return  # frames are decoded and encoded only while a page looks, at image_rate
+        if name in ('robot_description', 'imu/data', 'camera/camera_info'):
+            self._count(name, stamp)
+            return
+        if name == 'camera/image_raw':
+            self._count(name, stamp)
+            if not self.pages.clients or not self.thin_images.keep('camera', self.latest if stamp is None else stamp):
+                return  # frames are decoded and encoded only while a page looks, at image_rate
         message = deserialize_message(data, ros_common.message_class(msg_type))
         header = getattr(message, 'header', None)
         t = stamp_seconds(header) if header is not None else None
-        if name == 'clock':
-            t = message.clock.sec + message.clock.nanosec * 1e-9
-            self.latest = max(self.latest, t)
-            if self.foxglove is not None:
-                self.foxglove.time(int(t * 1e9))
-            return
-        self._count(name, t)
+        if name != 'camera/image_raw':
+            self._count(name, t)
         with self.lock:
             self._take(name, message, t)
 
@@ -295,6 +339,7 @@ class ViewerNode(Node):
             self.seen_truth = True
             pose = pose7(message.pose.pose.position, message.pose.pose.orientation)
             self.last_truth = pose
+            self.recent_truth.append((t, pose))
             if self.thin.keep('truth', t):
                 series = self._series('base', source=f'/{self.prefix}sim/ground_truth', t=[], pose=[],
                                       frame=strip_prefix(message.child_frame_id, self.prefix))
@@ -303,8 +348,8 @@ class ViewerNode(Node):
         elif name == 'odom':
             pose = pose7(message.pose.pose.position, message.pose.pose.orientation)
             if self.odom_anchor is None:
-                self.odom_anchor = (pose_matrix(self.last_truth) @ np.linalg.inv(pose_matrix(pose))
-                                    if self.last_truth else np.eye(4))
+                truth = self._truth_at(t)
+                self.odom_anchor = pose_matrix(truth) @ np.linalg.inv(pose_matrix(pose)) if truth else np.eye(4)
             if self.thin.keep('odom', t):
                 point = self.odom_anchor @ np.array([pose[0], pose[1], pose[2], 1.0])
                 trail = self._series('odom_trail', t=[], xyz=[])
@@ -358,6 +403,13 @@ class ViewerNode(Node):
                 position = self.odom_anchor @ position
             self.pending['goal'] = {'frame': 'world', 'xyz': [round(float(v), 5) for v in position[:3]]}
 
+    def _truth_at(self, t: float) -> list | None:
+        """The ground-truth pose stamped nearest ``t`` among the recent ones (a poll takes ground truth before
+        odometry, so the one of the odometry's own stamp is there), else None."""
+        if not self.recent_truth:
+            return None
+        return min(self.recent_truth, key=lambda item: abs(item[0] - t))[1]
+
     # ---------------------------------------------------------------- sending
     def status_text(self) -> str:
         lines = [f'sim time {self.latest:8.2f} s   RTF ' + (f'{self.rtf:.2f}' if self.rtf is not None else '-')]
@@ -371,6 +423,9 @@ class ViewerNode(Node):
         return '\n'.join(lines)
 
     def _broadcast(self) -> None:
+        self._poll()
+        if self.foxglove is not None:
+            self.foxglove.time(int(self.latest * 1e9))
         with self.lock:
             pending, self.pending = self.pending, {}
         update = {'time': round(self.latest, 6), 'start': 0.0, 'status': self.status_text()}
@@ -386,6 +441,17 @@ class ViewerNode(Node):
         self.pages.close()
         if self.foxglove is not None:
             self.foxglove.close()
+        self.intake.destroy_node()
+
+
+def header_stamp(data: bytes) -> float | None:
+    """Sim seconds of the std_msgs/Header that opens a serialized message (CDR: a 4-byte encapsulation
+    header, then the stamp's int32 sec and uint32 nanosec), without deserialising the rest; None if the
+    bytes are not little- or big-endian plain CDR."""
+    if len(data) < 12 or data[0] != 0 or data[1] not in (0, 1):
+        return None
+    sec, nanosec = struct.unpack_from('<iI' if data[1] == 1 else '>iI', data, 4)
+    return sec + nanosec * 1e-9
 
 
 def _wall_clock():

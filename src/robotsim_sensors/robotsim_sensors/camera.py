@@ -1,6 +1,7 @@
 """Offscreen MuJoCo cameras on the CPU: RGB, depth (REP 118) and segmentation.
 
-One GL context and one MuJoCo render context serve every camera of a simulation. A capture
+One MuJoCo render context serves every camera of a simulation, in a GL context shared by every
+simulation of the thread (see :func:`shared_gl_context`). A capture
 renders the scene once and reads colour and depth from that same pass; segmentation (optional)
 needs a second pass with segmentation colouring. Shadows and reflections are off by default: on
 a software renderer they dominate the cost.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 
 import mujoco
 import numpy as np
@@ -18,6 +20,27 @@ from robotsim_core.description.spec import CameraSpec
 
 from .gl_backend import RenderUnavailable, unavailable_reason
 from .readings import CameraReading
+
+
+_thread_contexts = threading.local()  # a GL context is current in one thread at a time: one set per thread
+
+
+def shared_gl_context(width: int, height: int):
+    """This thread's offscreen GL context for renders of up to ``width`` x ``height``, made current.
+
+    Created once and reused by every renderer in the thread: on a CPU renderer (llvmpipe) the
+    first MuJoCo render context in a fresh GL context costs some 120 ms of set-up, in a reused
+    one a few ms, which a process running one short episode after another (the dataset
+    generator) pays per episode otherwise. Each renderer still has its own MuJoCo render context
+    (buffers, textures), so what it draws does not depend on what was drawn before."""
+    contexts = getattr(_thread_contexts, 'by_size', None)
+    if contexts is None:
+        contexts = _thread_contexts.by_size = {}
+    context = contexts.get((width, height))
+    if context is None:
+        context = contexts[width, height] = create_gl_context(width, height)
+    context.make_current()
+    return context
 
 
 def create_gl_context(width: int, height: int):
@@ -37,6 +60,15 @@ def create_gl_context(width: int, height: int):
             'scripts/setup.sh installs both.') from None
 
 
+def _flush() -> None:
+    """glFlush: the frame drawn so far starts rendering (in a CPU renderer's own threads)."""
+    from OpenGL import GL, error  # MuJoCo's own dependency, set up for its GL backend by now
+    try:
+        GL.glFlush()
+    except error.GLError:
+        pass  # PyOpenGL reports errors left by earlier calls (MuJoCo checks none); the flush is done
+
+
 class CameraRenderer:
     def __init__(self, model: mujoco.MjModel, shadows: bool = False, reflections: bool = False):
         self.model = model
@@ -47,7 +79,7 @@ class CameraRenderer:
         # centre that K describes (registered pixel for pixel), and a pass costs less than half as
         # much on a CPU renderer. The price: RGB edges are not anti-aliased.
         model.vis.quality.offsamples = 0
-        self.gl = create_gl_context(width, height)
+        self.gl = shared_gl_context(width, height)
         self.context = mujoco.MjrContext(model, mujoco.mjtFontScale.mjFONTSCALE_100)
         mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN, self.context)
         self.scene = mujoco.MjvScene(model, maxgeom=max(1000, 4 * model.ngeom))
@@ -63,14 +95,25 @@ class CameraRenderer:
         self.far = model.vis.map.zfar * extent
 
     def render(self, data: mujoco.MjData, camera_id: int, width: int, height: int,
-               want_rgb: bool, want_depth: bool, want_segmentation: bool):
+               want_rgb: bool, want_depth: bool, want_segmentation: bool, while_drawing=None):
+        """(rgb, depth buffer, segmentation) of one camera, rows from the top.
+
+        ``while_drawing``: a callable run once, while the colour and depth pass is being drawn. A
+        CPU renderer (llvmpipe) rasterises in its own threads once the pass is flushed, and the
+        read-back waits for them; work that needs no pixel (e.g. drawing noise) fits in between."""
         self.gl.make_current()
+        # The GL context is shared (shared_gl_context): bind this renderer's own buffer each time.
+        mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN, self.context)
         self.camera.fixedcamid = camera_id
         viewport = mujoco.MjrRect(0, 0, width, height)
         mujoco.mjv_updateScene(self.model, data, self.option, None, self.camera, mujoco.mjtCatBit.mjCAT_ALL, self.scene)
         rgb = depth = segmentation = None
         if want_rgb or want_depth:
             mujoco.mjr_render(viewport, self.scene, self.context)
+            if while_drawing is not None:
+                _flush()
+                while_drawing()
+                while_drawing = None
             rgb = np.empty((height, width, 3), dtype=np.uint8) if want_rgb else None
             depth = np.empty((height, width), dtype=np.float32) if want_depth else None
             mujoco.mjr_readPixels(rgb, depth, viewport, self.context)
@@ -91,9 +134,18 @@ class CameraRenderer:
                     geom_of_index[i] = self.scene.geoms[i].objid
             index[(index < 0) | (index >= self.scene.ngeom)] = self.scene.ngeom
             segmentation = geom_of_index[index]
+        if while_drawing is not None:
+            while_drawing()
         # OpenGL rows start at the bottom; images start at the top.
         return (None if rgb is None else np.flipud(rgb), None if depth is None else np.flipud(depth),
                 None if segmentation is None else np.flipud(segmentation))
+
+    def close(self) -> None:
+        """Free this renderer's GL objects now, in its own GL context. (Left to the garbage
+        collector, which may run in another thread whose GL context is current then, MuJoCo would
+        delete objects of that context's that happen to have the same ids.) Not usable after."""
+        self.gl.make_current()
+        self.context.free()
 
     def linear_depth(self, buffer: np.ndarray, far_limit: float) -> np.ndarray:
         """OpenGL depth buffer -> metres along the optical axis; +Inf where nothing is hit or beyond far."""
@@ -109,19 +161,38 @@ class Camera:
         self.spec = spec
         self.camera_id = renderer.model.camera(camera_name).id
         self.geom_labels = geom_labels  # model geom id -> entity label id
+        self._rgb_noise: np.ndarray | None = None  # scratch for the RGB noise draws (float64, H x W x 3)
 
     def capture(self, data: mujoco.MjData, rng: np.random.Generator, stamp: int) -> CameraReading:
         spec = self.spec
+        # Noise: rng.normal(0, s, n) is 0 + s * rng.standard_normal(n), draw for draw from the same
+        # stream, so the draws go into one reused buffer and are scaled and applied in place, with
+        # the very same values. They are most of a capture's cost on a CPU (230k per 320x240 RGB
+        # frame) and need no pixel: the RGB draws are made while the frame is being drawn.
+        rgb_noise = 'rgb' in spec.images and spec.rgb_noise_stddev > 0
+        if rgb_noise and self._rgb_noise is None:
+            self._rgb_noise = np.empty((spec.height, spec.width, 3))
         rgb, depth_buffer, segmentation = self.renderer.render(
             data, self.camera_id, spec.width, spec.height,
-            'rgb' in spec.images, 'depth' in spec.images, 'segmentation' in spec.images)
+            'rgb' in spec.images, 'depth' in spec.images, 'segmentation' in spec.images,
+            (lambda: rng.standard_normal(out=self._rgb_noise)) if rgb_noise else None)
         depth = None if depth_buffer is None else self.renderer.linear_depth(depth_buffer, spec.far)
-        if rgb is not None and spec.rgb_noise_stddev > 0:
-            noisy = rgb.astype(np.float32) + rng.normal(0.0, spec.rgb_noise_stddev, rgb.shape)
-            rgb = np.clip(np.rint(noisy), 0, 255).astype(np.uint8)
+        if rgb_noise:
+            noisy = self._rgb_noise
+            noisy *= spec.rgb_noise_stddev
+            noisy += rgb
+            np.rint(noisy, out=noisy)
+            np.clip(noisy, 0, 255, out=noisy)
+            rgb = noisy.astype(np.uint8)
         if depth is not None and spec.depth_noise_stddev > 0:
             finite = np.isfinite(depth)
-            depth[finite] += rng.normal(0.0, spec.depth_noise_stddev, int(finite.sum())).astype(np.float32)
+            count = int(np.count_nonzero(finite))
+            noise = rng.standard_normal(count)
+            noise *= spec.depth_noise_stddev
+            if count == depth.size:  # every pixel hit something (the usual indoors): no masked copy
+                depth += noise.astype(np.float32).reshape(depth.shape)
+            else:
+                depth[finite] += noise.astype(np.float32)
         labels = None
         if segmentation is not None:
             labels = np.where(segmentation >= 0, self.geom_labels[np.maximum(segmentation, 0)], -1).astype(np.int32)

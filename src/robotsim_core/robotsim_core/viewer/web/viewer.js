@@ -10,6 +10,7 @@ const DATA = JSON.parse(document.getElementById('robotsim-data').textContent);
 const GLB_BASE64 = document.getElementById('robotsim-glb').textContent.trim();
 const ROOT_NODE = 'ros_world';
 const SCAN_NO_RETURN = 65535;
+const LIVE_ARRIVALS_KEPT = 20000;  // about half an hour of updates at 10 Hz
 
 const viewer = { ready: false, time: 0, duration: DATA.duration || 0, notes: [], errors: [] };
 window.robotsimViewer = viewer;
@@ -60,7 +61,13 @@ function decodeScan(text) {
 // ------------------------------------------------------------------ scene
 const container = document.getElementById('view');
 const renderer = new THREE.WebGLRenderer({ antialias: true, preserveDrawingBuffer: true });
-renderer.setPixelRatio(window.devicePixelRatio);
+const GL_RENDERER = glRendererName(renderer.getContext());
+// A software rasteriser (a machine without a GPU, e.g. SwiftShader in a headless Chromium, Mesa's llvmpipe)
+// draws at half the resolution: it fills pixels with the CPU the simulator runs on (measured with
+// bench/bench_viewer.py: a 1280x800 frame cost about 70 ms of CPU, half the resolution about half that).
+const SOFTWARE_GL = /swiftshader|llvmpipe|softpipe|software/i.test(GL_RENDERER);
+renderer.setPixelRatio(window.devicePixelRatio * (SOFTWARE_GL ? 0.5 : 1));
+viewer.renders = 0;
 container.appendChild(renderer.domElement);
 const scene = new THREE.Scene();
 scene.background = new THREE.Color(0x2b3038);
@@ -72,6 +79,15 @@ sun.position.set(3, 8, 2);
 scene.add(sun);
 
 let rosWorld = null;          // the ROS world frame (z up)
+// Drawn only when something changed (a new time, the camera moved, a resize), and a display frame is asked
+// for only then (or while a replay plays): a live page gets 10 updates a second, and a browser without a GPU
+// draws with the CPU the simulator needs.
+let renderWanted = true, frameAsked = false;
+function askFrame() {
+  if (!frameAsked) { frameAsked = true; requestAnimationFrame(animate); }
+}
+function requestRender() { renderWanted = true; askFrame(); }
+controls.addEventListener('change', requestRender);
 const links = {};             // original glTF node name -> Object3D
 let baseNode = null;          // the node the base pose moves
 const overlays = {};
@@ -81,6 +97,7 @@ function resize() {
   renderer.setSize(width, height);
   camera.aspect = width / Math.max(1, height);
   camera.updateProjectionMatrix();
+  requestRender();
 }
 window.addEventListener('resize', resize);
 
@@ -198,6 +215,7 @@ function applyJointStates(t) {
 
 function applyTime(t) {
   viewer.time = t;
+  requestRender();
   if (DATA.base && baseNode) samplePose(DATA.base, t, baseNode.position, baseNode.quaternion);
   applyJointStates(t);
   for (const [child, edge] of Object.entries(DATA.tf || {})) {
@@ -241,7 +259,13 @@ function applyTime(t) {
   if (document.activeElement !== scrub) scrub.value = String(t);
 }
 
+function glRendererName(gl) {
+  const info = gl.getExtension('WEBGL_debug_renderer_info');
+  return String(gl.getParameter(info ? info.UNMASKED_RENDERER_WEBGL : gl.RENDERER));
+}
+
 function render() {
+  viewer.renders += 1;
   controls.update();
   renderer.render(scene, camera);
 }
@@ -253,6 +277,7 @@ function setPlaying(on) {
   playing = on;
   playButton.innerHTML = on ? '&#10074;&#10074;' : '&#9654;';
   lastFrame = null;
+  askFrame();
 }
 playButton.addEventListener('click', () => {
   if (!playing && viewer.time >= viewer.duration) applyTime(0);
@@ -267,7 +292,9 @@ window.addEventListener('keydown', (event) => {
 });
 
 function animate(now) {
+  frameAsked = false;
   if (playing && !DATA.live) {
+    askFrame();
     if (lastFrame !== null) {
       const speed = parseFloat(document.getElementById('speed').value);
       const t = Math.min(viewer.duration, viewer.time + (now - lastFrame) / 1000 * speed);
@@ -276,8 +303,10 @@ function animate(now) {
     }
     lastFrame = now;
   }
-  render();
-  requestAnimationFrame(animate);
+  if (renderWanted) {
+    renderWanted = false;
+    render();
+  }
 }
 
 // ------------------------------------------------------------------ live updates
@@ -305,8 +334,20 @@ function connectLive() {
   status.textContent = 'connecting...';
   const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}${DATA.live.path}`;
   const socket = new WebSocket(url);
+  // What arrived, for benchmarks and tests (bench/bench_viewer.py): updates, their size, samples per
+  // stream, and the newest (wall ms by Date.now(), sim time) arrivals to measure how far the page lags.
+  const stats = viewer.live = { updates: 0, characters: 0, samples: {}, arrivals: [] };
   socket.onmessage = (event) => {
+    stats.updates += 1;
+    stats.characters += event.data.length;
     const update = JSON.parse(event.data);
+    if (update.time !== undefined) {
+      stats.arrivals.push([Date.now(), update.time]);
+      if (stats.arrivals.length > LIVE_ARRIVALS_KEPT) stats.arrivals.splice(0, stats.arrivals.length - LIVE_ARRIVALS_KEPT);
+    }
+    for (const [key, series] of Object.entries(update.append || {})) {
+      if (series && Array.isArray(series.t)) stats.samples[key] = (stats.samples[key] || 0) + series.t.length;
+    }
     if (update.status) status.textContent = update.status;
     if (update.start !== undefined) DATA.start = update.start;
     if (update.append) {
@@ -334,6 +375,7 @@ function connectLive() {
       scrub.min = String(Math.max(0, t0));
       scrub.max = String(viewer.duration);
       refreshTrails();
+      requestRender();
       if (follow.checked) applyTime(viewer.duration);
     }
   };
@@ -408,7 +450,7 @@ async function start() {
   frameView();
   if (DATA.live) connectLive();
   viewer.ready = true;
-  requestAnimationFrame(animate);
+  askFrame();
 }
 
 // ------------------------------------------------------------------ for tests and scripts
@@ -429,5 +471,7 @@ viewer.nodePose = (name, t) => { viewer.seek(t); return links[name] ? drawnPose(
 viewer.linkNames = () => Object.keys(links);
 viewer.baseTimes = () => (DATA.base ? DATA.base.t.slice() : []);
 viewer.visiblePoints = () => (overlays.scan ? overlays.scan.geometry.drawRange.count : 0);
+viewer.renderInfo = () => ({ renderer: GL_RENDERER, pixelRatio: renderer.getPixelRatio(), renders: viewer.renders,
+                            calls: renderer.info.render.calls, triangles: renderer.info.render.triangles });
 
 start().catch((error) => { viewer.errors.push(String(error)); console.error(error); note(`viewer failed: ${error}`); });
