@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
 import json
 import math
 import os
@@ -31,12 +30,14 @@ from pathlib import Path
 
 from readme_block import ReadmeBlockError, replace_block
 
+from robotsim_learning.dataset import file_sha256
+
 WORKSPACE = Path(__file__).resolve().parents[1]
 README_BLOCK = 'evaluation'
 DEFAULT_POLICY = 'config/policies/rover_goal_reaching.onnx'
 DEFAULT_RANDOMIZATION = 'config/randomization/room_obstacles.yaml'
 DEFAULT_SEED = 2000
-"""Held out: the shipped policy's datasets were generated with seeds 1000 and 3000 (config/policies/README.md)."""
+"""Held out: the shipped policy's datasets were generated with seeds 1000, 3100 and 3200 (config/policies/README.md)."""
 DEFAULT_EPISODES = 50
 BASELINES = 'expert,straight,wander'
 RUN_RECORD = 'run.json'
@@ -219,14 +220,6 @@ def block(out: Path, rows: list[dict], record: dict | None) -> str:
 
 
 # ----------------------------------------------------------------------------- running
-def file_sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, 'rb') as stream:
-        for chunk in iter(lambda: stream.read(1 << 20), b''):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def evaluate_arguments(args) -> list[str]:
     """The ``robotsim evaluate`` arguments of this run (as recorded and as run)."""
     arguments = ['evaluate', '--driver', args.driver]
