@@ -3,17 +3,21 @@
 The simulator bringup with the default sensor set (the rover in the room, cameras on, firmware in the
 loop, the wanderer driving: `robotsim launch sim demo:=true`) runs SIM_SECONDS of sim time
 
-  (a) without the viewer, and
-  (b) with `view:=true` and a headless Chromium (Debian's, driven by Playwright as the viewer tests do)
-      showing the live page for the whole run,
+  (a) without the viewer,
+  (b) with the live view: the viewer node `view:=true` adds to the bringup (its executable, name and
+      parameters from the bringup's graph), started by the bench on free ports (view:=true binds 8080 and
+      8765, which another run on a shared machine may hold), and a headless Chromium (Debian's, driven by Playwright as the viewer
+      tests do) showing the live page for the whole run,
+  (c) with the viewer node alone (no page: a browser on another machine, which costs this one nothing),
 
-alternating a, b, a, b (the machine is shared: the spread between repeats is the noise), at
+in rounds a, b, c, a, b, c (the machine is shared: the spread between repeats is the noise), at
 real_time_factor 1 and, as an extra row, as fast as possible (0). Every run starts paused
 (`paused:=true`); the bench resumes it through /sim/pause once the graph is up and, in (b), once the page
 has its first update, so the page sees the run from sim time 0.
 
 - Achieved RTF: sim seconds per wall second between the first and the last /sim/status of the run
-  (published every 0.5 s wall; the bench's only subscription, so a and b carry the same observer).
+  (published every 0.5 s wall; the bench's only subscription, the same in every run).
+- CPU used by the simulator node, the viewer node and Chromium (all its processes) during the run.
 - Whether the page kept up, read back from the page (``robotsimViewer.live``): the samples of each stream it
   received per sim second against what the viewer sends at the contract's nominal rates (poses thinned to
   MAX_POSE_RATE, camera frames to the viewer's image rate); how far the page's newest sim time was behind
@@ -46,9 +50,9 @@ from readme_block import ReadmeBlockError, replace_block
 WORKSPACE = Path(__file__).resolve().parents[1]
 SIM_SECONDS = 20.0
 REPEATS = 2
-"""a, b pairs per pacing."""
-VIEW_PORTS = (8080, 8765)
-"""What `view:=true` binds on 127.0.0.1: the page and Foxglove's WebSocket protocol (viewer node defaults)."""
+"""a, b, c rounds per pacing."""
+KINDS = ('a', 'b', 'c')
+"""The runs of a round, in order: (a) no viewer, (b) viewer + page, (c) the viewer node alone."""
 IMAGE_RATE = 2.0
 """The viewer node's default image_rate (Hz of sim time): camera frames it sends to a page."""
 START_TIMEOUT = 180.0
@@ -182,7 +186,7 @@ def descendants(table: dict, root: int) -> set[int]:
 
 
 CPU_GROUPS = (('sim_node', lambda cmd: '/robotsim_sim/sim_node' in cmd, 'launch'),
-              ('viewer node', lambda cmd: '/robotsim_learning/viewer' in cmd, 'launch'),
+              ('viewer node', lambda cmd: '/lib/robotsim_learning/viewer ' in cmd, 'bench'),
               ('Chromium', lambda cmd: 'chromium' in cmd, 'bench'))
 """(name, command-line test, whose descendants: the bringup's or this bench's) of the processes whose CPU
 time is reported."""
@@ -221,16 +225,6 @@ class CpuMeter:
 
 
 # ----------------------------------------------------------------------------- one run
-def port_in_use(port: int) -> bool:
-    with socket.socket() as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(('127.0.0.1', port))
-        except OSError:
-            return True
-    return False
-
-
 def stop(process: subprocess.Popen) -> None:
     """Ctrl-C the launcher's process group (the launcher forwards it to its nodes), then SIGKILL."""
     if process.poll() is not None:
@@ -253,32 +247,60 @@ def wait_for_line(log: Path, pattern: str, process: subprocess.Popen, timeout: f
         if process.poll() is not None:
             break
         time.sleep(0.2)
-    raise BenchError(f'the bringup did not print {pattern!r} (log: {log})')
+    raise BenchError(f'{log.name}: no line {pattern!r} (log: {log})')
+
+
+def viewer_command(port: int, foxglove_port: int, scratch: Path) -> list[str]:
+    """The viewer node as `robotsim launch sim view:=true` starts it (executable, node name, parameters from
+    the bringup's graph), on the given ports."""
+    import yaml
+
+    from robotsim_core.bringup import graph_for
+    from robotsim_core.launcher import command_line, find_executable, params_document
+
+    spec = next(node for node in graph_for('sim', {'view': 'true', 'demo': 'true'}) if node.executable == 'viewer')
+    spec.parameters = {**spec.parameters, 'port': port, 'foxglove_port': foxglove_port}
+    executable = find_executable(spec.package, spec.executable)
+    if executable is None:
+        raise BenchError(f'{spec.package} {spec.executable} is not installed (scripts/build.sh)')
+    params = scratch / f'viewer-{port}.yaml'
+    params.write_text(yaml.safe_dump(params_document(spec)))
+    return command_line(spec, executable, str(params))
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        return probe.getsockname()[1]
 
 
 def run(view: bool, rtf: float, watch: StatusWatch, browser, scratch: Path, label: str) -> dict:
-    if view:
-        busy = [port for port in VIEW_PORTS if port_in_use(port)]
-        if busy:
-            raise BenchError(f'port {busy[0]} on 127.0.0.1 is in use (a running `make sim` with its view?): '
-                             f'view:=true needs {VIEW_PORTS[0]} and {VIEW_PORTS[1]} free')
+    """One run: the bringup (started paused), in (b) the viewer node and the page, resumed, until it ends."""
     log = scratch / f'{label}.log'
     load = os.getloadavg()[0]  # what else the machine is doing (1-minute load average at the start)
     command = ['robotsim', 'launch', 'sim', 'demo:=true', 'paused:=true', f'real_time_factor:={rtf:g}',
-               f'duration:={SIM_SECONDS:g}', f'view:={str(view).lower()}']
+               f'duration:={SIM_SECONDS:g}']
     watch.clear()
     with open(log, 'w') as output:
         process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
-    page = None
+    viewer, page = None, None
     try:
         watch.wait_paused(START_TIMEOUT, lambda: process.poll() is None)
         if view:
-            wait_for_line(log, r'open http://127\.0\.0\.1:8080/ in a browser', process, START_TIMEOUT)
+            # The node `view:=true` adds to the bringup, on free ports: view:=true binds 8080 and 8765, which
+            # another run on a shared machine may hold.
+            port = free_port()
+            viewer_log = scratch / f'{label}-viewer.log'
+            with open(viewer_log, 'w') as output:
+                viewer = subprocess.Popen(viewer_command(port, free_port(), scratch), stdout=output,
+                                          stderr=subprocess.STDOUT, start_new_session=True)
+            wait_for_line(viewer_log, rf'open http://127\.0\.0\.1:{port}/ in a browser', viewer, START_TIMEOUT)
+        if view and browser is not None:
             page = browser.new_page(viewport={'width': 1280, 'height': 800})
             errors: list[str] = []
             page.on('pageerror', lambda error: errors.append(str(error)))
             page.on('console', lambda message: errors.append(message.text) if message.type == 'error' else None)
-            page.goto(f'http://127.0.0.1:{VIEW_PORTS[0]}/')
+            page.goto(f'http://127.0.0.1:{port}/')
             page.wait_for_function('window.robotsimViewer && window.robotsimViewer.live && '
                                    'window.robotsimViewer.live.updates > 0', timeout=START_TIMEOUT * 1000)
         else:
@@ -307,6 +329,8 @@ def run(view: bool, rtf: float, watch: StatusWatch, browser, scratch: Path, labe
         if page is not None:
             page.close()
         stop(process)
+        if viewer is not None:
+            stop(viewer)
 
 
 def page_figures(page, samples: list[tuple[float, float]]) -> dict:
@@ -350,7 +374,7 @@ def viewer_rates(status: str) -> dict[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--write-readme', action='store_true', help='replace the viewer-bench block in README.md')
-    parser.add_argument('--repeats', type=int, default=REPEATS, help='a, b pairs per pacing')
+    parser.add_argument('--repeats', type=int, default=REPEATS, help='a, b, c rounds per pacing')
     parser.add_argument('--pacing', default='1,0', help='real_time_factor values, comma separated (0: as fast as '
                         'possible)')
     args = parser.parse_args()
@@ -381,12 +405,13 @@ def main() -> int:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
             try:
                 for rtf in pacings:
-                    runs = results.setdefault(rtf, {'a': [], 'b': []})
+                    runs = results.setdefault(rtf, {kind: [] for kind in KINDS})
                     for repeat in range(args.repeats):
-                        for kind in ('a', 'b'):
+                        for kind in KINDS:
                             label = f'rtf{rtf:g}-{kind}{repeat + 1}'
-                            result = run(kind == 'b', rtf, watch, browser, Path(scratch), label)
-                            result.update(kind=f'{kind}{repeat + 1}', order=len(runs['a']) + len(runs['b']))
+                            result = run(kind in ('b', 'c'), rtf, watch, browser if kind == 'b' else None,
+                                         Path(scratch), label)
+                            result.update(kind=f'{kind}{repeat + 1}', order=sum(map(len, runs.values())))
                             runs[kind].append(result)
                             extra = ''
                             if kind == 'b':
@@ -421,13 +446,13 @@ def pacing_name(rtf: float) -> str:
 def report(results: dict[float, dict[str, list[dict]]], nominal: dict[str, float]) -> str:
     summary, runs_table, page_rows = [], [], []
     for rtf, runs in results.items():
-        a = [r['rtf'] for r in runs['a']]
-        b = [r['rtf'] for r in runs['b']]
-        ratio = statistics.mean(b) / statistics.mean(a)
-        target = '>= 0.9' if rtf == 1 else '(extra)'
-        summary.append(f'| {pacing_name(rtf)} | {", ".join(f"{v:.3f}" for v in a)} '
-                       f'| {", ".join(f"{v:.3f}" for v in b)} | {ratio:.3f} | {target} |')
-        for result in sorted(runs['a'] + runs['b'], key=lambda r: r['order']):
+        rates = {kind: [r['rtf'] for r in runs[kind]] for kind in KINDS}
+        shown = {kind: ', '.join(f'{v:.3f}' for v in values) for kind, values in rates.items()}
+        ratio = {kind: statistics.mean(rates[kind]) / statistics.mean(rates['a']) for kind in ('b', 'c')}
+        target = '>= 0.9' if rtf == 1 else '(extra row)'
+        summary.append(f'| {pacing_name(rtf)} | {shown["a"]} | {shown["b"]} | **{ratio["b"]:.3f}** | {shown["c"]} '
+                       f'| {ratio["c"]:.3f} | {target} |')
+        for result in sorted((r for kind in KINDS for r in runs[kind]), key=lambda r: r['order']):
             cpu = result['cpu']
             runs_table.append(f'| {pacing_name(rtf)}, {result["kind"]} | {result["load"]:.1f} | {result["rtf"]:.3f} '
                               f'| {cpu["sim_node"]:.2f} | {cpu["viewer node"]:.2f} | {cpu["Chromium"]:.2f} |')
@@ -446,23 +471,28 @@ def report(results: dict[float, dict[str, list[dict]]], nominal: dict[str, float
     lines = [
         f'Measured by `make bench` (`bench/bench_viewer.py`) on {time.strftime("%Y-%m-%d")} (this machine, see '
         f'above): `robotsim launch sim demo:=true` (the rover in the room, default sensors with cameras, firmware '
-        f'in the loop, the wanderer) for {SIM_SECONDS:g} s of sim time, (a) without the viewer and (b) with '
-        '`view:=true` and a headless Chromium (Debian\'s, SwiftShader: no GPU) showing the live page for the whole '
-        'run; a and b alternate. Achieved RTF: sim seconds per wall second between the first and the last '
-        '/sim/status of the run. The machine is shared: the load average and the spread between repeats show '
-        'the noise.',
-        '', '| real_time_factor | RTF (a) no viewer | RTF (b) viewer + browser | mean (b) / mean (a) | target |',
-        '|---|---|---|---|---|', *summary,
+        f'in the loop, the wanderer) for {SIM_SECONDS:g} s of sim time: (a) without the viewer, (b) with the '
+        'viewer node of `view:=true` (as the bringup starts it, on free ports) and a headless Chromium '
+        '(Debian\'s; no GPU: SwiftShader draws with the CPU) showing the live page for the whole run, (c) with '
+        'the viewer node alone (the browser on another machine); in rounds a, b, c. Achieved RTF: sim seconds per '
+        'wall second between the first and the last /sim/status of the run. The machine is shared with other '
+        'jobs: the load average and the spread between repeats show the noise.',
+        '', '| real_time_factor | RTF (a) no viewer | RTF (b) viewer + browser | mean (b) / mean (a) '
+        '| RTF (c) viewer node alone | mean (c) / mean (a) | target for (b) / (a) |',
+        '|---|---|---|---|---|---|---|', *summary,
         '', 'Each run, in order, with the CPU its processes used (cores: CPU seconds per wall second of the run):',
         '', '| run | load average at start | RTF | sim_node | viewer node | Chromium (all its processes) |',
         '|---|---|---|---|---|---|', *runs_table,
         '', 'What the page received in (b), read back from it (`robotsimViewer.live`): samples per sim second '
         'against what the viewer sends at nominal rates (poses thinned to 30 Hz, camera frames at its image rate '
         f'{IMAGE_RATE:g} Hz); how far the page\'s newest sim time was behind the simulator\'s at each update '
-        '(median / max); the largest wall gap between updates (sent every 0.1 s); the topic rates the viewer node '
-        'measured over its last 3 s of sim time (its status line on the page), against nominal.',
+        '(median / max; the simulator\'s from /sim/status as the bench received it, so it carries the bench\'s own '
+        'delays: negative when those were longer); the largest wall gap between updates (sent every 0.1 s); the '
+        'topic rates the viewer node measured over its last 3 s of sim time (its status line on the page), against '
+        'nominal.',
         '', '| run | page\'s sim time at the end (s) of the run\'s | received per sim s / nominal '
-        '| lag median / max (sim s) | largest gap (wall s) | viewer node received (Hz) / nominal | page errors |',
+        '| lag median / max (sim s) | largest gap (wall s) | viewer node received (Hz) / nominal '
+        '| page errors |',
         '|---|---|---|---|---|---|---|', *page_rows]
     return '\n'.join(lines)
 
