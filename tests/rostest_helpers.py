@@ -57,7 +57,17 @@ class NodeProcess:
         return self.log_path.read_text()
 
     def stop(self) -> int:
-        interrupt(self.process, 10)
+        """Ctrl-C; a node still there after 30 s prints its threads' stacks into its log (SIGUSR1,
+        see run_node) before it is killed, so a hung stop says where it hung."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.send_signal(signal.SIGUSR1)
+                time.sleep(2)
+                self.process.kill()
+                self.process.wait()
         self.log.close()
         return self.process.returncode
 

@@ -8,6 +8,7 @@ nanoseconds; quaternions in ROS order (x, y, z, w).
 from __future__ import annotations
 
 import array
+import faulthandler
 import importlib
 import signal
 import sys
@@ -127,6 +128,8 @@ def run_node(program: str, make_node: Callable, expected_errors: tuple[type[Exce
     # A hung-up terminal or SSH session (SIGHUP) stops a node as Ctrl-C does, so ``finish`` runs and the
     # simulator removes its serial link, instead of the default action killing the process outright.
     signal.signal(signal.SIGHUP, signal.default_int_handler)
+    # `kill -USR1 <pid>` prints every thread's Python stack to stderr: how to see where a node hangs.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         node = make_node()
     except expected_errors as error:
