@@ -100,6 +100,7 @@ def test_topics_types_frames_and_sim_time(observer):
     assert len(scan.ranges) == 360 and scan.angle_increment == pytest.approx(2 * math.pi / 360)
     info = obs.messages['/camera/camera_info'][-1]
     assert (info.width, info.height, info.distortion_model) == (320, 240, 'plumb_bob')
+    assert list(info.d) == [0.0] * 5, 'the shipped rover is a pinhole camera (no distortion key)'
     fy = 120 / math.tan(0.9 / 2)
     assert info.k[0] == pytest.approx(fy) and info.k[4] == pytest.approx(fy)
     assert list(info.p) == pytest.approx([info.k[0], 0, info.k[2], 0, 0, info.k[4], info.k[5], 0, 0, 0, 1, 0])

@@ -80,14 +80,15 @@ def camera_images(reading: CameraReading, frame_id: str, stamp: Time) -> dict[st
 
 
 def camera_info(spec: CameraSpec, frame_id: str) -> CameraInfo:
-    """Pinhole model matching the render: square pixels, principal point at the image centre,
-    plumb_bob with zero distortion, P = [K | 0]. The stamp is filled per capture."""
+    """The camera model the images follow: square pixels, principal point at the image centre,
+    plumb_bob with the camera's ``distortion`` (zero for a pinhole camera; the images are distorted to
+    match), R identity, P = [K | 0] (a monocular camera). The stamp is filled per capture."""
     fx, fy, cx, cy = intrinsics(spec)
     msg = CameraInfo()
     msg.header.frame_id = frame_id
     msg.width, msg.height = spec.width, spec.height
     msg.distortion_model = 'plumb_bob'
-    msg.d = [0.0] * 5
+    msg.d = [float(coefficient) for coefficient in spec.distortion]  # k1 k2 p1 p2 k3, OpenCV's order
     msg.k = [fx, 0.0, cx, 0.0, fy, cy, 0.0, 0.0, 1.0]
     msg.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
     msg.p = [fx, 0.0, cx, 0.0, 0.0, fy, cy, 0.0, 0.0, 0.0, 1.0, 0.0]
@@ -102,11 +103,23 @@ def imu(reading: ImuReading, frame_id: str, stamp: Time) -> Imu:
     msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z = (float(v) for v in reading.angular_velocity)
     msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z = (
         float(v) for v in reading.linear_acceleration)
-    for field, variance in (('orientation_covariance', reading.orientation_variance),
-                            ('angular_velocity_covariance', reading.angular_velocity_variance),
-                            ('linear_acceleration_covariance', reading.linear_acceleration_variance)):
-        setattr(msg, field, [variance, 0.0, 0.0, 0.0, variance, 0.0, 0.0, 0.0, variance])
+    msg.orientation_covariance = _diagonal_covariance(reading.orientation_variance)
+    msg.angular_velocity_covariance = _diagonal_covariance(reading.angular_velocity_variance)
+    msg.linear_acceleration_covariance = _diagonal_covariance(reading.linear_acceleration_variance)
     return msg
+
+
+_covariances: dict[float, np.ndarray] = {}
+
+
+def _diagonal_covariance(variance: float) -> np.ndarray:
+    """variance * I (3x3, row-major) as the float64 array the message stores: made once per value and
+    shared by every message (read-only; a list would be converted again for each of the IMU's 100 Hz)."""
+    matrix = _covariances.get(variance)
+    if matrix is None:
+        matrix = _covariances[variance] = np.diag([variance] * 3).ravel()
+        matrix.flags.writeable = False
+    return matrix
 
 
 

@@ -342,6 +342,13 @@ class CameraSpec:
     """Gaussian pixel noise on 0-255 intensities."""
     depth_noise_stddev: float = spec_field(0.0, non_negative=True)
     """Gaussian depth noise (m)."""
+    distortion: tuple[float, float, float, float, float] = (0.0, 0.0, 0.0, 0.0, 0.0)
+    """Lens distortion ``[k1, k2, p1, p2, k3]``: the ``plumb_bob`` model in OpenCV's order, as in
+    ``sensor_msgs/CameraInfo`` ``D`` (copy a calibrated camera's D here). Every image is distorted to
+    match, about the same K (RGB interpolated bilinearly, depth and segmentation from the nearest pixel),
+    and CameraInfo carries it. Barrel distortion (k1 < 0) draws the image's edges from beyond the
+    rendered field of view: those pixels have no source (RGB 0, depth +Inf, segmentation -1). All
+    zeros (the default) is a pinhole camera; its images are exactly the undistorted render."""
     qos: TopicQosSpec | None = None
     """QoS override for this sensor's topics (default: SensorDataQoS)."""
     optical_frame: str = spec_field('', pattern=NAME_OR_EMPTY)
