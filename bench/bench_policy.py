@@ -88,7 +88,7 @@ def recorded_decisions(bags: list[Path], spec) -> list[tuple]:
     from rclpy.serialization import deserialize_message
     from rosbags.highlevel import AnyReader
 
-    from robotsim_core.ros_common import message_class
+    from robotsim_core.ros.common import message_class
     uses_imu = getattr(spec, 'uses_imu', False)
     topics = {'/scan', '/odom', '/goal_pose', *(['/camera/image_raw'] if spec.uses_image else []),
               *(['/imu/data'] if uses_imu else [])}

@@ -25,7 +25,7 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
 from robotsim_core.description import load_robot  # noqa: E402
-from robotsim_core.description.spec import LidarSpec  # noqa: E402
+from robotsim_sensors.lidar import LidarSpec  # noqa: E402
 from robotsim_sensors.lidar import Lidar  # noqa: E402
 from robotsim_sim.scene import RobotPlacement, load_world, resolve_world_path  # noqa: E402
 from robotsim_sim.simulation import SimOptions, Simulation  # noqa: E402
@@ -120,8 +120,8 @@ def publish_overhead() -> dict[str, float]:
     from rosgraph_msgs.msg import Clock
     from tf2_msgs.msg import TFMessage
 
-    from robotsim_sensors import ros_messages as convert
-    from robotsim_core.ros_common import message_class
+    from robotsim_sensors.ros import messages as convert
+    from robotsim_core.ros.common import message_class
 
     os.environ['ROS_DOMAIN_ID'] = str(200 + os.getpid() % 30)
     rclpy.init()

@@ -78,7 +78,7 @@ class StatusWatch:
         import rclpy
         from rclpy.executors import SingleThreadedExecutor
 
-        from robotsim_core import ros_common
+        from robotsim_core.ros import common as ros_common
         from robotsim_core.contract import RELIABLE_QOS, QosSpec
 
         self.rclpy = rclpy

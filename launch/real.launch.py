@@ -4,7 +4,7 @@ The node graph is defined once in robotsim_core.bringup; `robotsim launch real` 
 on a machine without the launch package. Arguments: `ros2 launch robotsim real.launch.py --show-args`.
 """
 
-from robotsim_core.launch_adapter import generate_launch_description as _generate
+from robotsim_core.ros.launch_adapter import generate_launch_description as _generate
 
 
 def generate_launch_description():

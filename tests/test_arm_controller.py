@@ -27,14 +27,14 @@ def test_controller_logic_is_ros_free():
     """The follower, the goal logic and the simulation import no ROS package (the node converts messages)."""
     import ast
 
-    from test_layering import ROS_ROOTS
+    from test_layering import is_ros_package
 
     package = WORKSPACE / 'src' / 'robotsim_sim' / 'robotsim_sim'
     for name in ('controllers.py', 'arm_controller.py', 'simulation.py'):
         tree = ast.parse((package / name).read_text())
         imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
         imported |= {node.module or '' for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-        ros = {module for module in imported if module.split('.')[0] in ROS_ROOTS | {'control_msgs', 'action_msgs'}}
+        ros = {module for module in imported if is_ros_package(module)}  # control_msgs, action_msgs, rclpy, ...
         assert not ros, f'{name} imports {sorted(ros)}'
 
 

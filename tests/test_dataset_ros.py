@@ -12,7 +12,7 @@ from rosbags.rosbag2 import Reader
 from rosbags.typesys import Stores, get_typestore
 
 from robotsim_learning.bag_writer import canonical_cdr
-from robotsim_learning.episode import run_episode
+from robotsim_learning.ros.episode import run_episode
 from robotsim_learning.randomization import Randomizer, load_randomization
 from robotsim_msgs.srv import Step
 from rostest_helpers import Launch, Observer

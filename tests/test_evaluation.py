@@ -200,7 +200,7 @@ def test_geometric_collisions_agree_with_the_physics_and_straight_drives_on_the_
     ground truth replayed into the evaluation's tracker: the same outcomes at the same times."""
     from rosbags.highlevel import AnyReader
 
-    from robotsim_learning.episode import run_episode
+    from robotsim_learning.ros.episode import run_episode
     from robotsim_learning.randomization import Randomizer, load_randomization
     from robotsim_learning.observation import yaw_of
     spec = load_randomization(str(short_course))

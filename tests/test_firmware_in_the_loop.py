@@ -144,7 +144,7 @@ def test_stuck_encoder_runaway_is_detected(link):
 
 
 def test_bridge_imports_nothing_of_the_simulator():
-    probe = ('import sys, robotsim_firmware.bridge_node; '
+    probe = ('import sys, robotsim_firmware.ros.bridge_node; '
              'print(sorted(m for m in sys.modules if m.split(".")[0] in '
              '("mujoco", "robotsim_sim", "robotsim_sensors")))')
     output = subprocess.run([sys.executable, '-c', probe], capture_output=True, text=True, check=True).stdout

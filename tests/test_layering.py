@@ -1,32 +1,122 @@
-"""The core stays ROS-free: no module of robotsim_core imports rclpy or ROS message packages,
-except its ROS adapters (ros_*.py: shared ROS helpers, the contract probe), which only ROS entry
-points import (lazily, as the CLI does)."""
+"""The layer line, checked by module: ROS adapters live in a ``ros/`` folder of their package
+(``robotsim_core/ros/``, ``robotsim_sim/ros/``, ...), everything else is ROS-free.
+
+A ROS-free module imports no ROS client library, launch library or interface package, not even
+inside a function, and imports no ROS adapter at module level (a command-line entry point may load
+one lazily inside the command that needs it, so ``robotsim --help`` works without ROS). A second
+test imports every ROS-free module with those packages made unimportable, so a transitive import
+through a third module is caught as well."""
+
+from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from pathlib import Path
 
-CORE = Path(__file__).resolve().parents[1] / 'src' / 'robotsim_core' / 'robotsim_core'
-ROS_ROOTS = {'rclpy', 'builtin_interfaces', 'std_msgs', 'geometry_msgs', 'sensor_msgs', 'nav_msgs', 'tf2_msgs',
-             'rosgraph_msgs', 'diagnostic_msgs', 'trajectory_msgs', 'robotsim_msgs', 'rcl_interfaces'}
+WORKSPACE = Path(__file__).resolve().parents[1]
+PACKAGES = ('robotsim_core', 'robotsim_sensors', 'robotsim_sim', 'robotsim_firmware', 'robotsim_learning')
+ROS_LIBRARIES = {'rclpy', 'launch', 'launch_ros', 'launch_testing', 'rosbag2_py', 'tf2_ros', 'message_filters',
+                 'rosidl_runtime_py', 'ros2cli'}
+RUNS_IN_BLENDER = {'robotsim_learning.render.blender_side'}
+"""Imported by Blender's own Python (bpy), never here: ROS-free, but only importable there."""
+NOT_ROS = {'robotsim_interfaces'}  # none today; a ROS-free package whose name ends like an interface package
 
 
-def imported_modules(path: Path) -> set[str]:
-    modules = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            modules.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            modules.add(('.' * node.level) + (node.module or ''))
+def is_ros_package(name: str) -> bool:
+    """rclpy, launch and friends, and every interface package (``*_msgs``, ``*_interfaces``, ``*_srvs``)."""
+    root = name.split('.')[0]
+    return root in ROS_LIBRARIES or (root not in NOT_ROS and root.endswith(('_msgs', '_interfaces', '_srvs')))
+
+
+def python_modules() -> list[tuple[str, Path]]:
+    """(dotted module name, file) of every module of the workspace's Python packages (vendored code aside)."""
+    modules = []
+    for package in PACKAGES:
+        root = WORKSPACE / 'src' / package
+        for path in sorted((root / package).rglob('*.py')):
+            relative = path.relative_to(root).with_suffix('')
+            if 'vendor' in relative.parts:
+                continue
+            parts = relative.parts[:-1] if relative.name == '__init__' else relative.parts
+            modules.append(('.'.join(parts), path))
     return modules
 
 
-def test_core_is_ros_free():
-    files = [p for p in CORE.rglob('*.py') if not p.name.startswith('ros_')]
-    assert len(files) > 10
-    for path in files:
-        modules = imported_modules(path)
-        ros = {m for m in modules if m.split('.')[0] in ROS_ROOTS}
-        assert not ros, f'{path.relative_to(CORE)} imports ROS: {sorted(ros)}'
-        adapters = {m for m in modules if m.split('.')[-1].startswith('ros_')}
-        # the CLI imports the probe inside its command function only
-        assert not adapters or path.name == 'cli.py', f'{path.relative_to(CORE)} imports {adapters}'
+def is_adapter(module: str) -> bool:
+    return 'ros' in module.split('.')[1:]
+
+
+def imports(path: Path, module: str) -> list[tuple[str, bool]]:
+    """(absolute module imported, at module level?) of every import statement in ``path``."""
+    tree = ast.parse(path.read_text())
+    top_level = {id(node) for node in tree.body}
+    for node in tree.body:  # imports under a module-level if/try still run at import time
+        if isinstance(node, (ast.If, ast.Try)):
+            top_level |= {id(child) for child in ast.walk(node)}
+    package = module.split('.') if path.name == '__init__.py' else module.split('.')[:-1]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, id(node) in top_level) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = '.'.join(package[:len(package) - node.level + 1]) if node.level else ''
+            target = '.'.join(part for part in (base, node.module or '') if part)
+            found.append((target, id(node) in top_level))
+            # `from . import x` / `from .ros import x`: the names may be modules themselves
+            found += [(f'{target}.{alias.name}', id(node) in top_level) for alias in node.names]
+    return found
+
+
+def test_ros_free_modules_import_no_ros():
+    modules = python_modules()
+    adapters = {name for name, _ in modules if is_adapter(name)}
+    ros_free = [(name, path) for name, path in modules if not is_adapter(name)]
+    assert len(ros_free) > 80 and len(adapters) > 10, (len(ros_free), len(adapters))
+    problems = []
+    for name, path in ros_free:
+        for target, top_level in imports(path, name):
+            if is_ros_package(target):
+                problems.append(f'{path.relative_to(WORKSPACE)} imports {target} (a ROS package)')
+            elif top_level and (target in adapters or any(target.startswith(a + '.') for a in adapters)):
+                problems.append(f'{path.relative_to(WORKSPACE)} imports the ROS adapter {target} at module level')
+    assert not problems, '\n'.join(problems)
+
+
+def test_every_ros_free_module_imports_with_ros_unavailable():
+    """Import each ROS-free module in a process where rclpy, launch and every interface package
+    raise ImportError: what a machine without ROS sees."""
+    names = [name for name, _ in python_modules() if not is_adapter(name) and name not in RUNS_IN_BLENDER]
+    script = f'''
+import importlib, importlib.abc, json, sys
+LIBRARIES = {sorted(ROS_LIBRARIES)!r}
+class NoRos(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        root = name.split('.')[0]
+        if root in LIBRARIES or root.endswith(('_msgs', '_interfaces', '_srvs')):
+            raise ImportError(f'{{name}} is a ROS package (blocked by the layering test)')
+        return None
+sys.meta_path.insert(0, NoRos())
+failed = {{}}
+for name in json.loads(sys.argv[1]):
+    try:
+        importlib.import_module(name)
+    except ImportError as error:
+        failed[name] = str(error)
+print(json.dumps(failed))
+'''
+    completed = subprocess.run([sys.executable, '-c', script, json.dumps(names)], capture_output=True, text=True,
+                               timeout=600)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    failed = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert not failed, '\n'.join(f'{name}: {error}' for name, error in failed.items())
+
+
+def test_adapters_are_told_apart_by_path():
+    """The rule the tests above rely on, shown on known modules: the simulation is ROS-free, the node is not."""
+    modules = dict(python_modules())
+    assert 'robotsim_sim.simulation' in modules and not is_adapter('robotsim_sim.simulation')
+    assert 'robotsim_sim.ros.sim_node' in modules and is_adapter('robotsim_sim.ros.sim_node')
+    assert is_ros_package('sensor_msgs.msg') and is_ros_package('rclpy.node') and is_ros_package('launch_ros')
+    assert not is_ros_package('robotsim_core.contract') and not is_ros_package('mujoco')

@@ -18,9 +18,9 @@ import pytest
 import yaml
 from sensor_msgs.msg import CameraInfo, Image
 
-from robotsim_core.description.spec import CameraSpec
+from robotsim_sensors.camera import CameraSpec
 from robotsim_msgs.srv import Step
-from robotsim_sensors import ros_messages
+from robotsim_sensors.ros import messages as ros_messages
 from robotsim_sensors.camera import Camera, CameraRenderer, intrinsics
 from rostest_helpers import SENSOR, NodeProcess, Observer
 
@@ -101,7 +101,7 @@ def capture(scene, spec: CameraSpec, seed: int = 0):
     model, data, renderer, _ = scene
     geom_ids = np.arange(model.ngeom, dtype=np.int32)  # label = geom id: the markers stay apart
     camera = Camera(renderer, 'lens', spec, geom_ids)
-    return camera, camera.capture(data, np.random.default_rng(seed), 0)
+    return camera, camera.measure(data, np.random.default_rng(seed), 0)
 
 
 def projections(scene, distortion) -> np.ndarray:

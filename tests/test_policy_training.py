@@ -15,7 +15,7 @@ from robotsim_learning.observation import spec_for_robot
 from rostest_helpers import WORKSPACE
 
 pytest.importorskip('jax', reason='training needs requirements/train.txt (Python 3.11+)')
-from robotsim_learning.episode import DRIVERS, PolicyDriver, register_driver, run_episode  # noqa: E402
+from robotsim_learning.ros.episode import DRIVERS, PolicyDriver, register_driver, run_episode  # noqa: E402
 from robotsim_learning.policy_runtime import PolicyRuntime  # noqa: E402
 from robotsim_learning.policy_training import episode_samples, robot_of  # noqa: E402
 from robotsim_learning.randomization import Randomizer, load_randomization  # noqa: E402

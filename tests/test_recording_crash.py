@@ -31,7 +31,7 @@ from rosbags.typesys import Stores, get_typestore
 from robotsim_core.bringup import config_from_arguments, fleet_of, recorded_topics
 from robotsim_core.contract import resolve_topic, robot_contract
 from robotsim_core.description import load_robot
-from robotsim_core.ros_common import message_class
+from robotsim_core.ros.common import message_class
 from robotsim_learning.bag_repair import repair_bag
 from robotsim_learning.bag_writer import BagWriter
 from robotsim_msgs.srv import Pause

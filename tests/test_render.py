@@ -34,7 +34,7 @@ from robotsim_learning.render import environment
 from robotsim_learning.render.compare import depth_agreement, dilate, edges, lineart_agreement, segmentation_iou
 from robotsim_learning.render.recording import interpolate_pose, read_images, read_recording
 from robotsim_learning.render.scene_description import build_description, draw_variety
-from robotsim_sim.robot_messages import RobotMessages
+from robotsim_sim.ros.robot_messages import RobotMessages
 from robotsim_sim.scene import RobotPlacement, load_world
 from robotsim_sim.simulation import SimOptions, Simulation
 

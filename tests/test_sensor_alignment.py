@@ -10,7 +10,7 @@ import yaml
 from nav_msgs.msg import Odometry
 
 from robotsim_core.description import load_robot
-from robotsim_core.description.spec import CameraSpec
+from robotsim_sensors.camera import CameraSpec
 from robotsim_sensors.camera import Camera, CameraRenderer, intrinsics
 from robotsim_sim.scene import RobotPlacement, load_world
 from robotsim_sim.simulation import SimOptions, Simulation
@@ -65,7 +65,7 @@ def test_depth_is_sampled_at_the_pixel_centres_of_camera_info():
     residuals, jacobians = [], []
     for name in ('pitched', 'rolled'):
         camera = model.camera(name).id
-        depth = Camera(renderer, name, SPEC, np.zeros(model.ngeom, dtype=np.int32)).capture(
+        depth = Camera(renderer, name, SPEC, np.zeros(model.ngeom, dtype=np.int32)).measure(
             data, np.random.default_rng(0), 0).depth.astype(float)
         expected = floor_depth(data, camera, u, v)
         seen = np.isfinite(depth) & (expected < 20.0)
@@ -87,7 +87,7 @@ def test_depth_and_segmentation_edges_agree():
     box = ('<geom name="box" type="box" size="0.15 0.15 0.15" pos="0 0 0.3" '
            'euler="0 0 17" rgba="0.8 0.2 0.2 1"/>')
     model, data, renderer = render_scene({'down': (math.pi / 2, 0.0)}, box)
-    reading = Camera(renderer, 'down', SPEC, np.arange(model.ngeom, dtype=np.int32)).capture(
+    reading = Camera(renderer, 'down', SPEC, np.arange(model.ngeom, dtype=np.int32)).measure(
         data, np.random.default_rng(0), 0)
     on_box = reading.segmentation == model.geom('box').id
     assert 1000 < on_box.sum() < 0.5 * on_box.size

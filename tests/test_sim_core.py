@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from robotsim_core.description import load_robot
-from robotsim_core.description.spec import LidarSpec
+from robotsim_sensors.lidar import LidarSpec
 from robotsim_core.drive import inverse_kinematics
 from robotsim_core.errors import DescriptionError
 from robotsim_sensors.lidar import Lidar

@@ -184,7 +184,7 @@ def test_header_stamp_is_read_from_the_serialized_bytes():
     from rclpy.serialization import serialize_message
     from sensor_msgs.msg import CameraInfo, Image, Imu
 
-    from robotsim_learning.viewer_node import HEADER_FIRST, header_stamp
+    from robotsim_learning.ros.viewer_node import HEADER_FIRST, header_stamp
 
     for message_type in (Image, Imu, CameraInfo):
         message = message_type()

@@ -23,6 +23,6 @@ setup(
     description='The base MCU firmware (C) with its HAL, host build for firmware-in-the-loop, serial protocol and motor bridge node.',
     license='Apache-2.0',
     entry_points={
-        'console_scripts': ['motor_bridge = robotsim_firmware.bridge_node:main'],
+        'console_scripts': ['motor_bridge = robotsim_firmware.ros.bridge_node:main'],
     },
 )

@@ -20,12 +20,12 @@ setup(
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
-            'wander = robotsim_learning.wander_node:main',
-            'expert = robotsim_learning.expert_node:main',
-            'policy = robotsim_learning.policy_node:main',
-            'straight = robotsim_learning.straight_node:main',
-            'recorder = robotsim_learning.recorder_node:main',
-            'viewer = robotsim_learning.viewer_node:main',
+            'wander = robotsim_learning.ros.wander_node:main',
+            'expert = robotsim_learning.ros.expert_node:main',
+            'policy = robotsim_learning.ros.policy_node:main',
+            'straight = robotsim_learning.ros.straight_node:main',
+            'recorder = robotsim_learning.ros.recorder_node:main',
+            'viewer = robotsim_learning.ros.viewer_node:main',
         ],
     },
 )

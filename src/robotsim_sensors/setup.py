@@ -14,7 +14,15 @@ setup(
     zip_safe=True,
     maintainer='robotsim',
     maintainer_email='dev@robotsim.invalid',
-    description='Sensor models for robotsim (lidar, cameras, IMU, encoders, noise) and their conversion to sensor_msgs.',
+    description='Sensor kinds of robotsim (lidar, camera, IMU, range, navsat: spec, MuJoCo elements, model, topics) '
+                'and their conversion to sensor_msgs.',
     license='Apache-2.0',
-    entry_points={},
+    # The sensor kinds the core finds by YAML `type` (robotsim_core.sensor_kinds): one row per kind.
+    entry_points={
+        'robotsim.sensor_kinds': [
+            'lidar = robotsim_sensors.lidar:KIND',
+            'camera = robotsim_sensors.camera:KIND',
+            'imu = robotsim_sensors.imu:KIND',
+        ],
+    },
 )

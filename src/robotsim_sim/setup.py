@@ -19,10 +19,10 @@ setup(
     entry_points={
         'console_scripts': [
             'sim_node = robotsim_sim.sim_main:main',
-            'state_publisher = robotsim_sim.state_publisher:main',
-            'monitor = robotsim_sim.monitor_node:main',
-            'arm_commander = robotsim_sim.arm_commander:commander_main',
-            'pick_place = robotsim_sim.arm_commander:pick_place_main',
+            'state_publisher = robotsim_sim.ros.state_publisher:main',
+            'monitor = robotsim_sim.ros.monitor_node:main',
+            'arm_commander = robotsim_sim.ros.arm_commander:commander_main',
+            'pick_place = robotsim_sim.ros.arm_commander:pick_place_main',
         ],
     },
 )

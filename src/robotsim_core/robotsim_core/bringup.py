@@ -4,7 +4,7 @@
 to start: package, executable, node name, namespace, parameters, remappings and whether the run
 ends when the node dies. Two thin consumers read it and nothing else:
 
-* the ROS 2 launch files in ``launch/`` (through :mod:`robotsim_core.launch_adapter`), and
+* the ROS 2 launch files in ``launch/`` (through :mod:`robotsim_core.ros.launch_adapter`), and
 * the bare-machine launcher ``robotsim launch`` (:mod:`robotsim_core.launcher`).
 
 Sim mode: one simulator node hosts the world and every robot of the fleet; each robot gets its

@@ -109,7 +109,7 @@ def contract_check(args: argparse.Namespace) -> int:
     from .contract import robot_contract
     from .contract_check import format_table
     from .description import load_robot
-    from .ros_contract_probe import probe
+    from .ros.contract_probe import probe
 
     contract = robot_contract(load_robot(args.robot))
     rows = probe(contract, args.duration, args.namespace, args.frame_prefix, include_sim_only=not args.real)
@@ -227,7 +227,7 @@ def calibrate_odometry(args: argparse.Namespace) -> int:
 def arm_reach(args: argparse.Namespace) -> int:
     # Planning on worlds and the ROS actions live in robotsim_sim (which depends on this package).
     try:
-        from robotsim_sim.arm_commander import reach_command
+        from robotsim_sim.ros.arm_commander import reach_command
     except ImportError as error:
         print(f'robotsim: error: arm motions need the robotsim_sim package and its ROS interfaces ({error})',
               file=sys.stderr)

@@ -238,17 +238,8 @@ def _parse_value(hint: Any, value: Any, source: str, path: str, metadata: dict) 
         options = [option for option in options if option is not type(None)]
         if len(options) == 1:
             return _parse_value(options[0], value, source, path, metadata)
-        tagged = {typing.get_args(typing.get_type_hints(option)['type'])[0]: option
-                  for option in options if dataclasses.is_dataclass(option)
-                  and typing.get_origin(typing.get_type_hints(option).get('type')) is Literal}
-        if tagged and len(tagged) == len(options):
-            # A tagged union (e.g. sensors): the 'type' key picks the dataclass.
-            if not isinstance(value, dict):
-                raise DescriptionError(source, path, f'expected a mapping, got {_describe(value)}')
-            if not isinstance(value.get('type'), str) or value.get('type') not in tagged:
-                raise DescriptionError(source, _join(path, 'type'),
-                                       f'expected one of {", ".join(map(repr, tagged))}, got {_describe(value.get("type"))}')
-            return parse_spec(tagged[value['type']], value, source, path)
+        if all(_type_tag(option) is not None for option in options):
+            return parse_tagged(options, value, source, path)
         # Choose the alternative by the value's shape (a mapping vs a list).
         for option in options:
             option_origin = typing.get_origin(option)
@@ -258,6 +249,9 @@ def _parse_value(hint: Any, value: Any, source: str, path: str, metadata: dict) 
                 return _parse_value(option, value, source, path, metadata)
         raise DescriptionError(source, path, 'expected ' + ' or '.join(_type_name(o) for o in options)
                                + f', got {_describe(value)}')
+    parse_config = getattr(hint, '__parse_config__', None)
+    if parse_config is not None:  # a type that parses itself (e.g. a sensor: the kinds installed decide)
+        return parse_config(value, source, path)
     if dataclasses.is_dataclass(hint):
         return parse_spec(hint, value, source, path)
     if hint is float:
@@ -309,6 +303,25 @@ def _parse_value(hint: Any, value: Any, source: str, path: str, metadata: dict) 
         return {_parse_value(key_type, key, source, path, {}): _parse_value(value_type, element, source, _join(path, key), {})
                 for key, element in value.items()}
     raise TypeError(f'config_schema: unsupported type hint {hint!r} at {path}')
+
+
+def _type_tag(option: Any) -> str | None:
+    """The ``type: Literal['x']`` tag of a dataclass in a tagged union, else None."""
+    if not dataclasses.is_dataclass(option):
+        return None
+    hint = typing.get_type_hints(option).get('type')
+    return typing.get_args(hint)[0] if typing.get_origin(hint) is Literal else None
+
+
+def parse_tagged(options: list[type], value: Any, source: str, path: str) -> Any:
+    """A tagged union (e.g. sensors): the mapping's ``type`` key picks the dataclass among ``options``."""
+    tagged = {_type_tag(option): option for option in options}
+    if not isinstance(value, dict):
+        raise DescriptionError(source, path, f'expected a mapping, got {_describe(value)}')
+    if not isinstance(value.get('type'), str) or value.get('type') not in tagged:
+        raise DescriptionError(source, _join(path, 'type'),
+                               f'expected one of {", ".join(map(repr, tagged))}, got {_describe(value.get("type"))}')
+    return parse_spec(tagged[value['type']], value, source, path)
 
 
 def parse_spec(cls: type, data: Any, source: str, path: str = '') -> Any:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .description.model import RobotModel
+from .sensor_kinds import sensor_kind
 
 
 @dataclass(frozen=True)
@@ -64,30 +65,10 @@ def resolve_frame(frame_prefix: str, frame: str) -> str:
     return frame if not frame or frame in GLOBAL_FRAMES else f'{frame_prefix}{frame}'
 
 
-IMAGE_TOPIC_STEMS = {'rgb': '', 'depth': 'depth/', 'segmentation': 'segmentation/'}
-
-
 def sensor_qos(spec) -> QosSpec:
     """The sensor's QoS override from its YAML, else SensorDataQoS."""
     override = getattr(spec, 'qos', None)
     return SENSOR_QOS if override is None else QosSpec(override.reliability, override.durability, override.depth)
-
-
-def camera_topics(sensor) -> list[TopicSpec]:
-    spec = sensor.spec
-    qos = sensor_qos(spec)
-    topics = []
-    for image in spec.images:
-        stem = IMAGE_TOPIC_STEMS[image]
-        topics.append(TopicSpec(f'{sensor.name}/{stem}image_raw', 'sensor_msgs/msg/Image', sensor.frame,
-                                qos, spec.rate, sensor.name))
-        topics.append(TopicSpec(f'{sensor.name}/{stem}camera_info', 'sensor_msgs/msg/CameraInfo', sensor.frame,
-                                qos, spec.rate, sensor.name))
-    if 'segmentation' in spec.images:
-        # JSON {label id: entity name}, latched, so a late subscriber can read the ids.
-        topics.append(TopicSpec(f'{sensor.name}/segmentation/labels', 'std_msgs/msg/String', '', LATCHED_QOS,
-                                0.0, sensor.name, sim_only=True))
-    return topics
 
 
 def robot_contract(model: RobotModel, joint_state_rate: float = 50.0, odom_rate: float = 50.0) -> Contract:
@@ -101,19 +82,8 @@ def robot_contract(model: RobotModel, joint_state_rate: float = 50.0, odom_rate:
         TopicSpec('sim/ground_truth', 'nav_msgs/msg/Odometry', 'world', RELIABLE_QOS, odom_rate, sim_only=True),
         TopicSpec('sim/status', 'robotsim_msgs/msg/SimStatus', '', RELIABLE_QOS, 2.0, sim_only=True),
     ]
-    for sensor in model.sensors:
-        spec = sensor.spec
-        if sensor.type == 'lidar':
-            kind = 'sensor_msgs/msg/LaserScan' if spec.channels == 1 else 'sensor_msgs/msg/PointCloud2'
-            name = 'scan' if spec.channels == 1 else 'points'
-            if sum(1 for s in model.sensors if s.type == 'lidar') > 1:
-                name = f'{sensor.name}/{name}'
-            topics.append(TopicSpec(name, kind, sensor.frame, sensor_qos(spec), spec.rate, sensor.name))
-        elif sensor.type == 'camera':
-            topics.extend(camera_topics(sensor))
-        elif sensor.type == 'imu':
-            name = 'imu/data' if sensor.name == 'imu' else f'{sensor.name}/data'
-            topics.append(TopicSpec(name, 'sensor_msgs/msg/Imu', sensor.frame, sensor_qos(spec), spec.rate, sensor.name))
+    for sensor in model.sensors:  # each kind names its own topics (robotsim_core.sensor_kinds)
+        topics.extend(sensor_kind(sensor.type).topics(sensor, model))
     frames = [('odom', model.base_link)] + [(model.base_link, s.frame) for s in model.sensors]
     if model.drive is None:
         # A fixed-base robot has no odometry: its TF tree starts at its root link, welded to the world,

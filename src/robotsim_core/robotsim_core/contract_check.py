@@ -1,6 +1,6 @@
 """Checking a live graph against the robot's contract (ROS-free evaluation).
 
-``robotsim contract check`` (ros_contract_probe.py) watches the topics for a while and hands its
+``robotsim contract check`` (ros/contract_probe.py) watches the topics for a while and hands its
 observations here; this module decides, per topic and per TF link, what passes and why not, and
 formats the table. The same evaluation serves the simulator here and the real robot on the Jetson.
 """

@@ -3,8 +3,8 @@
 Each URDF link becomes a body of the same name placed by its parent joint's origin, so body
 poses equal URDF link poses exactly (tests/test_description_equivalence.py). Moving joints keep
 their names; driven wheels, steering and arm joints get actuators; every sensor frame gets a
-site, cameras a MuJoCo camera looking down the optical frame's +z, IMUs gyro/accelerometer/
-orientation sensors. Inertia comes only from the URDF inertials (``inertiafromgeom=false``),
+site, and each sensor's kind adds the elements its model reads (a camera looking down the
+optical frame's +z, an IMU's gyro/accelerometer/orientation sensors: robotsim_core.sensor_kinds). Inertia comes only from the URDF inertials (``inertiafromgeom=false``),
 so the MuJoCo mass equals the URDF mass.
 """
 
@@ -17,6 +17,7 @@ import numpy as np
 
 from .description.model import Geometry, KinematicTree, RobotModel, Shape
 from .geometry import rpy_to_matrix, rpy_to_quat
+from .sensor_kinds import sensor_kind
 
 VISUAL_GROUP = 1     # visual-only geoms: rendered, never collide
 # MuJoCo cameras look along their -z with +y up; the ROS optical frame looks along +z with
@@ -24,12 +25,16 @@ VISUAL_GROUP = 1     # visual-only geoms: rendered, never collide
 OPTICAL_TO_MUJOCO_CAMERA_QUAT = (0.0, 1.0, 0.0, 0.0)
 
 
-def _num(value: float) -> str:
+def number_text(value: float) -> str:
+    """A number as MJCF text (repr: exact, so the compiled model is the same on every machine)."""
     return repr(float(value))
 
 
-def _vec(values) -> str:
-    return ' '.join(_num(v) for v in values)
+def vector_text(values) -> str:
+    return ' '.join(number_text(v) for v in values)
+
+
+_num, _vec = number_text, vector_text
 
 
 def _place(element: ET.Element, xyz, rpy) -> None:
@@ -79,9 +84,10 @@ def robot_to_mjcf(model: RobotModel, timestep: float = 0.002, collision_group: i
         root.remove(asset)
 
     worldbody = ET.SubElement(root, 'worldbody')
-    sensor_sites = {sensor.frame for sensor in model.sensors}
-    sensor_sites |= {sensor.spec.body_frame for sensor in model.sensors if sensor.type == 'camera'}
-    cameras = {sensor.frame: sensor for sensor in model.sensors if sensor.type == 'camera'}
+    sensor_sites = {sensor.frame for sensor in model.sensors} | {sensor.spec.body_frame for sensor in model.sensors}
+    sensors_at = {}  # link -> the sensors whose data frame it is (their kinds add MuJoCo elements there)
+    for sensor in model.sensors:
+        sensors_at.setdefault(sensor.frame, []).append(sensor)
     driven_wheels = {wheel.joint for wheel in model.drive.driven_wheels} if model.drive else set()
     inertials = model.body_inertials
     compensated = _gravity_compensated_links(model)
@@ -122,17 +128,15 @@ def robot_to_mjcf(model: RobotModel, timestep: float = 0.002, collision_group: i
         _add_geoms(body, link, model, mesh_names, collision_group)
         if link_name in sensor_sites:
             ET.SubElement(body, 'site', name=link_name, size='0.005')
-        if link_name in cameras:
-            spec = cameras[link_name].spec
-            ET.SubElement(body, 'camera', name=cameras[link_name].name, quat=_vec(OPTICAL_TO_MUJOCO_CAMERA_QUAT),
-                          fovy=_num(math.degrees(spec.vertical_fov)),  # MuJoCo's fovy is always in degrees
-                          resolution=f'{spec.width} {spec.height}')
+        for sensor in sensors_at.get(link_name, ()):
+            kind = sensor_kind(sensor.type)
+            if kind.add_mjcf is not None:
+                kind.add_mjcf(root, body, sensor)
         for child in tree.child_joints(link_name):
             add_body(body, child.child)
 
     add_body(worldbody, tree.root())
     _add_actuators(root, model)
-    _add_sensors(root, model)
     _add_mimic_equalities(root, tree)
     _add_contact_excludes(root, model)
     ET.indent(root)
@@ -232,18 +236,6 @@ def _add_actuators(root: ET.Element, model: RobotModel) -> None:
             ET.SubElement(actuator, 'position', name=f'{name}_position', joint=name, **attributes)
     if not len(actuator):
         root.remove(actuator)
-
-
-def _add_sensors(root: ET.Element, model: RobotModel) -> None:
-    sensor_element = ET.SubElement(root, 'sensor')
-    for sensor in model.sensors:
-        if sensor.type == 'imu':
-            ET.SubElement(sensor_element, 'gyro', name=f'{sensor.name}_gyro', site=sensor.frame)
-            ET.SubElement(sensor_element, 'accelerometer', name=f'{sensor.name}_accelerometer', site=sensor.frame)
-            ET.SubElement(sensor_element, 'framequat', name=f'{sensor.name}_orientation', objtype='site',
-                          objname=sensor.frame)
-    if not len(sensor_element):
-        root.remove(sensor_element)
 
 
 def _add_mimic_equalities(root: ET.Element, tree: KinematicTree) -> None:

@@ -85,7 +85,7 @@ def generate_episode(spec_path: str, seed: int, index: int, out: str, driver: st
                      prune: bool) -> dict:
     """Run one episode into ``out/.partial/<name>``, move it into place and describe it (a worker's
     whole job: picklable arguments in, a JSON-able manifest entry out)."""
-    from .episode import run_episode
+    from .ros.episode import run_episode
     from .randomization import Randomizer, load_randomization
 
     spec = load_randomization(spec_path)
@@ -187,7 +187,7 @@ def generate(spec_path: str, out: str, episodes: int, seed: int, driver: str, wo
              engine: str = 'local', resume: bool = False, prune: bool = False, cameras: bool = True,
              ray_address: str | None = None, progress=True) -> dict:
     """Generate (or complete, with ``resume``) a dataset; returns the manifest."""
-    from .episode import make_driver
+    from .ros.episode import make_driver
     from .randomization import load_randomization, spec_hash
 
     spec = load_randomization(spec_path)

@@ -132,7 +132,7 @@ def _evaluate(args, drivers, pacing, runtime, spec_path, spec, randomizer) -> in
     from tqdm import tqdm
 
     from .evaluation import summary, summary_line, write_csv, write_report
-    from .evaluation_graph import GraphObserver, last_lines, run_graph_episode
+    from .ros.evaluation_graph import GraphObserver, last_lines, run_graph_episode
 
     os.makedirs(os.path.join(args.out, 'episodes'), exist_ok=True)
     csv_path, report_path = os.path.join(args.out, 'episodes.csv'), os.path.join(args.out, 'report.png')

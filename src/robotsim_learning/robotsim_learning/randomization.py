@@ -417,7 +417,8 @@ class Randomizer:
         spec, robot = self.spec, copy.deepcopy(_plain(self.robot_data))
         params, noise = spec.robot_parameters, spec.sensor_noise
         base = robot.setdefault('base', {})
-        from robotsim_core.description.spec import BaseSpec, DriveSpec, ImuSpec, WheelCountSpec
+        from robotsim_core.description.spec import BaseSpec, DriveSpec, WheelCountSpec
+        from robotsim_sensors.imu import ImuSpec
 
         def scaled(section: dict, key: str, schema, name: str, bounds: Range) -> None:
             current = section.get(key, _dataclass_default(schema, key))

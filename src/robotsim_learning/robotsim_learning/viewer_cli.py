@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     if args.live:
         if args.bag or args.out:
             return _error('view --live serves the running simulation: give no BAG and no --out')
-        from .viewer_node import serve
+        from .ros.viewer_node import serve
         return serve(args)
     if not args.bag:
         return _error('view: expected a BAG folder (or --live)')

@@ -12,14 +12,78 @@ from __future__ import annotations
 import math
 import os
 import threading
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from typing import Literal
 
 import mujoco
 import numpy as np
 
-from robotsim_core.description.spec import CameraSpec
+from robotsim_core.config_schema import spec_field
+from robotsim_core.contract import LATCHED_QOS, TopicSpec, sensor_qos
+from robotsim_core.description.spec import MAX_IMAGE_SIDE, MIN_SENSOR_RATE, NAME_OR_EMPTY, PoseSpec, TopicQosSpec, name_field
+from robotsim_core.errors import DescriptionError
+from robotsim_core.mjcf import OPTICAL_TO_MUJOCO_CAMERA_QUAT, number_text, vector_text
+from robotsim_core.sensor_kinds import SensorContext, SensorKind
 
 from .gl_backend import RenderUnavailable, unavailable_reason
 from .readings import CameraReading
+
+
+@dataclass
+class CameraSpec:
+    type: Literal['camera'] = spec_field()
+    """Offscreen-rendered camera."""
+    name: str = name_field('camera')
+    """Sensor name; frames are ``<name>_link`` and ``<name>_optical_frame`` (see ``optical_frame``),
+    topics ``/<name>/...``."""
+    parent: str = 'base_link'
+    """Link the camera body is mounted on."""
+    pose: PoseSpec = spec_field(default_factory=PoseSpec)
+    """``<name>_link`` in the parent link (REP 103 body frame: x along the view direction)."""
+    rate: float = spec_field(15.0, at_least=MIN_SENSOR_RATE, at_most=120.0)
+    """Capture rate (Hz)."""
+    width: int = spec_field(320, at_least=1, at_most=MAX_IMAGE_SIDE)
+    """Image width (px)."""
+    height: int = spec_field(240, at_least=1, at_most=MAX_IMAGE_SIDE)
+    """Image height (px)."""
+    vertical_fov: float = spec_field(1.0, positive=True, at_most=math.pi - 1e-3)
+    """Vertical field of view (rad)."""
+    near: float = spec_field(0.05, positive=True)
+    """Near clip (m)."""
+    far: float = spec_field(10.0, positive=True)
+    """Far clip (m); depth beyond is +Inf (REP 118)."""
+    images: list[Literal['rgb', 'depth', 'segmentation']] = spec_field(default_factory=lambda: ['rgb'], non_empty=True)
+    """Images produced by each capture."""
+    rgb_noise_stddev: float = spec_field(0.0, non_negative=True)
+    """Gaussian pixel noise on 0-255 intensities."""
+    depth_noise_stddev: float = spec_field(0.0, non_negative=True)
+    """Gaussian depth noise (m)."""
+    distortion: tuple[float, float, float, float, float] = (0.0, 0.0, 0.0, 0.0, 0.0)
+    """Lens distortion ``[k1, k2, p1, p2, k3]``: the ``plumb_bob`` model in OpenCV's order, as in
+    ``sensor_msgs/CameraInfo`` ``D`` (copy a calibrated camera's D here). Every image is distorted to
+    match, about the same K (RGB interpolated bilinearly, depth and segmentation from the nearest pixel),
+    and CameraInfo carries it. Barrel distortion (k1 < 0) draws the image's edges from beyond the
+    rendered field of view: those pixels have no source (RGB 0, depth +Inf, segmentation -1). All
+    zeros (the default) is a pinhole camera; its images are exactly the undistorted render."""
+    qos: TopicQosSpec | None = None
+    """QoS override for this sensor's topics (default: SensorDataQoS)."""
+    optical_frame: str = spec_field('', pattern=NAME_OR_EMPTY)
+    """Frame id of the images ('' = ``<name>_optical_frame``). Name it as the real camera's driver
+    stamps its images, so both worlds agree: a RealSense (realsense-ros 4.x) stamps colour and aligned
+    depth ``<camera_name>_color_optical_frame``."""
+
+    def check(self, source: str, path: str) -> None:
+        if self.near >= self.far:
+            raise DescriptionError(source, f'{path}.near', f'expected near < far, got {self.near} >= {self.far}')
+
+    @property
+    def frame(self) -> str:
+        return self.optical_frame or f'{self.name}_optical_frame'
+
+    @property
+    def body_frame(self) -> str:
+        return f'{self.name}_link'
 
 
 _thread_contexts = threading.local()  # a GL context is current in one thread at a time: one set per thread
@@ -165,7 +229,7 @@ class Camera:
         # A pinhole camera (all coefficients zero) skips the remap: its images are the render, byte for byte.
         self.lens = LensDistortion(spec) if any(spec.distortion) else None
 
-    def capture(self, data: mujoco.MjData, rng: np.random.Generator, stamp: int) -> CameraReading:
+    def measure(self, data: mujoco.MjData, rng: np.random.Generator, stamp: int) -> CameraReading:
         spec = self.spec
         # Noise: rng.normal(0, s, n) is 0 + s * rng.standard_normal(n), draw for draw from the same
         # stream, so the draws go into one reused buffer and are scaled and applied in place, with
@@ -288,3 +352,42 @@ def intrinsics(spec: CameraSpec) -> tuple[float, float, float, float]:
     fy = (H/2) / tan(fovy/2), principal point at the image centre."""
     focal = (spec.height / 2.0) / math.tan(spec.vertical_fov / 2.0)
     return focal, focal, (spec.width - 1) / 2.0, (spec.height - 1) / 2.0
+
+
+IMAGE_TOPIC_STEMS = {'rgb': '', 'depth': 'depth/', 'segmentation': 'segmentation/'}
+"""Image kind -> topic stem under the camera's name (realsense-ros/image_pipeline style)."""
+
+
+def topics(role, model) -> list[TopicSpec]:
+    """Per image kind ``<name>/<stem>image_raw`` + ``camera_info``; segmentation also a latched label table."""
+    spec = role.spec
+    qos = sensor_qos(spec)
+    out = []
+    for image in spec.images:
+        stem = IMAGE_TOPIC_STEMS[image]
+        out.append(TopicSpec(f'{role.name}/{stem}image_raw', 'sensor_msgs/msg/Image', role.frame, qos, spec.rate,
+                             role.name))
+        out.append(TopicSpec(f'{role.name}/{stem}camera_info', 'sensor_msgs/msg/CameraInfo', role.frame, qos,
+                             spec.rate, role.name))
+    if 'segmentation' in spec.images:
+        # JSON {label id: entity name}, latched, so a late subscriber can read the ids.
+        out.append(TopicSpec(f'{role.name}/segmentation/labels', 'std_msgs/msg/String', '', LATCHED_QOS, 0.0,
+                             role.name, sim_only=True))
+    return out
+
+
+def add_mjcf(root: ET.Element, body: ET.Element, role) -> None:
+    """A MuJoCo camera named as the sensor in its optical frame's body, looking down the optical +z."""
+    spec = role.spec
+    ET.SubElement(body, 'camera', name=role.name, quat=vector_text(OPTICAL_TO_MUJOCO_CAMERA_QUAT),
+                  fovy=number_text(math.degrees(spec.vertical_fov)),  # MuJoCo's fovy is always in degrees
+                  resolution=f'{spec.width} {spec.height}')
+
+
+def make(context: SensorContext) -> Camera | None:
+    if context.renderer is None:
+        return None  # rendering is off (cameras:=false): the camera produces nothing
+    return Camera(context.renderer, context.name(context.role.name), context.role.spec, context.geom_labels)
+
+
+KIND = SensorKind('camera', CameraSpec, topics, make, add_mjcf, renders=True)

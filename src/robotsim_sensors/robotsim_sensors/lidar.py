@@ -1,4 +1,4 @@
-"""Ray-cast lidar on MuJoCo's batched ``mj_multiRay`` (one call per scan).
+"""Sensor kind ``lidar``: ray-cast lidar on MuJoCo's batched ``mj_multiRay`` (one call per scan).
 
 Beams start at the sensor site and ignore the geom group of the robot carrying the sensor
 (self-filter: a beam passes through its own robot and reports what lies behind). Ranges are
@@ -9,13 +9,68 @@ radial distances along each beam. LaserScan beams are ordered counter-clockwise 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Literal
 
 import mujoco
 import numpy as np
 
-from robotsim_core.description.spec import LidarSpec
+from robotsim_core.config_schema import spec_field
+from robotsim_core.contract import TopicSpec, sensor_qos
+from robotsim_core.description.spec import (MAX_LIDAR_CHANNELS, MAX_LIDAR_RAYS, MAX_LIDAR_SAMPLES, MIN_SENSOR_RATE,
+                                            PoseSpec, TopicQosSpec, name_field)
+from robotsim_core.errors import DescriptionError
+from robotsim_core.sensor_kinds import SensorContext, SensorKind
 
 from .readings import ScanReading
+
+
+@dataclass
+class LidarSpec:
+    type: Literal['lidar'] = spec_field()
+    """Ray-cast lidar: one channel publishes LaserScan, more publish PointCloud2."""
+    name: str = name_field('laser')
+    """Sensor name; also its frame_id."""
+    parent: str = 'base_link'
+    """Link the sensor is mounted on."""
+    pose: PoseSpec = spec_field(default_factory=PoseSpec)
+    """Sensor frame in the parent link (REP 103: x forward, z up)."""
+    rate: float = spec_field(10.0, at_least=MIN_SENSOR_RATE, at_most=100.0)
+    """Scan rate (Hz)."""
+    samples: int = spec_field(360, at_least=1, at_most=MAX_LIDAR_SAMPLES)
+    """Beams per revolution/channel."""
+    horizontal_fov: float = spec_field(2 * math.pi, positive=True, at_most=2 * math.pi)
+    """Horizontal field of view (rad), centred on +x."""
+    channels: int = spec_field(1, at_least=1, at_most=MAX_LIDAR_CHANNELS)
+    """Vertical channels."""
+    vertical_fov: float = spec_field(0.0, non_negative=True, at_most=math.pi)
+    """Vertical field of view (rad), centred on the horizon; 0 for a single plane."""
+    range_min: float = spec_field(0.12, positive=True)
+    """Minimum valid range (m)."""
+    range_max: float = spec_field(12.0, positive=True)
+    """Maximum valid range (m); beyond is +Inf (REP 117)."""
+    noise_stddev: float = spec_field(0.01, non_negative=True)
+    """Gaussian range noise (m)."""
+    qos: TopicQosSpec | None = None
+    """QoS override for this sensor's topics (default: SensorDataQoS)."""
+
+    def check(self, source: str, path: str) -> None:
+        if self.range_min >= self.range_max:
+            raise DescriptionError(source, f'{path}.range_min',
+                                   f'expected range_min < range_max, got {self.range_min} >= {self.range_max}')
+        if self.channels > 1 and self.vertical_fov <= 0:
+            raise DescriptionError(source, f'{path}.vertical_fov', 'expected a number > 0 when channels > 1')
+        if self.samples * self.channels > MAX_LIDAR_RAYS:
+            raise DescriptionError(source, f'{path}.samples', f'expected samples x channels <= {MAX_LIDAR_RAYS} rays '
+                                   f'per scan, got {self.samples} x {self.channels}')
+
+    @property
+    def frame(self) -> str:
+        return self.name
+
+    @property
+    def body_frame(self) -> str:
+        return self.name
 
 
 def beam_angles(spec: LidarSpec) -> tuple[np.ndarray, np.ndarray]:
@@ -71,3 +126,21 @@ class Lidar:
                            angle_increment=self.angle_increment, scan_time=1.0 / self.spec.rate,
                            range_min=self.spec.range_min, range_max=self.spec.range_max,
                            channels=self.spec.channels, vertical_angles=self.vertical, points=points)
+
+
+def topics(role, model) -> list[TopicSpec]:
+    """One channel: LaserScan on ``scan``; more: PointCloud2 on ``points``; under ``<name>/`` when the
+    robot has several lidars."""
+    spec = role.spec
+    kind = 'sensor_msgs/msg/LaserScan' if spec.channels == 1 else 'sensor_msgs/msg/PointCloud2'
+    name = 'scan' if spec.channels == 1 else 'points'
+    if sum(1 for sensor in model.sensors if sensor.type == 'lidar') > 1:
+        name = f'{role.name}/{name}'
+    return [TopicSpec(name, kind, role.frame, sensor_qos(spec), spec.rate, role.name)]
+
+
+def make(context: SensorContext) -> Lidar:
+    return Lidar(context.model, context.name(context.role.frame), context.role.spec, context.collision_group)
+
+
+KIND = SensorKind('lidar', LidarSpec, topics, make)

@@ -1,7 +1,7 @@
 """What the arm's and the gripper's action servers decide, ROS-free: goal checks, tolerances, result
 codes and the goal state machines of ros2_control's ``joint_trajectory_controller`` (JTC) and
 ``gripper_action_controller``, on plain Python values. The simulator node only converts messages
-(:mod:`robotsim_sim.sim_node`); :class:`robotsim_sim.simulation.Simulation` runs these controllers
+(:mod:`robotsim_sim.ros.sim_node`); :class:`robotsim_sim.simulation.Simulation` runs these controllers
 at every physics step, so tests and benchmarks use them without rclpy.
 
 FollowJointTrajectory, as JTC (Kilted) does it:

@@ -8,7 +8,7 @@ arm's reach and clear of the rover and the bin.
 The sequence (:class:`PickAndPlace`), each motion planned with :class:`~.arm_motion.ArmMotionPlanner`
 (inverse kinematics for tool position + pitch, MuJoCo collision checks, RRT-Connect, ruckig timing)
 and executed by an :class:`Executor` (the simulator core here, the ROS actions in
-:mod:`robotsim_sim.arm_commander`):
+:mod:`robotsim_sim.ros.arm_commander`):
 
 1. **grasp**: for each approach pitch (straight down first, then flatter) and each tool height from
    the lowest up, a configuration with the tool point over the cube's centre whose fingers clear the

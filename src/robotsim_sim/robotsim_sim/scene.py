@@ -20,6 +20,7 @@ from robotsim_core.description.model import RobotModel
 from robotsim_core.errors import DescriptionError
 from robotsim_core.geometry import rpy_to_quat
 from robotsim_core.mjcf import robot_to_mjcf
+from robotsim_core.sensor_kinds import sensor_kind
 
 from .world_spec import SpawnSpec, WorldSpec
 
@@ -223,7 +224,8 @@ def build_scene(world: WorldSpec, robots: list[RobotPlacement]) -> str:
     if not 1 <= len(robots) <= MAX_ROBOTS:
         raise ValueError(f'expected 1 to {MAX_ROBOTS} robots, got {len(robots)}')
     _check_robots_fit_world(world, robots)
-    cameras = [s.spec for r in robots for s in r.model.sensors if s.type == 'camera']
+    # One offscreen buffer and depth range serve every rendering sensor (cameras): sized to the largest.
+    cameras = [s.spec for r in robots for s in r.model.sensors if sensor_kind(s.type).renders]
     size = (max([c.width for c in cameras], default=64), max([c.height for c in cameras], default=64))
     near = min([c.near for c in cameras], default=0.05)
     far = max([c.far for c in cameras], default=50.0)

@@ -1,5 +1,5 @@
 """Entry point of the simulator node (``sim_node``): picks MuJoCo's offscreen GL backend
-(EGL, else OSMesa) before anything imports mujoco, then runs :mod:`robotsim_sim.sim_node`."""
+(EGL, else OSMesa) before anything imports mujoco, then runs :mod:`robotsim_sim.ros.sim_node`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def main(args=None) -> int:
         except RenderUnavailable as error:
             print(f'robotsim_sim: error: {error}', file=sys.stderr)
             return 2
-        from .sim_node import main as run_node
+        from .ros.sim_node import main as run_node
         return run_node(args)
     except BaseException as error:
         if _interrupted(error):

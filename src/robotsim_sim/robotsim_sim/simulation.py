@@ -1,7 +1,7 @@
 """The simulated world (ROS-free): MuJoCo physics, built-in controllers, encoders, sensors.
 
 Modelled on dm_control's split: :class:`Simulation` owns physics and time and hands out
-readings; the ROS node (:mod:`robotsim_sim.sim_node`) only converts them to messages. Time is
+readings; the ROS node (:mod:`robotsim_sim.ros.sim_node`) only converts them to messages. Time is
 counted in physics steps (``time_ns = step_count * timestep_ns``) so stamps are exact. Every
 random choice flows from the seed: each sensor has its own stream spawned from it, so a reset
 with the same seed replays the same noise.
@@ -22,9 +22,8 @@ from robotsim_core.errors import DescriptionError
 from robotsim_core.geometry import quat_to_yaw
 from robotsim_firmware.host_library import CHANNELS as FIRMWARE_MOTOR_CHANNELS
 from robotsim_firmware.in_the_loop import FirmwareInTheLoop
-from robotsim_sensors.camera import Camera, CameraRenderer
-from robotsim_sensors.imu import Imu
-from robotsim_sensors.lidar import Lidar
+from robotsim_core.sensor_kinds import SensorContext, sensor_kind
+from robotsim_sensors.camera import CameraRenderer
 
 from .arm_controller import (ArmController, ArmGoal, ArmOutcome, CheckedTrajectory, ControllerState, GoalStatus,
                              GripperConfig, GripperController, GripperOutcome, Rejection, ResultCode,
@@ -218,8 +217,8 @@ class Simulation:
         self.renderer = None
         self.controller_outcomes: list[ArmOutcome | GripperOutcome] = []
         self._goals_running = False
-        cameras = [s for p in placements for s in p.model.sensors if s.type == 'camera']
-        if cameras and self.options.cameras:
+        renders = any(sensor_kind(s.type).renders for p in placements for s in p.model.sensors)
+        if renders and self.options.cameras:
             self.renderer = CameraRenderer(self.model, world.light.shadows, world.light.reflections)
         self.geom_labels, self.labels = self._segmentation_labels(placements)
         self.robots = [self._make_robot(index, placement) for index, placement in enumerate(placements)]
@@ -296,17 +295,12 @@ class Simulation:
                                          lambda data, rng, stamp, r=robot: self._joint_states(r, stamp)))
         robot.schedule.append(_Scheduled('base_state', self.options.odom_rate,
                                          lambda data, rng, stamp, r=robot: self._base_state(r, stamp)))
-        for sensor in model.sensors:
-            rate = sensor.spec.rate
-            if sensor.type == 'lidar':
-                lidar = Lidar(m, prefix + sensor.frame, sensor.spec, FIRST_ROBOT_GROUP + index)
-                robot.schedule.append(_Scheduled(sensor.name, rate, lidar.measure))
-            elif sensor.type == 'camera' and self.renderer is not None:
-                camera = Camera(self.renderer, prefix + sensor.name, sensor.spec, self.geom_labels)
-                robot.schedule.append(_Scheduled(sensor.name, rate, camera.capture))
-            elif sensor.type == 'imu':
-                imu = Imu(m, prefix, sensor.spec)
-                robot.schedule.append(_Scheduled(sensor.name, rate, imu.measure, on_reset=imu.draw_biases))
+        for sensor in model.sensors:  # each kind places its own model (robotsim_core.sensor_kinds)
+            context = SensorContext(m, prefix, sensor, FIRST_ROBOT_GROUP + index, self.renderer, self.geom_labels)
+            placed = sensor_kind(sensor.type).make(context)
+            if placed is not None:
+                robot.schedule.append(_Scheduled(sensor.name, sensor.spec.rate, placed.measure,
+                                                 on_reset=getattr(placed, 'on_reset', None)))
         return robot
 
     def _make_arm_controllers(self, robot: RobotInstance, arm_joints: list[str], fingers: list[str],

@@ -12,11 +12,12 @@ import math
 import numpy as np
 
 from ..errors import DescriptionError
+from ..sensor_kinds import sensor_kind
 from ..geometry import (Pose, axis_angle_matrix, box_inertia, cylinder_inertia, matrix_to_rpy,
                         sphere_inertia)
 from .model import (ArmRole, DriveRole, Geometry, Inertial, Joint, JointLimit, KinematicTree, Link,
                     Mimic, RobotModel, SensorRole, Shape, WheelRole)
-from .spec import (ArmSpec, CameraSpec, LinkShapeSpec, PoseSpec, RobotSpec, SensorSpec,
+from .spec import (ArmSpec, LinkShapeSpec, PoseSpec, RobotSpec, SensorSpec,
                    WheelCountSpec, WheelSpec)
 
 # Fixed rotation of a camera's optical frame in its body frame (REP 103 "_optical" suffix).
@@ -194,16 +195,19 @@ def add_sensor_frames(tree: KinematicTree, sensors: list[SensorSpec], source: st
         if sensor.parent not in tree.links:
             raise DescriptionError(source, f'{path}.parent',
                                    f'expected an existing link (one of {", ".join(tree.links)}), got {sensor.parent!r}')
-        body = sensor.body_frame if isinstance(sensor, CameraSpec) else sensor.frame
-        frames = [body] + ([sensor.frame] if isinstance(sensor, CameraSpec) else [])
+        # The sensor's body frame; a camera's images are in an optical frame under it (REP 103).
+        body = sensor.body_frame
+        optical = sensor.frame != body
+        frames = [body] + ([sensor.frame] if optical else [])
         for frame in frames:
             if frame in tree.links:
                 raise DescriptionError(source, f'{path}.name', f'frame {frame!r} already exists in the robot')
-        size = 0.03 if sensor.type != 'imu' else 0.015
+        kind = sensor_kind(sensor.type)
+        size = kind.marker_size
         marker = Shape(Pose(), Geometry('box', (size, size, size)), SENSOR_COLOR)
-        tree.add_link(Link(body, None, [marker], [] if sensor.type == 'imu' else [marker]))
+        tree.add_link(Link(body, None, [marker], [marker] if kind.marker_collides else []))
         tree.add_joint(Joint(f'{body}_joint', 'fixed', sensor.parent, body, _pose(sensor.pose)))
-        if isinstance(sensor, CameraSpec):
+        if optical:
             tree.add_link(Link(sensor.frame))
             tree.add_joint(Joint(f'{sensor.frame}_joint', 'fixed', body, sensor.frame, Pose(rpy=OPTICAL_FRAME_RPY)))
         roles.append(SensorRole(sensor.name, sensor.type, sensor.frame, sensor.parent, sensor))

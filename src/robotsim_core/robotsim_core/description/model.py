@@ -255,7 +255,7 @@ class SensorRole:
     """A sensor and the frame its data is expressed in; ``spec`` is its YAML spec object."""
 
     name: str
-    type: Literal['lidar', 'camera', 'imu']
+    type: str                  # its kind (robotsim_core.sensor_kinds): 'lidar', 'camera', 'imu', 'range', ...
     frame: str                 # frame_id of the messages (optical frame for cameras)
     mount_link: str            # the link the sensor body is rigidly mounted on
     spec: object

@@ -269,137 +269,16 @@ class TopicQosSpec:
     """History depth."""
 
 
-@dataclass
-class LidarSpec:
-    type: Literal['lidar'] = spec_field()
-    """Ray-cast lidar: one channel publishes LaserScan, more publish PointCloud2."""
-    name: str = name_field('laser')
-    """Sensor name; also its frame_id."""
-    parent: str = 'base_link'
-    """Link the sensor is mounted on."""
-    pose: PoseSpec = spec_field(default_factory=PoseSpec)
-    """Sensor frame in the parent link (REP 103: x forward, z up)."""
-    rate: float = spec_field(10.0, at_least=MIN_SENSOR_RATE, at_most=100.0)
-    """Scan rate (Hz)."""
-    samples: int = spec_field(360, at_least=1, at_most=MAX_LIDAR_SAMPLES)
-    """Beams per revolution/channel."""
-    horizontal_fov: float = spec_field(2 * math.pi, positive=True, at_most=2 * math.pi)
-    """Horizontal field of view (rad), centred on +x."""
-    channels: int = spec_field(1, at_least=1, at_most=MAX_LIDAR_CHANNELS)
-    """Vertical channels."""
-    vertical_fov: float = spec_field(0.0, non_negative=True, at_most=math.pi)
-    """Vertical field of view (rad), centred on the horizon; 0 for a single plane."""
-    range_min: float = spec_field(0.12, positive=True)
-    """Minimum valid range (m)."""
-    range_max: float = spec_field(12.0, positive=True)
-    """Maximum valid range (m); beyond is +Inf (REP 117)."""
-    noise_stddev: float = spec_field(0.01, non_negative=True)
-    """Gaussian range noise (m)."""
-    qos: TopicQosSpec | None = None
-    """QoS override for this sensor's topics (default: SensorDataQoS)."""
+class SensorSpec:
+    """A ``sensors`` entry: its ``type`` names an installed sensor kind, whose spec dataclass parses it
+    (robotsim_core.sensor_kinds; the built-in kinds' specs live in robotsim_sensors: LidarSpec, CameraSpec,
+    ImuSpec, RangeSpec, NavSatSpec)."""
 
-    def check(self, source: str, path: str) -> None:
-        if self.range_min >= self.range_max:
-            raise DescriptionError(source, f'{path}.range_min',
-                                   f'expected range_min < range_max, got {self.range_min} >= {self.range_max}')
-        if self.channels > 1 and self.vertical_fov <= 0:
-            raise DescriptionError(source, f'{path}.vertical_fov', 'expected a number > 0 when channels > 1')
-        if self.samples * self.channels > MAX_LIDAR_RAYS:
-            raise DescriptionError(source, f'{path}.samples', f'expected samples x channels <= {MAX_LIDAR_RAYS} rays '
-                                   f'per scan, got {self.samples} x {self.channels}')
-
-    @property
-    def frame(self) -> str:
-        return self.name
-
-
-@dataclass
-class CameraSpec:
-    type: Literal['camera'] = spec_field()
-    """Offscreen-rendered camera."""
-    name: str = name_field('camera')
-    """Sensor name; frames are ``<name>_link`` and ``<name>_optical_frame`` (see ``optical_frame``),
-    topics ``/<name>/...``."""
-    parent: str = 'base_link'
-    """Link the camera body is mounted on."""
-    pose: PoseSpec = spec_field(default_factory=PoseSpec)
-    """``<name>_link`` in the parent link (REP 103 body frame: x along the view direction)."""
-    rate: float = spec_field(15.0, at_least=MIN_SENSOR_RATE, at_most=120.0)
-    """Capture rate (Hz)."""
-    width: int = spec_field(320, at_least=1, at_most=MAX_IMAGE_SIDE)
-    """Image width (px)."""
-    height: int = spec_field(240, at_least=1, at_most=MAX_IMAGE_SIDE)
-    """Image height (px)."""
-    vertical_fov: float = spec_field(1.0, positive=True, at_most=math.pi - 1e-3)
-    """Vertical field of view (rad)."""
-    near: float = spec_field(0.05, positive=True)
-    """Near clip (m)."""
-    far: float = spec_field(10.0, positive=True)
-    """Far clip (m); depth beyond is +Inf (REP 118)."""
-    images: list[Literal['rgb', 'depth', 'segmentation']] = spec_field(default_factory=lambda: ['rgb'], non_empty=True)
-    """Images produced by each capture."""
-    rgb_noise_stddev: float = spec_field(0.0, non_negative=True)
-    """Gaussian pixel noise on 0-255 intensities."""
-    depth_noise_stddev: float = spec_field(0.0, non_negative=True)
-    """Gaussian depth noise (m)."""
-    distortion: tuple[float, float, float, float, float] = (0.0, 0.0, 0.0, 0.0, 0.0)
-    """Lens distortion ``[k1, k2, p1, p2, k3]``: the ``plumb_bob`` model in OpenCV's order, as in
-    ``sensor_msgs/CameraInfo`` ``D`` (copy a calibrated camera's D here). Every image is distorted to
-    match, about the same K (RGB interpolated bilinearly, depth and segmentation from the nearest pixel),
-    and CameraInfo carries it. Barrel distortion (k1 < 0) draws the image's edges from beyond the
-    rendered field of view: those pixels have no source (RGB 0, depth +Inf, segmentation -1). All
-    zeros (the default) is a pinhole camera; its images are exactly the undistorted render."""
-    qos: TopicQosSpec | None = None
-    """QoS override for this sensor's topics (default: SensorDataQoS)."""
-    optical_frame: str = spec_field('', pattern=NAME_OR_EMPTY)
-    """Frame id of the images ('' = ``<name>_optical_frame``). Name it as the real camera's driver
-    stamps its images, so both worlds agree: a RealSense (realsense-ros 4.x) stamps colour and aligned
-    depth ``<camera_name>_color_optical_frame``."""
-
-    def check(self, source: str, path: str) -> None:
-        if self.near >= self.far:
-            raise DescriptionError(source, f'{path}.near', f'expected near < far, got {self.near} >= {self.far}')
-
-    @property
-    def frame(self) -> str:
-        return self.optical_frame or f'{self.name}_optical_frame'
-
-    @property
-    def body_frame(self) -> str:
-        return f'{self.name}_link'
-
-
-@dataclass
-class ImuSpec:
-    type: Literal['imu'] = spec_field()
-    """Inertial measurement unit (REP 145)."""
-    name: str = name_field('imu')
-    """Sensor name; frame ``<name>_link``."""
-    parent: str = 'base_link'
-    """Link the IMU is mounted on."""
-    pose: PoseSpec = spec_field(default_factory=PoseSpec)
-    """IMU frame in the parent link."""
-    rate: float = spec_field(100.0, at_least=MIN_SENSOR_RATE, at_most=1000.0)
-    """Sample rate (Hz)."""
-    gyro_noise_stddev: float = spec_field(0.002, non_negative=True)
-    """Angular velocity white noise (rad/s)."""
-    gyro_bias_stddev: float = spec_field(0.001, non_negative=True)
-    """Per-episode constant gyro bias spread (rad/s)."""
-    accel_noise_stddev: float = spec_field(0.02, non_negative=True)
-    """Specific force white noise (m/s^2)."""
-    accel_bias_stddev: float = spec_field(0.01, non_negative=True)
-    """Per-episode constant accelerometer bias spread (m/s^2)."""
-    orientation_noise_stddev: float = spec_field(0.002, non_negative=True)
-    """Orientation noise (rad)."""
-    qos: TopicQosSpec | None = None
-    """QoS override for this sensor's topics (default: SensorDataQoS)."""
-
-    @property
-    def frame(self) -> str:
-        return f'{self.name}_link'
-
-
-SensorSpec = LidarSpec | CameraSpec | ImuSpec
+    @staticmethod
+    def __parse_config__(value, source: str, path: str):
+        from ..config_schema import parse_tagged
+        from ..sensor_kinds import sensor_kinds
+        return parse_tagged([kind.spec for kind in sensor_kinds().values()], value, source, path)
 
 
 @dataclass

@@ -21,7 +21,7 @@ from nav_msgs.msg import Odometry
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
-from .contract import QosSpec
+from ..contract import QosSpec
 
 
 def message_class(type_name: str):

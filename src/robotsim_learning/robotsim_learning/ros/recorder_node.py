@@ -27,10 +27,10 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
 
-from robotsim_core import ros_common
+from robotsim_core.ros import common as ros_common
 from robotsim_msgs.srv import Pause
 
-from .bag_writer import FLUSH_PERIOD, BagError, BagWriter
+from ..bag_writer import FLUSH_PERIOD, BagError, BagWriter
 
 TICK = 0.25
 """Wall seconds between graph scans, flush checks and start checks."""

@@ -5,9 +5,14 @@ wheel /joint_states, encoder /odom and its odom -> base_footprint transform, and
 (link health, firmware version, fault flags). It opens its serial device like any USB CDC port
 (termios raw, baud) and reconnects when the device disappears and comes back.
 
-Stamps: telemetry carries the MCU's own sample time; :class:`McuClock` maps it onto ROS time with
-bounds that stay valid when /clock lags, so a stamp says when the wheels were where the message
-says, on a loaded machine too. Stamps only ever increase; telemetry older than
+This node does the ROS and device I/O. What telemetry means (MCU resets, receive counters,
+encoder unwrapping and glitches, which samples are published at which stamps) is decided by the
+ROS-free :class:`~robotsim_firmware.telemetry.EncoderTelemetry`; the /odom and /tf messages are
+built by robotsim_core.ros.odometry, as the simulator builds its own.
+
+Stamps: telemetry carries the MCU's own sample time; :class:`~.mcu_clock.McuClock` maps it onto
+ROS time with bounds that stay valid when /clock lags, so a stamp says when the wheels were where
+the message says, on a loaded machine too. Stamps only ever increase; telemetry older than
 ``telemetry_timeout`` by that mapping is discarded (counted in /diagnostics), never published.
 
 A pseudo-terminal is opened only while a live simulator owns it (virtual_serial.unowned_pty_reason):
@@ -32,18 +37,17 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from tf2_msgs.msg import TFMessage
 
-from robotsim_core import ros_common as convert
+from robotsim_core.ros import common as convert
 from robotsim_core.contract import RELIABLE_QOS, TF_QOS
 from robotsim_core.description import load_robot
 from robotsim_core.drive import VelocityLimiter, WheelOdometry, inverse_kinematics
 from robotsim_core.errors import DescriptionError
+from robotsim_core.ros.odometry import odometry_messages
 
-from . import protocol
-from .mcu_clock import McuClock
-from .virtual_serial import unowned_pty_reason
+from .. import protocol
+from ..telemetry import EncoderTelemetry
+from ..virtual_serial import unowned_pty_reason
 
-ODOM_VARIANCE = 1e-3
-IN_FLIGHT_FRAMES = 3
 PUBLISH_PERIOD_MS = 20  # joint states, odometry and TF at 50 Hz (telemetry arrives at 100 Hz)
 SETPOINT_PERIOD = 0.02  # s: setpoints at 50 Hz, well inside the firmware watchdog
 TRACKING_FRAMES = 50  # 0.5 s of telemetry: a wheel off its setpoint this long is not following
@@ -75,10 +79,12 @@ class MotorBridge(Node):
         if self.model.drive is None or self.model.drive.type != 'differential':
             raise DescriptionError(self.model.source, 'drive.type', 'the motor bridge drives differential bases')
         self.drive = self.model.drive
+        self.wheels = list(self.drive.driven_wheels)  # channel i drives wheels[i]
         # Twice what a motor's stall torque can do to its rotor inertia alone: faster changes of
         # measured wheel speed are encoder glitches, not motion.
-        self.max_wheel_acceleration = 2.0 * self.drive.wheel_max_torque / self.drive.wheel_armature
-        self.wheels = list(self.drive.driven_wheels)  # channel i drives wheels[i]
+        self.encoder_telemetry = EncoderTelemetry(
+            len(self.wheels), 2.0 * self.drive.wheel_max_torque / self.drive.wheel_armature, self.telemetry_timeout,
+            PUBLISH_PERIOD_MS * 1000, on_mcu_reset=self.on_mcu_reset)
         self.odometry = WheelOdometry(self.drive)
         self.limiter = VelocityLimiter(self.drive)  # the drive's speed/acceleration limits, as in the sim
         self.parser = protocol.FrameParser()
@@ -88,25 +94,14 @@ class MotorBridge(Node):
         self.sequence = 0
         self.firmware_version = 'unknown'
         self.counts_per_rev = 0
-        self.last_telemetry = None
-        self.clock = McuClock()
-        self.last_stamp_ns = -1      # stamps only ever increase
-        self.last_publish_slot = None
-        self.stale_telemetry = 0
         self.reported_stale = 0
         self.hello_sent = None
-        self.mcu_frames_offset = 0   # frames_sent when the MCU last (re)started counting
-        self.mcu_frames_seen = 0     # frames the MCU received since then (unwrapped)
-        self.mcu_frames_raw = 0
         self.last_telemetry_time = None
         self.link_timeouts = 0
         self.link_was_alive = False
         self.faults = 0
         self.reported_faults = 0
         self.rejected_commands = 0
-        self.frames_sent = 0
-        self.mcu_resets = 0
-        self.encoder_glitches = 0
         self.reported_lost = 0       # counters at the previous diagnostics message
         self.reported_glitches = 0
         self.setpoints = [0.0] * len(self.wheels)
@@ -179,8 +174,7 @@ class MotorBridge(Node):
         self.parser = protocol.FrameParser(synchronised=False)
         self.tx_backlog.clear()
         self.counts_per_rev = 0
-        self.last_telemetry = None
-        self.clock.reset()
+        self.encoder_telemetry.start_session()
 
     def say_hello(self) -> None:
         self.write(protocol.hello(self.next_sequence()))
@@ -209,12 +203,8 @@ class MotorBridge(Node):
         frame = protocol.encode_frame(payload)
         if len(self.tx_backlog) + len(frame) <= TX_BACKLOG_MAX:
             self.tx_backlog += frame
-            self.frames_sent += 1
-            # Its send time for the clock mapping: now or earlier is a valid lower bound. A clock
-            # still at zero (no /clock received yet) says nothing.
-            now_ns = self.get_clock().now().nanoseconds
-            if now_ns > 0:
-                self.clock.sent(payload[1], payload[0], now_ns)
+            # Its send time for the clock mapping: now or earlier is a valid lower bound.
+            self.encoder_telemetry.sent(payload[1], payload[0], self.get_clock().now().nanoseconds)
         self.flush_backlog()
 
     def flush_backlog(self) -> None:
@@ -276,59 +266,34 @@ class MotorBridge(Node):
                 self.write(protocol.hello(self.next_sequence()))
                 self.hello_sent = now
             return
-        previous = self.last_telemetry
-        if previous is not None and (telemetry.faults & protocol.FAULT_RESET and not previous.faults & protocol.FAULT_RESET
-                                     or telemetry.sample_us < previous.sample_us):
-            self.mcu_resets += 1
-            self.get_logger().warning('the MCU has reset; saying hello again')
-            self.clock.reset()  # its clock may have restarted
-            previous = None
-            self.say_hello()
-            self.mcu_frames_offset = self.frames_sent  # its receive counter restarted from zero
-        # The MCU's receive counters are 16 bits: accumulate their increments.
-        raw = (telemetry.rx_frames_ok + telemetry.rx_errors) % 65536
-        if telemetry.faults & protocol.FAULT_RESET and (previous is None or not previous.faults & protocol.FAULT_RESET):
-            self.mcu_frames_seen, self.mcu_frames_raw = 0, 0
-        self.mcu_frames_seen += (raw - self.mcu_frames_raw) % 65536
-        self.mcu_frames_raw = raw
-        if previous is not None:
-            # A wheel cannot change speed by more than MAX_WHEEL_ACCELERATION between two telemetry
-            # frames: larger jumps are encoder glitches (noise, missed or extra counts).
-            dt = max((telemetry.sample_us - previous.sample_us) * 1e-6, 1e-3)
-            jumps = [abs(a - b) / dt for a, b in zip(telemetry.velocity, previous.velocity)]
-            if max(jumps[:len(self.wheels)]) > self.max_wheel_acceleration:
-                self.encoder_glitches += 1
-                self.get_logger().warning('implausible wheel acceleration: encoder glitch', throttle_duration_sec=5.0)
+        sample = self.encoder_telemetry.feed(telemetry, self.counts_per_rev, now.nanoseconds)
+        if sample.encoder_glitch:
+            self.get_logger().warning('implausible wheel acceleration: encoder glitch', throttle_duration_sec=5.0)
         self.on_faults(telemetry.faults, None)
         self.check_tracking(telemetry)
-        self.last_telemetry, self.last_telemetry_time = telemetry, now
+        self.last_telemetry_time = now
         self.link_was_alive = True
-        positions = {w.joint: telemetry.encoder[i] * 2 * math.pi / self.counts_per_rev for i, w in enumerate(self.wheels)}
-        # Odometry integrates every frame on the MCU's clock (its samples are evenly spaced there).
-        self.odometry.update(telemetry.sample_us * 1e-6, positions)
-        sample_ns = self.clock.on_telemetry(telemetry)
-        slot = telemetry.sample_us // (PUBLISH_PERIOD_MS * 1000)
-        if sample_ns is None or slot == self.last_publish_slot or now.nanoseconds == 0:
-            return  # no clock mapping yet; or topics go out at the contract's 50 Hz
-        if now.nanoseconds - sample_ns > self.telemetry_timeout * 1e9:
-            self.stale_telemetry += 1
-            self.get_logger().warning(f'discarding telemetry {(now.nanoseconds - sample_ns) * 1e-9:.3f} s old',
-                                      throttle_duration_sec=5.0)
-            return
-        if sample_ns <= self.last_stamp_ns:
-            return  # after an MCU reset the new mapping may fall behind a published stamp: never repeat or reverse
-        self.last_publish_slot, self.last_stamp_ns = slot, sample_ns
-        stamp = convert.stamp_msg(sample_ns)
         names = [w.joint for w in self.wheels]
+        # Odometry integrates every frame on the MCU's clock (its samples are evenly spaced there).
+        self.odometry.update(telemetry.sample_us * 1e-6, dict(zip(names, sample.positions)))
+        if sample.stale_age_ns is not None:
+            self.get_logger().warning(f'discarding telemetry {sample.stale_age_ns * 1e-9:.3f} s old',
+                                      throttle_duration_sec=5.0)
+        if sample.stamp_ns is None:
+            return  # no clock mapping yet, not this publish period's sample (50 Hz), or stale
+        stamp = convert.stamp_msg(sample.stamp_ns)
         self.joint_pub.publish(convert.joint_state(
-            names, [positions[w.joint] for w in self.wheels], telemetry.velocity[:len(self.wheels)],
+            names, sample.positions, sample.velocities,
             [d * self.drive.wheel_max_torque for d in telemetry.duty[:len(self.wheels)]], stamp))
         odom = self.odometry
-        footprint, odom_frame = self.frame(self.model.footprint_link), self.frame('odom')
-        self.odom_pub.publish(convert.planar_odometry(odom_frame, footprint, odom.x, odom.y, odom.yaw, odom.linear,
-                                                      odom.angular, stamp, ODOM_VARIANCE, ODOM_VARIANCE))
-        self.tf_pub.publish(TFMessage(transforms=[convert.transform(
-            odom_frame, footprint, (odom.x, odom.y, 0.0), convert.yaw_quaternion(odom.yaw), stamp)]))
+        odometry, tf = odometry_messages(self.frame('odom'), self.frame(self.model.footprint_link),
+                                         odom.x, odom.y, odom.yaw, odom.linear, odom.angular, stamp)
+        self.odom_pub.publish(odometry)
+        self.tf_pub.publish(tf)
+
+    def on_mcu_reset(self) -> None:
+        self.get_logger().warning('the MCU has reset; saying hello again')
+        self.say_hello()
 
     def check_tracking(self, telemetry: protocol.Telemetry) -> None:
         """A driven wheel far from its setpoint for TRACKING_FRAMES in a row is not following it: a
@@ -387,16 +352,15 @@ class MotorBridge(Node):
             self.link_timeouts += 1
             self.link_was_alive = False
             self.get_logger().error(f'no telemetry from the MCU for more than {self.telemetry_timeout} s')
-        telemetry = self.last_telemetry
-        offset = self.clock.offset_ns(telemetry.sample_us * 1000) if telemetry else None
-        # Frames the MCU never saw: sent since its last reset minus what it counted (good or bad);
-        # a few may still be in flight.
-        frames_lost = max(0, self.frames_sent - self.mcu_frames_offset - self.mcu_frames_seen - IN_FLIGHT_FRAMES)
+        reader = self.encoder_telemetry
+        telemetry = reader.last
+        offset = reader.clock_offset_ns()
+        frames_lost = reader.frames_lost()
         new_lost = max(0, frames_lost - self.reported_lost)
-        new_glitches = self.encoder_glitches - self.reported_glitches
-        new_stale = self.stale_telemetry - self.reported_stale
-        self.reported_lost, self.reported_glitches = frames_lost, self.encoder_glitches
-        self.reported_stale = self.stale_telemetry
+        new_glitches = reader.encoder_glitches - self.reported_glitches
+        new_stale = reader.stale_discarded - self.reported_stale
+        self.reported_lost, self.reported_glitches = frames_lost, reader.encoder_glitches
+        self.reported_stale = reader.stale_discarded
         if self.fd is None:
             level, message = DiagnosticStatus.ERROR, f'serial device {self.device} not connected' + (
                 f': {self.refusal}' if self.refusal else '')
@@ -424,9 +388,9 @@ class MotorBridge(Node):
             'mcu_rx_errors': telemetry.rx_errors if telemetry else 0,
             'link_timeouts': self.link_timeouts, 'fault_flags': f'0x{self.faults:04x}',
             'status_flags': f'0x{telemetry.status:04x}' if telemetry else 'n/a',
-            'rejected_commands': self.rejected_commands, 'frames_sent': self.frames_sent,
-            'frames_lost': frames_lost, 'mcu_resets': self.mcu_resets, 'encoder_glitches': self.encoder_glitches,
-            'stale_telemetry_discarded': self.stale_telemetry,
+            'rejected_commands': self.rejected_commands, 'frames_sent': reader.frames_sent,
+            'frames_lost': frames_lost, 'mcu_resets': reader.mcu_resets, 'encoder_glitches': reader.encoder_glitches,
+            'stale_telemetry_discarded': reader.stale_discarded,
             'mcu_clock_offset_ms': 'unknown' if offset is None else f'{offset * 1e-6:.3f}',
         }
         status = DiagnosticStatus(level=level, name=f'{self.get_name()}: base MCU link', message=message,

@@ -14,11 +14,11 @@ from geometry_msgs.msg import PoseStamped, Twist
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
 
-from robotsim_core import ros_common
+from robotsim_core.ros import common as ros_common
 from robotsim_core.contract import RELIABLE_QOS
 
-from .observation import goal_problem, stamp_seconds, yaw_of
-from .straight import StraightToGoal
+from ..observation import goal_problem, stamp_seconds, yaw_of
+from ..straight import StraightToGoal
 
 COMMAND_RATE = 10.0
 """Default Hz of /cmd_vel (sim time on /clock in simulation)."""

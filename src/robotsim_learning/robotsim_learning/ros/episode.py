@@ -1,7 +1,7 @@
 """One dataset episode on the fast path: the simulation core stepped in-process, a driver closing
 the loop, every message serialized straight into an MCAP rosbag2 bag (no DDS, no nodes).
 
-The messages are built by :class:`robotsim_sim.robot_messages.RobotMessages`, the simulator node's
+The messages are built by :class:`robotsim_sim.ros.robot_messages.RobotMessages`, the simulator node's
 own message building, and stamped with sim time; a bag written here holds the topics a recording of
 the ROS graph holds (``robotsim launch sim record:=true``): the robot's contract topics,
 ``/sim/ground_truth``, plus ``/goal_pose`` (the task) and ``/cmd_vel`` (the driver's commands, the
@@ -27,11 +27,11 @@ from rclpy.serialization import serialize_message
 from sensor_msgs.msg import Image
 
 from robotsim_core.description import load_robot
-from robotsim_sensors import ros_messages as convert
+from robotsim_sensors.ros import messages as convert
 
-from .bag_writer import BagWriter, canonical_cdr_view
-from .randomization import Randomizer, Scenario
-from .wander import Wanderer
+from ..bag_writer import BagWriter, canonical_cdr_view
+from ..randomization import Randomizer, Scenario
+from ..wander import Wanderer
 
 GOAL_TOPIC = '/goal_pose'
 COMMAND_TOPIC = '/cmd_vel'
@@ -116,7 +116,7 @@ class ExpertDriver(Driver):
     def act(self, observation: Observation) -> Twist | None:
         from robotsim_core.geometry import quat_to_yaw
 
-        from .expert import Expert
+        from ..expert import Expert
         if self.expert is None:
             self.expert = Expert(observation.world, self.model)
         command = Twist()
@@ -139,20 +139,20 @@ class PolicyDriver(Driver):
     rate = 10.0
 
     def __init__(self, path: str = ''):
-        from .policy_runtime import PolicyRuntime
+        from ..policy_runtime import PolicyRuntime
         if not path:
             raise ValueError(f'--driver {self.name}: expected {self.name}:FILE with an ONNX policy file')
         self.runtime = PolicyRuntime(path)
 
     def reset(self, scenario: Scenario) -> None:
         from collections import deque
-        from .observation import ImuHeadingOdometry
+        from ..observation import ImuHeadingOdometry
         self.images, self.odometry = deque(maxlen=5), deque(maxlen=20)
         self.estimate = ImuHeadingOdometry() if self.runtime.spec.uses_imu else None
 
     def act(self, observation: Observation) -> Twist:
-        from .observation import observation_from_messages
-        from .policy_runtime import InferenceError
+        from ..observation import observation_from_messages
+        from ..policy_runtime import InferenceError
         latest = observation.latest
         if self.estimate is not None and 'imu/data' in observation.updated:
             self.estimate.add_imu(latest['imu/data'])
@@ -182,11 +182,11 @@ class StraightDriver(Driver):
     rate = 10.0
 
     def reset(self, scenario: Scenario) -> None:
-        from .straight import StraightToGoal
+        from ..straight import StraightToGoal
         self.driver = StraightToGoal()
 
     def act(self, observation: Observation) -> Twist:
-        from .observation import yaw_of
+        from ..observation import yaw_of
         command = Twist()
         odometry, goal = observation.latest.get('odom'), observation.latest.get('goal_pose')
         if odometry is not None and goal is not None:
@@ -323,7 +323,7 @@ def run_episode(randomizer: Randomizer, index: int, folder: str, driver_name: st
 
     ``commands``: instead of a driver, replay these (stamp_ns, linear, angular) commands (the
     identity test against the ROS graph)."""
-    from robotsim_sim.robot_messages import RobotMessages
+    from robotsim_sim.ros.robot_messages import RobotMessages
     from robotsim_sim.scene import RobotPlacement, load_world
     from robotsim_sim.simulation import SimOptions, Simulation
 

@@ -40,28 +40,33 @@ from robotsim_core.contract import RELIABLE_QOS
 from robotsim_core.description import load_robot
 from robotsim_core.fleet import load_fleet, single_robot
 from robotsim_core.errors import DescriptionError
-from robotsim_core.ros_common import ParameterError, checked_parameter, message_class, run_node
+from robotsim_core.ros.common import ParameterError, checked_parameter, message_class, run_node
 from robotsim_firmware.host_library import FirmwareBuildError
 from robotsim_firmware.virtual_serial import LinkInUseError
 from robotsim_msgs.msg import SimStatus
 from robotsim_msgs.srv import GetEntityPose, InjectFault, Pause, Reset, SetEntityPose, Step
-from robotsim_sensors import ros_messages as convert
+from robotsim_sensors.ros import messages as convert
 from robotsim_sensors.gl_backend import RenderUnavailable
 
-from .arm_controller import (ArmGoal, ArmOutcome, GoalStatus, GripperConfig, GripperOutcome, JointTolerance,
+from ..arm_controller import (ArmGoal, ArmOutcome, GoalStatus, GripperConfig, GripperOutcome, JointTolerance,
                              TrajectoryConstraints)
-from .controllers import TrajectoryPoint
-from .rejections import PerReasonThrottle
+from ..controllers import TrajectoryPoint
+from ..rejections import PerReasonThrottle
 from .robot_messages import RobotMessages
-from .world_spec import SpawnSpec
-from .scene import RobotPlacement, load_world, resolve_world_path
-from .simulation import SimOptions, Simulation
+from ..world_spec import SpawnSpec
+from ..scene import RobotPlacement, load_world, resolve_world_path
+from ..simulation import SimOptions, Simulation
 
 MAX_STEP_SECONDS = 60.0
 """/sim/step refuses more steps than this much sim time: the node serves nothing else meanwhile."""
 STATUS_PERIOD = 0.5
 """Wall seconds between /sim/status messages (also during a long /sim/step)."""
 
+
+SPIN_PERIOD = 0.005
+"""Wall seconds between executor spins while running as fast as possible (at most; see SPIN_COST_SHARE)."""
+SPIN_COST_SHARE = 20
+"""A spin that took d seconds is followed by at least SPIN_COST_SHARE * d seconds of simulation."""
 
 MAX_PACE_LAG = 0.05
 """Seconds of wall time the paced simulation may run behind and still catch up (at full speed); a longer
@@ -161,6 +166,7 @@ class SimNode(Node):
                                       else entry.frame_prefix)
                       for index, entry in enumerate(fleet.robots)]
         self.clock_pub = CountedPublisher(self.create_publisher(Clock, '/clock', convert.qos_profile(RELIABLE_QOS)))
+        self.clock_message = Clock()
         self.create_service(Pause, 'sim/pause', self.on_pause)
         self.create_service(Step, 'sim/step', self.on_step)
         self.create_service(Reset, 'sim/reset', self.on_reset)
@@ -241,7 +247,8 @@ class SimNode(Node):
 
     def publish_clock(self, now_ns: int) -> None:
         if now_ns > self.last_clock_ns:
-            self.clock_pub.publish(Clock(clock=convert.stamp_msg(now_ns)))
+            self.clock_message.clock.sec, self.clock_message.clock.nanosec = divmod(now_ns, 1_000_000_000)
+            self.clock_pub.publish(self.clock_message)  # one message, refilled: /clock is sent hundreds of times a second
             self.last_clock_ns = now_ns
 
     # ------------------------------------------------------------------ stepping
@@ -539,9 +546,13 @@ class SimNode(Node):
             if self.duration > 0 and self.sim.time >= self.duration:
                 break
             now = time.monotonic()
-            if now >= next_spin:  # serve subscriptions/services every ~5 ms of wall time (a spin costs ~0.1 ms)
+            if now >= next_spin:
+                # Serve subscriptions and services every 5 ms of wall time, or less often when a spin is
+                # dear: rclpy rebuilds its wait set from every entity at each spin (0.5-1 ms for one or two
+                # robots' publishers, services and action servers), so spinning takes at most 1/20 of the loop.
                 executor.spin_once(timeout_sec=0.0)
-                next_spin = now + 0.005
+                spun = time.monotonic()
+                next_spin = spun + max(SPIN_PERIOD, SPIN_COST_SHARE * (spun - now))
             if self.real_time_factor > 0:
                 origin_wall, origin_sim = self._pace_origin
                 target = origin_wall + (self.sim.time_ns - origin_sim) * 1e-9 / self.real_time_factor

@@ -24,7 +24,7 @@ from robotsim_core.description import load_robot
 from robotsim_core.errors import DescriptionError
 from robotsim_core.kinematics import joint_motion
 from robotsim_core.urdf import tree_to_urdf, urdf_to_tree
-from robotsim_core import ros_common as convert
+from robotsim_core.ros import common as convert
 
 
 def _transform_msg(parent, child, matrix, stamp):

@@ -16,14 +16,14 @@ from geometry_msgs.msg import PoseStamped, Twist
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
 
-from robotsim_core import ros_common
+from robotsim_core.ros import common as ros_common
 from robotsim_core.contract import RELIABLE_QOS
 from robotsim_core.description import load_robot
 from robotsim_core.errors import DescriptionError
 from robotsim_sim.scene import load_world, resolve_world_path
 
-from .expert import Expert
-from .observation import goal_problem
+from ..expert import Expert
+from ..observation import goal_problem
 
 COMMAND_RATE = 20.0
 """Hz of /cmd_vel (sim time)."""

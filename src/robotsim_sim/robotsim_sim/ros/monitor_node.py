@@ -21,15 +21,15 @@ from rclpy.node import Node
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import Image, JointState, LaserScan
 
-from robotsim_core import ros_common
+from robotsim_core.ros import common as ros_common
 from robotsim_core.contract import resolve_topic, robot_contract
 from robotsim_core.description import load_robot
 from robotsim_core.errors import DescriptionError
 from robotsim_core.geometry import quat_to_yaw
 from robotsim_msgs.msg import SimStatus
 
-from .run_report import RobotTrace, write_report
-from .scene import load_world, resolve_world_path
+from ..run_report import RobotTrace, write_report
+from ..scene import load_world, resolve_world_path
 
 
 def _seconds(stamp) -> float:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import struct
 import time
 
-from .contract import Contract, QosSpec, resolve_topic
-from .contract_check import TopicObservation, evaluate
+from ..contract import Contract, QosSpec, resolve_topic
+from ..contract_check import TopicObservation, evaluate
 
 
 def probe(contract: Contract, duration: float, namespace: str = '', frame_prefix: str = '',
@@ -20,7 +20,7 @@ def probe(contract: Contract, duration: float, namespace: str = '', frame_prefix
     import rclpy
     from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
 
-    from .ros_common import message_class, qos_profile
+    from ..ros_common import message_class, qos_profile
 
     context = rclpy.Context()
     rclpy.init(context=context)

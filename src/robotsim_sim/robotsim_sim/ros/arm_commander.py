@@ -51,13 +51,13 @@ from robotsim_core.contract import RELIABLE_QOS
 from robotsim_core.description import load_robot
 from robotsim_core.errors import DescriptionError
 from robotsim_core.fleet import load_fleet, single_robot
-from robotsim_core.ros_common import ParameterError, checked_parameter, qos_profile, run_node
+from robotsim_core.ros.common import ParameterError, checked_parameter, qos_profile, run_node
 from robotsim_msgs.srv import ArmReach, GetEntityPose, SetEntityPose
 
-from .arm_motion import ArmMotionPlanner, MotionPlan
-from .pick_place import PickAndPlace, PickPlaceOptions, PickSetupError, PickWorld, sample_placements
-from .scene import RobotPlacement, load_world, resolve_world_path
-from .world_spec import SpawnSpec
+from ..arm_motion import ArmMotionPlanner, MotionPlan
+from ..pick_place import PickAndPlace, PickPlaceOptions, PickSetupError, PickWorld, sample_placements
+from ..scene import RobotPlacement, load_world, resolve_world_path
+from ..world_spec import SpawnSpec
 
 POINT_SPACING = 0.05
 """Seconds between the trajectory points sent in a goal (the planner samples at 0.01 s; the

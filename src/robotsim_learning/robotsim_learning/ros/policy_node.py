@@ -23,14 +23,14 @@ from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from sensor_msgs.msg import Image, Imu, LaserScan
 
-from robotsim_core import ros_common
+from robotsim_core.ros import common as ros_common
 from robotsim_core.contract import RELIABLE_QOS, SENSOR_QOS
 from robotsim_core.description import load_robot
 from robotsim_core.errors import DescriptionError
 
-from .observation import (ImuHeadingOdometry, closest_by_stamp, goal_in_base, goal_problem, observation_from_messages,
+from ..observation import (ImuHeadingOdometry, closest_by_stamp, goal_in_base, goal_problem, observation_from_messages,
                           spec_for_robot, stamp_seconds, yaw_of)
-from .policy_runtime import InferenceError, PolicyFileError, PolicyRuntime
+from ..policy_runtime import InferenceError, PolicyFileError, PolicyRuntime
 
 COMMAND_RATE = 10.0
 """Hz of /cmd_vel by default (sim or robot time; the ``rate`` parameter)."""

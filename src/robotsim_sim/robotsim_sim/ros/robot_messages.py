@@ -13,13 +13,12 @@ import json
 import numpy as np
 from nav_msgs.msg import Odometry
 from std_msgs.msg import String
-from tf2_msgs.msg import TFMessage
 
-from robotsim_core.contract import IMAGE_TOPIC_STEMS, TopicSpec
-from robotsim_sensors import ros_messages as convert
+from robotsim_core.contract import TopicSpec
+from robotsim_core.ros.odometry import odometry_messages
+from robotsim_sensors.ros import messages as convert
+from robotsim_sensors.ros.converters import sensor_converter
 
-ODOM_POSE_VARIANCE = 1e-3
-ODOM_TWIST_VARIANCE = 1e-3
 NOT_FROM_SIMULATOR = ('clock', 'tf_static', 'robot_description')
 """Contract topics the robot's readings do not produce: /clock is the world's; the state publisher
 owns the other two."""
@@ -45,16 +44,16 @@ class RobotMessages:
             and not (topic.name in ('odom', 'tf') and not publish_base)]      # the motor bridge owns them
         produced = {topic.name for topic in self.topics}
         self.publishes_odometry = 'odom' in produced
-        self.sensors = {s.name: s for s in model.sensors}
-        self.sensor_topics = {s.name: [t for t in self.topics if t.sensor == s.name] for s in model.sensors}
-        self.camera_infos = {s.name: convert.camera_info(s.spec, self.frame(s.frame))
-                             for s in model.sensors if s.type == 'camera'}
+        # One converter per producing sensor, from its kind's row (robotsim_sensors.ros.converters).
+        self.converters = {s.name: sensor_converter(s, self.frame(s.frame), [t for t in self.topics if t.sensor == s.name])
+                           for s in model.sensors if s.name in scheduled}
         self.label_table = json.dumps({str(label): name for label, name in sorted(labels.items())})
         # Joint names on the wire are the URDF's (robot_state_publisher resolves them), not MuJoCo's
         # prefixed ones; without the wheels when the motor bridge publishes those.
         wheels = {w.joint for w in model.drive.wheels} if model.drive and not publish_base else set()
         keep = [i for i, name in enumerate(robot.joint_names) if name not in wheels]
         self.joint_names, self.joint_keep = [robot.joint_names[i] for i in keep], np.array(keep, dtype=int)
+        self._stamp_ns, self._stamp = -1, None
 
     def frame(self, name: str) -> str:
         return f'{self.frame_prefix}{name}'
@@ -66,30 +65,16 @@ class RobotMessages:
 
     def build(self, channel: str, reading, stamp_ns: int) -> list[tuple[str, object]]:
         """The (contract topic name, message) pairs of one reading, stamped ``stamp_ns``."""
-        stamp = convert.stamp_msg(stamp_ns)
+        if stamp_ns != self._stamp_ns:  # readings of one instant share their stamp message (read-only)
+            self._stamp_ns, self._stamp = stamp_ns, convert.stamp_msg(stamp_ns)
+        stamp = self._stamp
         if channel == 'joint_states':
             keep = self.joint_keep
             return [('joint_states', convert.joint_state(self.joint_names, reading.positions[keep],
                                                          reading.velocities[keep], reading.efforts[keep], stamp))]
         if channel == 'base_state':
             return self.base_state(reading, stamp)
-        sensor = self.sensors[channel]
-        frame = self.frame(sensor.frame)
-        topics = self.sensor_topics[channel]
-        if sensor.type == 'lidar':
-            message = (convert.laser_scan(reading, frame, stamp) if sensor.spec.channels == 1
-                       else convert.point_cloud(reading, frame, stamp))
-            return [(topics[0].name, message)]
-        if sensor.type == 'imu':
-            return [(topics[0].name, convert.imu(reading, frame, stamp))]
-        out = []
-        info = self.camera_infos[channel]
-        info.header.stamp = stamp
-        for kind, image in convert.camera_images(reading, frame, stamp).items():
-            stem = IMAGE_TOPIC_STEMS[kind]
-            out.append((f'{channel}/{stem}image_raw', image))
-            out.append((f'{channel}/{stem}camera_info', info))
-        return out
+        return self.converters[channel](reading, stamp)
 
     def ground_truth(self, reading, stamp) -> Odometry:
         """/sim/ground_truth: the root link's true pose in ``world``, twist in the body frame."""
@@ -109,13 +94,9 @@ class RobotMessages:
         out = [('sim/ground_truth', self.ground_truth(reading, stamp))]
         if not self.publishes_odometry:
             return out  # the motor bridge publishes odometry, or a fixed-base robot has none
-        footprint = self.frame(self.model.footprint_link)
-        ox, oy, oyaw = reading.odom_pose
-        linear, angular = reading.odom_twist
-        odom_frame = self.frame('odom')
-        out.append(('odom', convert.planar_odometry(odom_frame, footprint, ox, oy, oyaw, linear, angular,
-                                                    stamp, ODOM_POSE_VARIANCE, ODOM_TWIST_VARIANCE)))
-        # REP 105: odom -> the URDF root (base_footprint, itself the parent of base_link).
-        out.append(('tf', TFMessage(transforms=[convert.transform(
-            odom_frame, footprint, (ox, oy, 0.0), convert.yaw_quaternion(oyaw), stamp)])))
+        # Encoder odometry: the same messages and covariances as the motor bridge's (robotsim_core.ros.odometry).
+        odometry, tf = odometry_messages(self.frame('odom'), self.frame(self.model.footprint_link),
+                                         *reading.odom_pose, *reading.odom_twist, stamp)
+        out.append(('odom', odometry))
+        out.append(('tf', tf))
         return out

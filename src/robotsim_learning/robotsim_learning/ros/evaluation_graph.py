@@ -16,8 +16,8 @@ import sys
 import time
 from dataclasses import dataclass
 
-from .evaluation import EpisodeTracker, WorldObstacles, footprint
-from .randomization import Scenario
+from ..evaluation import EpisodeTracker, WorldObstacles, footprint
+from ..randomization import Scenario
 
 KEEPS_UP = 0.9
 """A driver keeps up in sim time when /cmd_vel arrives at no less than this fraction of its nominal rate."""
@@ -179,7 +179,7 @@ def run_graph_episode(observer: GraphObserver, scenario: Scenario, spec, driver:
 
 def _drive(observer: GraphObserver, process: subprocess.Popen, tracker: EpisodeTracker, driver: str,
            uses_image: bool) -> str:
-    from .observation import stamp_seconds, yaw_of
+    from ..observation import stamp_seconds, yaw_of
 
     def alive() -> bool:
         return process.poll() is None

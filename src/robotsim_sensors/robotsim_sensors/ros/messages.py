@@ -12,12 +12,11 @@ import numpy as np
 from builtin_interfaces.msg import Time
 from sensor_msgs.msg import CameraInfo, Image, Imu, LaserScan, PointCloud2, PointField
 
-from robotsim_core.description.spec import CameraSpec
-from robotsim_core.ros_common import (joint_state, planar_odometry, qos_profile, stamp_msg,  # noqa: F401
+from robotsim_core.ros.common import (joint_state, planar_odometry, qos_profile, stamp_msg,  # noqa: F401
                                       transform, yaw_quaternion)
 
-from .camera import intrinsics
-from .readings import CameraReading, ImuReading, ScanReading
+from ..camera import CameraSpec, intrinsics
+from ..readings import CameraReading, ImuReading, ScanReading
 
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 
-from .bringup import NodeSpec, graph_for, launch_arguments
+from ..bringup import NodeSpec, graph_for, launch_arguments
 
 
 class LaunchSetupError(RuntimeError):

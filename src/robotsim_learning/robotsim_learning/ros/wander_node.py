@@ -9,10 +9,10 @@ from geometry_msgs.msg import Twist
 from rclpy.node import Node
 from sensor_msgs.msg import LaserScan
 
-from robotsim_core import ros_common
+from robotsim_core.ros import common as ros_common
 from robotsim_core.contract import SENSOR_QOS
 
-from .wander import Wanderer
+from ..wander import Wanderer
 
 
 class WanderNode(Node):

@@ -39,7 +39,7 @@ from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.serialization import deserialize_message
 
-from robotsim_core import ros_common
+from robotsim_core.ros import common as ros_common
 from robotsim_core.contract import RELIABLE_QOS, QosSpec, robot_contract
 from robotsim_core.description import load_robot
 from robotsim_core.errors import DescriptionError

@@ -1,0 +1,78 @@
+"""Where the simulator node's time goes: sim_node under cProfile, as fast as possible, no subscriber.
+
+Runs the node in this process for ``--seconds`` of sim time (one rover, cameras off; then the
+two_rovers fleet with default sensors) and prints, per run, the wall time of each part of the loop
+as a share of the whole: physics (mj_step, mj_forward, controllers), sensor models, building
+messages, publishing (rclpy serialisation + DDS write), /clock, executor spins. cProfile slows
+Python code more than C code, so the Python parts are overstated by some tens of percent: read the
+shares, not the absolute times. Run by `make bench`; --markdown prints a README table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import sys
+
+os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+os.environ.setdefault('ROS_DOMAIN_ID', str(200 + os.getpid() % 30))
+
+PARTS = {
+    # part -> (file suffix, function name) entries whose cumulative times add up (none calls another)
+    'physics (mj_step, mj_forward, controllers)': [('', '<built-in method mujoco._functions.mj_step>'),
+                                                   ('', '<built-in method mujoco._functions.mj_forward>'),
+                                                   ('simulation.py', '_apply_controls')],
+    'sensor models (lidar, IMU, cameras, encoders)': [('lidar.py', 'measure'), ('imu.py', 'measure'),
+                                                      ('camera.py', 'measure'), ('simulation.py', '_joint_states'),
+                                                      ('simulation.py', '_base_state')],
+    'building messages': [('robot_messages.py', 'build')],
+    'publishing (serialise + write)': [('publisher.py', 'publish')],
+    'executor spins (services, subscriptions)': [('executors.py', 'spin_once')],
+}
+
+
+def profile(arguments: list[str]) -> tuple[float, dict[str, float]]:
+    from robotsim_sim.ros.sim_node import main
+    profiler = cProfile.Profile()
+    profiler.runcall(main, ['sim_node', '--ros-args', '-p', 'real_time_factor:=0.0', *arguments])
+    stats = pstats.Stats(profiler).stats
+    run = next(value[3] for key, value in stats.items() if key[0].endswith('sim_node.py') and key[2] == 'run')
+
+    def cumulative(suffix: str, function: str) -> float:
+        return sum(value[3] for key, value in stats.items()
+                   if key[2] == function and (key[0].endswith(suffix) if suffix else key[0] == '~'))
+    parts = {part: sum(cumulative(*entry) for entry in entries) for part, entries in PARTS.items()}
+    parts['of which /clock'] = cumulative('sim_node.py', 'publish_clock')
+    parts['the rest of the loop'] = run - sum(v for k, v in parts.items() if k != 'of which /clock')
+    return run, parts
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument('--seconds', type=float, default=10.0, help='sim seconds per run')
+    parser.add_argument('--markdown', action='store_true')
+    args = parser.parse_args()
+    runs = {'one rover, cameras off': ['-p', f'duration:={args.seconds}', '-p', 'cameras:=false'],
+            'two rovers, default sensors': ['-p', f'duration:={args.seconds}', '-p', 'fleet:=two_rovers']}
+    results = {name: profile(arguments) for name, arguments in runs.items()}
+    names = list(results)
+    rows = list(next(iter(results.values()))[1])
+    if args.markdown:
+        print('| part of the loop | ' + ' | '.join(names) + ' |')
+        print('|---|' + '---|' * len(names))
+        for row in rows:
+            print(f'| {row} | ' + ' | '.join(f'{100 * results[n][1][row] / results[n][0]:.0f} %' for n in names) + ' |')
+        print('| wall time under the profiler per simulated second | '
+              + ' | '.join(f'{1000 * results[n][0] / args.seconds:.0f} ms' for n in names) + ' |')
+    else:
+        for name, (run, parts) in results.items():
+            print(f'{name}: {run:.2f} s under cProfile for {args.seconds:g} s of sim time')
+            for part, seconds in parts.items():
+                print(f'  {part:48s} {seconds:6.2f} s  {100 * seconds / run:5.1f} %')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

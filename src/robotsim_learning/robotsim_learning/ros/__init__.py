@@ -1,0 +1,3 @@
+"""ROS adapters of robotsim_learning: the modules that import rclpy, launch or interface packages.
+
+Everything outside a ``ros/`` folder is ROS-free (tests/test_layering.py checks it by module)."""

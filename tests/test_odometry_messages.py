@@ -1,0 +1,60 @@
+"""Encoder odometry -> /odom and /tf (robotsim_core/ros/odometry.py): the one builder the simulator and
+the motor bridge share, with the covariance layout its docstring documents."""
+
+from __future__ import annotations
+
+import math
+
+from robotsim_core.description import load_robot
+from robotsim_core.ros.odometry import POSE_VARIANCE, TWIST_VARIANCE, odometry_messages
+from robotsim_core.ros.common import stamp_msg
+from robotsim_sim.ros.robot_messages import RobotMessages
+from robotsim_sim.scene import RobotPlacement, load_world
+from robotsim_sim.simulation import SimOptions, Simulation
+from rostest_helpers import WORKSPACE
+
+DIAGONAL = (0, 7, 14, 21, 28, 35)  # x, y, z, rotation about x, y, z in a row-major 6x6
+
+
+def test_odometry_and_transform_of_one_state():
+    stamp = stamp_msg(12_345_678_901)
+    odometry, tf = odometry_messages('r2/odom', 'r2/base_footprint', 1.5, -2.0, 2.5, 0.4, -0.3, stamp)
+    assert (odometry.header.frame_id, odometry.child_frame_id) == ('r2/odom', 'r2/base_footprint')
+    assert (odometry.header.stamp.sec, odometry.header.stamp.nanosec) == (12, 345_678_901)
+    pose, twist = odometry.pose.pose, odometry.twist.twist
+    assert (pose.position.x, pose.position.y, pose.position.z) == (1.5, -2.0, 0.0)
+    assert math.isclose(2 * math.atan2(pose.orientation.z, pose.orientation.w), 2.5)
+    assert pose.orientation.x == pose.orientation.y == 0.0
+    assert (twist.linear.x, twist.linear.y, twist.angular.z) == (0.4, 0.0, -0.3)
+    for covariance, variance in ((odometry.pose.covariance, POSE_VARIANCE), (odometry.twist.covariance, TWIST_VARIANCE)):
+        assert [covariance[i] for i in DIAGONAL] == [variance] * 6
+        assert all(covariance[i] == 0.0 for i in range(36) if i not in DIAGONAL)
+    (transform,) = tf.transforms
+    assert (transform.header.frame_id, transform.child_frame_id) == ('r2/odom', 'r2/base_footprint')
+    assert transform.header.stamp == odometry.header.stamp
+    assert (transform.transform.translation.x, transform.transform.translation.y,
+            transform.transform.translation.z) == (1.5, -2.0, 0.0)
+    assert transform.transform.rotation == pose.orientation
+
+
+def test_the_simulator_publishes_what_the_shared_builder_makes():
+    """The sim's /odom and /tf (RobotMessages.base_state, hence also the dataset fast path) are the
+    shared builder's messages for its encoder odometry: the bridge's come from the same function."""
+    world = load_world(str(WORKSPACE / 'config' / 'worlds' / 'room.yaml'))
+    sim = Simulation(world, [RobotPlacement(load_robot('rover'))], SimOptions(seed=3, cameras=False))
+    messages = RobotMessages(sim.robots[0], 'r1/', True, sim.labels)
+    compared = 0
+    try:
+        while sim.time_ns < 1_000_000_000:
+            sim.command_base(0, 0.3, 0.6)
+            for event in sim.step():
+                if event.channel != 'base_state':
+                    continue
+                built = dict(messages.build(event.channel, event.reading, event.reading.stamp))
+                odometry, tf = odometry_messages('r1/odom', 'r1/base_footprint', *event.reading.odom_pose,
+                                                 *event.reading.odom_twist, stamp_msg(event.reading.stamp))
+                assert built['odom'] == odometry and built['tf'] == tf
+                compared += 1
+    finally:
+        sim.close()
+    assert compared >= 50 and odometry.pose.pose.position.x > 0.05  # it drove

@@ -1,0 +1,85 @@
+"""Every package.xml declares what its package's code imports, so rosdep and colcon on a full ROS
+install resolve and order the workspace (on the bare machine requirements/ installs everything).
+
+Python libraries with a rosdep key are declared under that key; those without one (pip-only: MuJoCo,
+ruckig, JAX, ...) are pinned in requirements/ instead, which the test checks too."""
+
+from __future__ import annotations
+
+import re
+import sys
+import xml.etree.ElementTree as ET
+
+from test_layering import PACKAGES, WORKSPACE, imports, python_modules
+
+ROSDEP_KEYS = {
+    'numpy': 'python3-numpy', 'yaml': 'python3-yaml', 'transforms3d': 'python3-transforms3d',
+    'matplotlib': 'python3-matplotlib', 'PIL': 'python3-pil', 'OpenGL': 'python3-opengl', 'cv2': 'python3-opencv',
+    'tqdm': 'python3-tqdm', 'websockets': 'python3-websockets', 'trimesh': 'python3-trimesh',
+}
+"""Import name -> rosdep key of libraries rosdep resolves to a system package."""
+PIP_ONLY = {
+    'mujoco': 'mujoco', 'ruckig': 'ruckig', 'rosbags': 'rosbags', 'jax': 'jax', 'optax': 'optax', 'onnx': 'onnx',
+    'onnxruntime': 'onnxruntime', 'ray': 'ray', 'pyarrow': 'pyarrow', 'foxglove': 'foxglove-sdk',
+}
+"""Import name -> PyPI distribution of libraries without a rosdep key: pinned in requirements/ (bare.txt; train.txt
+for training and inference; test.txt for Ray, an optional engine its users already have)."""
+RENDER_ONLY = {'bpy': 'bpy', 'bmesh': 'bpy', 'mathutils': 'bpy', 'OpenImageIO': 'bpy'}
+"""Blender's modules: its own environment (requirements/render.txt), run as a subprocess."""
+CLI_DISPATCH = {'robotsim_core': {'robotsim_sim', 'robotsim_learning'}}
+"""The ``robotsim`` command (robotsim_core/cli.py) loads the packages above it lazily, per subcommand; they
+depend on robotsim_core, so it cannot depend on them (a cycle). The meta-package ``robotsim`` depends on
+all of them, so installing it gives every subcommand."""
+
+
+def declared(package: str) -> set[str]:
+    root = ET.parse(WORKSPACE / 'src' / package / 'package.xml').getroot()
+    return {element.text.strip() for tag in ('depend', 'exec_depend', 'build_export_depend')
+            for element in root.iter(tag)}
+
+
+def pinned(requirements: str) -> set[str]:
+    names = set()
+    for line in (WORKSPACE / 'requirements' / requirements).read_text().splitlines():
+        match = re.match(r'([A-Za-z0-9_.\-]+)==', line.strip())
+        if match:
+            names.add(match.group(1).lower().replace('_', '-'))
+    return names
+
+
+def imported_roots(package: str) -> set[str]:
+    own = {name: path for name, path in python_modules() if name.split('.')[0] == package}
+    roots = set()
+    for name, path in own.items():
+        for target, _ in imports(path, name):
+            root = target.split('.')[0]
+            if root and root != package and root not in sys.stdlib_module_names:
+                roots.add(root)
+    return roots
+
+
+def test_every_import_is_declared():
+    pip = pinned('bare.txt') | pinned('train.txt') | pinned('test.txt')
+    render = pinned('render.txt')
+    problems = []
+    for package in PACKAGES:
+        have = declared(package)
+        for root in sorted(imported_roots(package) - CLI_DISPATCH.get(package, set())):
+            if root in RENDER_ONLY:
+                if RENDER_ONLY[root] not in render:
+                    problems.append(f'{package}: imports {root}; expected {RENDER_ONLY[root]} pinned in requirements/render.txt')
+            elif root in PIP_ONLY:
+                if PIP_ONLY[root] not in pip:
+                    problems.append(f'{package}: imports {root}; expected {PIP_ONLY[root]} pinned in requirements/')
+            else:
+                key = ROSDEP_KEYS.get(root, root)
+                if key not in have:
+                    problems.append(f'{package}/package.xml: its code imports {root}; expected <exec_depend>{key}'
+                                    f'</exec_depend>')
+    assert not problems, '\n'.join(problems)
+
+
+def test_the_check_sees_imports():
+    """Guards the test above: known imports are found where they are."""
+    assert {'mujoco', 'numpy', 'robotsim_core'} <= imported_roots('robotsim_sim')
+    assert 'rclpy' in imported_roots('robotsim_firmware')
