@@ -23,6 +23,8 @@ setup(
             'lidar = robotsim_sensors.lidar:KIND',
             'camera = robotsim_sensors.camera:KIND',
             'imu = robotsim_sensors.imu:KIND',
+            'range = robotsim_sensors.range_sensor:KIND',
+            'navsat = robotsim_sensors.navsat:KIND',
         ],
     },
 )

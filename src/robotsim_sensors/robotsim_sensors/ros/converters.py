@@ -7,12 +7,14 @@ called per reading with the stamp as a builtin_interfaces/Time. The core's table
 
 from __future__ import annotations
 
-from . import camera, imu, lidar
+from . import camera, imu, lidar, navsat, range_sensor
 
 CONVERTERS = {
     'lidar': lidar.converter,
     'camera': camera.converter,
     'imu': imu.converter,
+    'range': range_sensor.converter,
+    'navsat': navsat.converter,
 }
 
 
