@@ -15,6 +15,7 @@ import cProfile
 import os
 import pstats
 import sys
+from pathlib import Path
 
 os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
 os.environ.setdefault('ROS_DOMAIN_ID', str(200 + os.getpid() % 30))
@@ -44,28 +45,40 @@ def profile(arguments: list[str]) -> tuple[float, dict[str, float]]:
         return sum(value[3] for key, value in stats.items()
                    if key[2] == function and (key[0].endswith(suffix) if suffix else key[0] == '~'))
     parts = {part: sum(cumulative(*entry) for entry in entries) for part, entries in PARTS.items()}
-    parts['of which /clock'] = cumulative('sim_node.py', 'publish_clock')
-    parts['the rest of the loop'] = run - sum(v for k, v in parts.items() if k != 'of which /clock')
-    return run, parts
+    clock = cumulative('sim_node.py', 'publish_clock')
+    rest = run - sum(parts.values())
+    ordered = {}
+    for part, seconds in parts.items():
+        ordered[part] = seconds
+        if part.startswith('publishing'):
+            ordered['of which /clock'] = clock
+    ordered['the rest of the loop'] = rest
+    return run, ordered
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument('--seconds', type=float, default=10.0, help='sim seconds per run')
     parser.add_argument('--markdown', action='store_true')
+    parser.add_argument('--write-readme', action='store_true', help="replace README.md's node-profile block")
     args = parser.parse_args()
     runs = {'one rover, cameras off': ['-p', f'duration:={args.seconds}', '-p', 'cameras:=false'],
             'two rovers, default sensors': ['-p', f'duration:={args.seconds}', '-p', 'fleet:=two_rovers']}
     results = {name: profile(arguments) for name, arguments in runs.items()}
     names = list(results)
     rows = list(next(iter(results.values()))[1])
-    if args.markdown:
-        print('| part of the loop | ' + ' | '.join(names) + ' |')
-        print('|---|' + '---|' * len(names))
+    if args.markdown or args.write_readme:
+        lines = ['| part of the loop | ' + ' | '.join(names) + ' |', '|---|' + '---|' * len(names)]
         for row in rows:
-            print(f'| {row} | ' + ' | '.join(f'{100 * results[n][1][row] / results[n][0]:.0f} %' for n in names) + ' |')
-        print('| wall time under the profiler per simulated second | '
-              + ' | '.join(f'{1000 * results[n][0] / args.seconds:.0f} ms' for n in names) + ' |')
+            lines.append(f'| {row} | ' + ' | '.join(f'{100 * results[n][1][row] / results[n][0]:.0f} %' for n in names)
+                         + ' |')
+        lines.append('| wall time under the profiler per simulated second | '
+                     + ' | '.join(f'{1000 * results[n][0] / args.seconds:.0f} ms' for n in names) + ' |')
+        print('\n'.join(lines))
+        if args.write_readme:
+            sys.path.insert(0, str(Path(__file__).resolve().parent))
+            from readme_block import replace_block
+            replace_block(Path(__file__).resolve().parents[1] / 'README.md', 'node-profile', '\n'.join(lines))
     else:
         for name, (run, parts) in results.items():
             print(f'{name}: {run:.2f} s under cProfile for {args.seconds:g} s of sim time')
