@@ -120,3 +120,25 @@ def test_adapters_are_told_apart_by_path():
     assert 'robotsim_sim.ros.sim_node' in modules and is_adapter('robotsim_sim.ros.sim_node')
     assert is_ros_package('sensor_msgs.msg') and is_ros_package('rclpy.node') and is_ros_package('launch_ros')
     assert not is_ros_package('robotsim_core.contract') and not is_ros_package('mujoco')
+
+
+def test_every_import_of_a_workspace_module_resolves():
+    """Every import of one of our modules, lazy ones inside functions included, names a module that exists
+    in the source tree: a module moved or renamed leaves no import behind that only a stale build or
+    install directory would still satisfy."""
+    modules = python_modules()
+    known = {name for name, _ in modules}
+    problems = []
+    for name, path in modules:
+        package = name.split('.') if path.name == '__init__.py' else name.split('.')[:-1]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = '.'.join(package[:len(package) - node.level + 1]) if node.level else ''
+                targets = ['.'.join(part for part in (base, node.module or '') if part)]
+            else:
+                continue
+            problems += [f'{path.relative_to(WORKSPACE)}:{node.lineno} imports {target}: no such module here'
+                         for target in targets if target.split('.')[0] in PACKAGES and target not in known]
+    assert not problems, '\n'.join(problems)

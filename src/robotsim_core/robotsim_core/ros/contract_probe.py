@@ -20,7 +20,7 @@ def probe(contract: Contract, duration: float, namespace: str = '', frame_prefix
     import rclpy
     from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
 
-    from ..ros_common import message_class, qos_profile
+    from .common import message_class, qos_profile
 
     context = rclpy.Context()
     rclpy.init(context=context)
