@@ -21,6 +21,20 @@ fi
 
 # Stamp the time the build starts from: a file edited while colcon runs is still newer next time.
 mkdir -p "$ws/install"; touch "$stamp.next"
+
+# A Python package whose set of modules changed (one moved, renamed or deleted) is rebuilt from scratch:
+# setuptools copies into build/ and install/ without deleting, so the old module would stay importable
+# there and hide every import still naming it.
+for setup_py in "$ws"/src/*/setup.py; do
+  package="$(basename "$(dirname "$setup_py")")"
+  listing="$ws/install/.robotsim-modules-$package"
+  modules="$(cd "$ws/src/$package" && find . -name '*.py' -not -path './build/*' | LC_ALL=C sort)"
+  if [[ -f "$listing" && "$(cat "$listing")" != "$modules" ]]; then
+    echo "[robotsim build] $package: modules added, moved or removed: clean rebuild of the package" >&2
+    rm -rf "${ws:?}/build/$package" "${ws:?}/install/$package"
+  fi
+  printf '%s' "$modules" > "$listing"
+done
 echo "[robotsim build] colcon build (log: $ws/log/latest_build)" >&2
 # --paths compat/...: tf2_msgs, composition_interfaces (launch_ros needs it) and control_msgs (the arm's
 #   FollowJointTrajectory and GripperCommand actions) are not on PyPI;
