@@ -34,23 +34,21 @@ def vector_text(values) -> str:
     return ' '.join(number_text(v) for v in values)
 
 
-_num, _vec = number_text, vector_text
-
 
 def _place(element: ET.Element, xyz, rpy) -> None:
     if any(xyz):
-        element.set('pos', _vec(xyz))
+        element.set('pos', vector_text(xyz))
     if any(rpy):
-        element.set('quat', _vec(rpy_to_quat(rpy)))
+        element.set('quat', vector_text(rpy_to_quat(rpy)))
 
 
 def _geom_attributes(geometry: Geometry, mesh_names: dict[tuple, str]) -> dict[str, str]:
     if geometry.kind == 'box':
-        return {'type': 'box', 'size': _vec(np.asarray(geometry.size) / 2)}
+        return {'type': 'box', 'size': vector_text(np.asarray(geometry.size) / 2)}
     if geometry.kind == 'cylinder':
-        return {'type': 'cylinder', 'size': _vec((geometry.size[0], geometry.size[1] / 2))}
+        return {'type': 'cylinder', 'size': vector_text((geometry.size[0], geometry.size[1] / 2))}
     if geometry.kind == 'sphere':
-        return {'type': 'sphere', 'size': _num(geometry.size[0])}
+        return {'type': 'sphere', 'size': number_text(geometry.size[0])}
     return {'type': 'mesh', 'mesh': mesh_names[(geometry.filename, geometry.scale)]}
 
 
@@ -60,7 +58,7 @@ def _full_inertia(inertial) -> str:
     tensor = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
     rotation = rpy_to_matrix(inertial.origin.rpy)
     body = rotation @ tensor @ rotation.T
-    return _vec((body[0, 0], body[1, 1], body[2, 2], body[0, 1], body[0, 2], body[1, 2]))
+    return vector_text((body[0, 0], body[1, 1], body[2, 2], body[0, 1], body[0, 2], body[1, 2]))
 
 
 def robot_to_mjcf(model: RobotModel, timestep: float = 0.002, collision_group: int = 0) -> str:
@@ -69,7 +67,7 @@ def robot_to_mjcf(model: RobotModel, timestep: float = 0.002, collision_group: i
     tree = model.tree
     root = ET.Element('mujoco', model=model.name)
     ET.SubElement(root, 'compiler', angle='radian', autolimits='true', inertiafromgeom='false')
-    ET.SubElement(root, 'option', timestep=_num(timestep), integrator='implicitfast')
+    ET.SubElement(root, 'option', timestep=number_text(timestep), integrator='implicitfast')
 
     asset = ET.SubElement(root, 'asset')
     mesh_names: dict[tuple, str] = {}
@@ -79,7 +77,7 @@ def robot_to_mjcf(model: RobotModel, timestep: float = 0.002, collision_group: i
             if g.kind == 'mesh' and (g.filename, g.scale) not in mesh_names:
                 name = f'mesh{len(mesh_names)}'
                 mesh_names[(g.filename, g.scale)] = name
-                ET.SubElement(asset, 'mesh', name=name, file=g.mujoco_file or g.filename, scale=_vec(g.scale))
+                ET.SubElement(asset, 'mesh', name=name, file=g.mujoco_file or g.filename, scale=vector_text(g.scale))
     if not len(asset):
         root.remove(asset)
 
@@ -107,13 +105,13 @@ def robot_to_mjcf(model: RobotModel, timestep: float = 0.002, collision_group: i
             if joint.type in ('revolute', 'continuous', 'prismatic'):
                 element = ET.SubElement(body, 'joint', name=joint.name,
                                         type='slide' if joint.type == 'prismatic' else 'hinge',
-                                        axis=_vec(joint.axis))
+                                        axis=vector_text(joint.axis))
                 if joint.type != 'continuous' and joint.limit is not None:
-                    element.set('range', _vec((joint.limit.lower, joint.limit.upper)))
+                    element.set('range', vector_text((joint.limit.lower, joint.limit.upper)))
                 if joint.name in driven_wheels:
                     drive = model.drive
-                    element.set('damping', _num(drive.wheel_max_torque / drive.wheel_no_load_speed))  # back-EMF
-                    element.set('armature', _num(drive.wheel_armature))
+                    element.set('damping', number_text(drive.wheel_max_torque / drive.wheel_no_load_speed))  # back-EMF
+                    element.set('armature', number_text(drive.wheel_armature))
                 elif joint.type != 'continuous':
                     element.set('damping', '0.05')
                     element.set('armature', '0.001')
@@ -123,7 +121,7 @@ def robot_to_mjcf(model: RobotModel, timestep: float = 0.002, collision_group: i
             body.set('gravcomp', '1')
         inertial = link.inertial if inertials is None else inertials.get(link_name)
         if inertial is not None:
-            ET.SubElement(body, 'inertial', pos=_vec(inertial.origin.xyz), mass=_num(inertial.mass),
+            ET.SubElement(body, 'inertial', pos=vector_text(inertial.origin.xyz), mass=number_text(inertial.mass),
                           fullinertia=_full_inertia(inertial))
         _add_geoms(body, link, model, mesh_names, collision_group)
         if link_name in sensor_sites:
@@ -188,14 +186,14 @@ def _add_geoms(body: ET.Element, link, model: RobotModel, mesh_names, collision_
         _place(geom, shape.origin.xyz, shape.origin.rpy)
         visual = next((v for v in link.visuals if _same_shape(v, shape)), None)
         if visual is not None and visual.rgba is not None:
-            geom.set('rgba', _vec(visual.rgba))
+            geom.set('rgba', vector_text(visual.rgba))
         if friction is not None:
             if friction == 0.0:
                 geom.set('condim', '1')  # frictionless ball caster
             else:
-                geom.set('friction', _vec((friction, 0.005, 0.0001)))
+                geom.set('friction', vector_text((friction, 0.005, 0.0001)))
         if solref is not None:
-            geom.set('solref', _vec(solref))
+            geom.set('solref', vector_text(solref))
         if contact is not None and contact.friction is not None:
             # MuJoCo mixes two geoms' condim and friction by taking the larger, so a frictionless
             # caster on a floor with friction would still drag: priority makes the link's own win.
@@ -207,7 +205,7 @@ def _add_geoms(body: ET.Element, link, model: RobotModel, mesh_names, collision_
                              **_geom_attributes(shape.geometry, mesh_names))
         _place(geom, shape.origin.xyz, shape.origin.rpy)
         if shape.rgba is not None:
-            geom.set('rgba', _vec(shape.rgba))
+            geom.set('rgba', vector_text(shape.rgba))
 
 
 def _add_actuators(root: ET.Element, model: RobotModel) -> None:
@@ -219,20 +217,20 @@ def _add_actuators(root: ET.Element, model: RobotModel) -> None:
             # A DC gear motor: control is PWM duty in [-1, 1]; torque = stall torque * duty minus
             # back-EMF, which is the joint damping set in add_body (integrated implicitly by MuJoCo).
             ET.SubElement(actuator, 'motor', name=f'{wheel.joint}_motor', joint=wheel.joint,
-                          gear=_num(torque), ctrlrange='-1 1')
+                          gear=number_text(torque), ctrlrange='-1 1')
         for wheel in model.drive.wheels:
             if wheel.steer_joint:
                 limit = tree.joints[wheel.steer_joint].limit
                 ET.SubElement(actuator, 'position', name=f'{wheel.steer_joint}_position', joint=wheel.steer_joint,
-                              kp='50', kv='2', ctrlrange=_vec((limit.lower, limit.upper)),
-                              forcerange=_vec((-limit.effort, limit.effort)))
+                              kp='50', kv='2', ctrlrange=vector_text((limit.lower, limit.upper)),
+                              forcerange=vector_text((-limit.effort, limit.effort)))
     for arm in model.arms:
         for name in arm.joints + arm.gripper_joints[:1]:  # the second finger follows by equality
             limit = tree.joints[name].limit
             effort = limit.effort if limit is not None and limit.effort > 0 else 10.0
-            attributes = {'kp': _num(20 * effort), 'kv': _num(effort), 'forcerange': _vec((-effort, effort))}
+            attributes = {'kp': number_text(20 * effort), 'kv': number_text(effort), 'forcerange': vector_text((-effort, effort))}
             if limit is not None and tree.joints[name].type != 'continuous':
-                attributes['ctrlrange'] = _vec((limit.lower, limit.upper))
+                attributes['ctrlrange'] = vector_text((limit.lower, limit.upper))
             ET.SubElement(actuator, 'position', name=f'{name}_position', joint=name, **attributes)
     if not len(actuator):
         root.remove(actuator)
@@ -244,7 +242,7 @@ def _add_mimic_equalities(root: ET.Element, tree: KinematicTree) -> None:
         equality = ET.SubElement(root, 'equality')
         for joint in mimics:
             ET.SubElement(equality, 'joint', joint1=joint.name, joint2=joint.mimic.joint,
-                          polycoef=_vec((joint.mimic.offset, joint.mimic.multiplier, 0, 0, 0)))
+                          polycoef=vector_text((joint.mimic.offset, joint.mimic.multiplier, 0, 0, 0)))
 
 
 def _add_contact_excludes(root: ET.Element, model: RobotModel) -> None:

@@ -20,6 +20,22 @@ from typing import Any, Protocol
 ENTRY_POINT_GROUP = 'robotsim.sensor_kinds'
 
 
+class SensorFrames:
+    """Base of every kind's spec: the frames of a sensor mounted on a link. By default one,
+    ``<name>_link``, the sensor's body and the frame its data are in; a kind overrides ``frame``
+    (a lidar's data frame is its name) or both (a camera's images are in an optical frame under its body)."""
+
+    @property
+    def frame(self) -> str:
+        """The frame_id of its messages."""
+        return f'{self.name}_link'
+
+    @property
+    def body_frame(self) -> str:
+        """The link fixed to its mount (the frame's parent when they differ)."""
+        return self.frame
+
+
 class SensorModel(Protocol):
     """A placed sensor in a compiled simulation: turns the physics state into a reading."""
 

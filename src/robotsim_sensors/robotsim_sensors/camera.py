@@ -24,14 +24,14 @@ from robotsim_core.contract import LATCHED_QOS, TopicSpec, sensor_qos
 from robotsim_core.description.spec import MAX_IMAGE_SIDE, MIN_SENSOR_RATE, NAME_OR_EMPTY, PoseSpec, TopicQosSpec, name_field
 from robotsim_core.errors import DescriptionError
 from robotsim_core.mjcf import OPTICAL_TO_MUJOCO_CAMERA_QUAT, number_text, vector_text
-from robotsim_core.sensor_kinds import SensorContext, SensorKind
+from robotsim_core.sensor_kinds import SensorContext, SensorFrames, SensorKind
 
 from .gl_backend import RenderUnavailable, unavailable_reason
 from .readings import CameraReading
 
 
 @dataclass
-class CameraSpec:
+class CameraSpec(SensorFrames):
     type: Literal['camera'] = spec_field()
     """Offscreen-rendered camera."""
     name: str = name_field('camera')

@@ -17,13 +17,13 @@ import transforms3d.quaternions as t3q
 from robotsim_core.config_schema import spec_field
 from robotsim_core.contract import TopicSpec, sensor_qos
 from robotsim_core.description.spec import MIN_SENSOR_RATE, PoseSpec, TopicQosSpec, name_field
-from robotsim_core.sensor_kinds import SensorContext, SensorKind
+from robotsim_core.sensor_kinds import SensorContext, SensorFrames, SensorKind
 
 from .readings import ImuReading
 
 
 @dataclass
-class ImuSpec:
+class ImuSpec(SensorFrames):
     type: Literal['imu'] = spec_field()
     """Inertial measurement unit (REP 145)."""
     name: str = name_field('imu')
@@ -46,14 +46,6 @@ class ImuSpec:
     """Orientation noise (rad)."""
     qos: TopicQosSpec | None = None
     """QoS override for this sensor's topics (default: SensorDataQoS)."""
-
-    @property
-    def frame(self) -> str:
-        return f'{self.name}_link'
-
-    @property
-    def body_frame(self) -> str:
-        return self.frame
 
 
 def mujoco_sensors(name: str) -> dict[str, str]:

@@ -20,13 +20,13 @@ from robotsim_core.contract import TopicSpec, sensor_qos
 from robotsim_core.description.spec import (MAX_LIDAR_CHANNELS, MAX_LIDAR_RAYS, MAX_LIDAR_SAMPLES, MIN_SENSOR_RATE,
                                             PoseSpec, TopicQosSpec, name_field)
 from robotsim_core.errors import DescriptionError
-from robotsim_core.sensor_kinds import SensorContext, SensorKind
+from robotsim_core.sensor_kinds import SensorContext, SensorFrames, SensorKind
 
 from .readings import ScanReading
 
 
 @dataclass
-class LidarSpec:
+class LidarSpec(SensorFrames):
     type: Literal['lidar'] = spec_field()
     """Ray-cast lidar: one channel publishes LaserScan, more publish PointCloud2."""
     name: str = name_field('laser')
@@ -66,10 +66,6 @@ class LidarSpec:
 
     @property
     def frame(self) -> str:
-        return self.name
-
-    @property
-    def body_frame(self) -> str:
         return self.name
 
 

@@ -11,6 +11,7 @@ receiver drivers such as nmea_navsat_driver fill it from the reported accuracy.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Literal
@@ -22,7 +23,7 @@ from robotsim_core.config_schema import spec_field
 from robotsim_core.contract import TopicSpec, sensor_qos
 from robotsim_core.description.spec import MIN_SENSOR_RATE, PoseSpec, TopicQosSpec, name_field
 from robotsim_core.errors import DescriptionError
-from robotsim_core.sensor_kinds import SensorContext, SensorKind
+from robotsim_core.sensor_kinds import SensorContext, SensorFrames, SensorKind
 
 WGS84_A = 6378137.0                       # semi-major axis (m)
 WGS84_F = 1 / 298.257223563               # flattening
@@ -30,7 +31,7 @@ WGS84_E2 = WGS84_F * (2 - WGS84_F)        # first eccentricity squared
 
 
 @dataclass
-class NavSatSpec:
+class NavSatSpec(SensorFrames):
     type: Literal['navsat'] = spec_field()
     """Satellite navigation receiver (sensor_msgs/NavSatFix on ``<name>/fix``)."""
     name: str = name_field('gps')
@@ -57,14 +58,6 @@ class NavSatSpec:
                                    f'got {latitude}')
         if not -180.0 <= longitude <= 180.0:
             raise DescriptionError(source, f'{path}.datum', f'expected a longitude from -180 to 180 deg, got {longitude}')
-
-    @property
-    def frame(self) -> str:
-        return f'{self.name}_link'
-
-    @property
-    def body_frame(self) -> str:
-        return self.frame
 
 
 @dataclass
@@ -101,13 +94,20 @@ def ecef_to_geodetic(ecef: np.ndarray) -> tuple[float, float, float]:
     return math.degrees(lat), math.degrees(lon), altitude
 
 
+@functools.lru_cache(maxsize=16)
+def _enu_frame(datum: tuple[float, float, float]) -> tuple[np.ndarray, np.ndarray]:
+    """(the datum in ECEF, the rows east, north, up in ECEF): once per datum, not per fix."""
+    lat, lon = math.radians(datum[0]), math.radians(datum[1])
+    axes = np.array([[-math.sin(lon), math.cos(lon), 0.0],
+                     [-math.sin(lat) * math.cos(lon), -math.sin(lat) * math.sin(lon), math.cos(lat)],
+                     [math.cos(lat) * math.cos(lon), math.cos(lat) * math.sin(lon), math.sin(lat)]])
+    return geodetic_to_ecef(*datum), axes
+
+
 def enu_to_geodetic(enu: np.ndarray, datum: tuple[float, float, float]) -> tuple[float, float, float]:
     """A point east/north/up (m) of ``datum`` -> (latitude deg, longitude deg, altitude m)."""
-    lat, lon = math.radians(datum[0]), math.radians(datum[1])
-    east = np.array([-math.sin(lon), math.cos(lon), 0.0])
-    north = np.array([-math.sin(lat) * math.cos(lon), -math.sin(lat) * math.sin(lon), math.cos(lat)])
-    up = np.array([math.cos(lat) * math.cos(lon), math.cos(lat) * math.sin(lon), math.sin(lat)])
-    return ecef_to_geodetic(geodetic_to_ecef(*datum) + enu[0] * east + enu[1] * north + enu[2] * up)
+    origin, axes = _enu_frame(tuple(datum))
+    return ecef_to_geodetic(origin + enu[0] * axes[0] + enu[1] * axes[1] + enu[2] * axes[2])
 
 
 class NavSat:

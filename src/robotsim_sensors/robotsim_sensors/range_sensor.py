@@ -19,11 +19,11 @@ from robotsim_core.config_schema import spec_field
 from robotsim_core.contract import TopicSpec, sensor_qos
 from robotsim_core.description.spec import MIN_SENSOR_RATE, PoseSpec, TopicQosSpec, name_field
 from robotsim_core.errors import DescriptionError
-from robotsim_core.sensor_kinds import SensorContext, SensorKind
+from robotsim_core.sensor_kinds import SensorContext, SensorFrames, SensorKind
 
 
 @dataclass
-class RangeSpec:
+class RangeSpec(SensorFrames):
     type: Literal['range'] = spec_field()
     """Single-distance ranger (sensor_msgs/Range on ``<name>/range``)."""
     name: str = name_field('range')
@@ -55,14 +55,6 @@ class RangeSpec:
         if self.min_range >= self.max_range:
             raise DescriptionError(source, f'{path}.min_range',
                                    f'expected min_range < max_range, got {self.min_range} >= {self.max_range}')
-
-    @property
-    def frame(self) -> str:
-        return f'{self.name}_link'
-
-    @property
-    def body_frame(self) -> str:
-        return self.frame
 
 
 @dataclass
