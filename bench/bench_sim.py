@@ -118,10 +118,11 @@ def publish_overhead() -> dict[str, float]:
     """Microseconds per message to convert a reading and publish it (no subscriber attached)."""
     import rclpy
     from rosgraph_msgs.msg import Clock
-    from tf2_msgs.msg import TFMessage
 
     from robotsim_sensors.ros import messages as convert
-    from robotsim_core.ros.common import message_class
+    from robotsim_core.ros.common import JointStateEncoder, message_class
+    from robotsim_core.ros.odometry import OdometryEncoder
+    from robotsim_core.ros.wire import FixedLayout
 
     os.environ['ROS_DOMAIN_ID'] = str(200 + os.getpid() % 30)
     rclpy.init()
@@ -136,6 +137,10 @@ def publish_overhead() -> dict[str, float]:
     stamp = convert.stamp_msg(sim.time_ns)
     camera_spec = next(s.spec for s in sim.robots[0].model.sensors if s.type == 'camera')
     base = readings['base_state']
+    imu = convert.ImuEncoder('imu_link')
+    clock = FixedLayout(Clock(), ['clock'])
+    joints = JointStateEncoder(readings['joint_states'].names)
+    odometry = OdometryEncoder('odom', 'base_footprint')
     cases = {
         'LaserScan (360 beams)': ('sensor_msgs/msg/LaserScan', lambda: convert.laser_scan(readings['laser'], 'laser', stamp)),
         'PointCloud2 (16x1024)': ('sensor_msgs/msg/PointCloud2', lambda: convert.point_cloud(readings['cloud'], 'laser', stamp)),
@@ -143,15 +148,15 @@ def publish_overhead() -> dict[str, float]:
         'Image 32FC1 depth 320x240': ('sensor_msgs/msg/Image',
                                       lambda: convert.camera_images(readings['camera'], 'f', stamp)['depth']),
         'CameraInfo': ('sensor_msgs/msg/CameraInfo', lambda: convert.camera_info(camera_spec, 'f')),
-        'Imu': ('sensor_msgs/msg/Imu', lambda: convert.imu(readings['imu'], 'imu_link', stamp)),
-        'JointState (10 joints)': ('sensor_msgs/msg/JointState', lambda: convert.joint_state(
-            readings['joint_states'].names, readings['joint_states'].positions, readings['joint_states'].velocities,
-            readings['joint_states'].efforts, stamp)),
-        'Odometry': ('nav_msgs/msg/Odometry', lambda: convert.planar_odometry(
-            'odom', 'base_footprint', *base.odom_pose, *base.odom_twist, stamp, 1e-3, 1e-3)),
-        'TFMessage (1 transform)': ('tf2_msgs/msg/TFMessage', lambda: TFMessage(transforms=[convert.transform(
-            'odom', 'base_footprint', (1, 2, 0), (0, 0, 0, 1), stamp)])),
-        'Clock': ('rosgraph_msgs/msg/Clock', lambda: Clock(clock=stamp)),
+        'Imu': ('sensor_msgs/msg/Imu', lambda: imu.encode(readings['imu'], stamp)),
+        'JointState (10 joints)': ('sensor_msgs/msg/JointState', lambda: joints.encode(
+            readings['joint_states'].positions, readings['joint_states'].velocities, readings['joint_states'].efforts,
+            sim.time_ns)),
+        'Odometry': ('nav_msgs/msg/Odometry', lambda: odometry.odometry.encode(
+            stamp.sec, stamp.nanosec, 1.0, 2.0, 0.0, 1.0, 0.3, 0.1)),
+        'TFMessage (1 transform)': ('tf2_msgs/msg/TFMessage', lambda: odometry.tf.encode(
+            stamp.sec, stamp.nanosec, 1.0, 2.0, 0.0, 1.0)),
+        'Clock': ('rosgraph_msgs/msg/Clock', lambda: clock.encode(stamp.sec, stamp.nanosec)),
     }
     results = {}
     for label, (kind, make) in cases.items():

@@ -6,8 +6,11 @@ from __future__ import annotations
 import math
 
 from robotsim_core.description import load_robot
-from robotsim_core.ros.odometry import POSE_VARIANCE, TWIST_VARIANCE, odometry_messages
-from robotsim_core.ros.common import stamp_msg
+from nav_msgs.msg import Odometry
+from rclpy.serialization import deserialize_message
+from tf2_msgs.msg import TFMessage
+
+from robotsim_core.ros.odometry import POSE_VARIANCE, TWIST_VARIANCE, OdometryEncoder
 from robotsim_sim.ros.robot_messages import RobotMessages
 from robotsim_sim.scene import RobotPlacement, load_world
 from robotsim_sim.simulation import SimOptions, Simulation
@@ -17,13 +20,13 @@ DIAGONAL = (0, 7, 14, 21, 28, 35)  # x, y, z, rotation about x, y, z in a row-ma
 
 
 def test_odometry_and_transform_of_one_state():
-    stamp = stamp_msg(12_345_678_901)
-    odometry, tf = odometry_messages('r2/odom', 'r2/base_footprint', 1.5, -2.0, 2.5, 0.4, -0.3, stamp)
+    odometry, tf = OdometryEncoder('r2/odom', 'r2/base_footprint').encode(1.5, -2.0, 2.5, 0.4, -0.3, 12_345_678_901)
+    odometry, tf = deserialize_message(odometry, Odometry), deserialize_message(tf, TFMessage)
     assert (odometry.header.frame_id, odometry.child_frame_id) == ('r2/odom', 'r2/base_footprint')
     assert (odometry.header.stamp.sec, odometry.header.stamp.nanosec) == (12, 345_678_901)
     pose, twist = odometry.pose.pose, odometry.twist.twist
     assert (pose.position.x, pose.position.y, pose.position.z) == (1.5, -2.0, 0.0)
-    assert math.isclose(2 * math.atan2(pose.orientation.z, pose.orientation.w), 2.5)
+    assert (pose.orientation.z, pose.orientation.w) == (math.sin(1.25), math.cos(1.25))
     assert pose.orientation.x == pose.orientation.y == 0.0
     assert (twist.linear.x, twist.linear.y, twist.angular.z) == (0.4, 0.0, -0.3)
     for covariance, variance in ((odometry.pose.covariance, POSE_VARIANCE), (odometry.twist.covariance, TWIST_VARIANCE)):
@@ -43,6 +46,7 @@ def test_the_simulator_publishes_what_the_shared_builder_makes():
     world = load_world(str(WORKSPACE / 'config' / 'worlds' / 'room.yaml'))
     sim = Simulation(world, [RobotPlacement(load_robot('rover'))], SimOptions(seed=3, cameras=False))
     messages = RobotMessages(sim.robots[0], 'r1/', True, sim.labels)
+    encoder = OdometryEncoder('r1/odom', 'r1/base_footprint')
     compared = 0
     try:
         while sim.time_ns < 1_000_000_000:
@@ -51,10 +55,9 @@ def test_the_simulator_publishes_what_the_shared_builder_makes():
                 if event.channel != 'base_state':
                     continue
                 built = dict(messages.build(event.channel, event.reading, event.reading.stamp))
-                odometry, tf = odometry_messages('r1/odom', 'r1/base_footprint', *event.reading.odom_pose,
-                                                 *event.reading.odom_twist, stamp_msg(event.reading.stamp))
+                odometry, tf = encoder.encode(*event.reading.odom_pose, *event.reading.odom_twist, event.reading.stamp)
                 assert built['odom'] == odometry and built['tf'] == tf
                 compared += 1
     finally:
         sim.close()
-    assert compared >= 50 and odometry.pose.pose.position.x > 0.05  # it drove
+    assert compared >= 50 and deserialize_message(odometry, Odometry).pose.pose.position.x > 0.05  # it drove

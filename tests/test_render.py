@@ -101,7 +101,8 @@ def recording(tmp_path_factory):
                     _, _, geoms = sim.renderer.render(sim.data, camera_id, WIDTH, HEIGHT, False, False, True)
                     geom_ids[event.reading.stamp] = geoms
                 for name, message in messages.build(event.channel, event.reading, event.reading.stamp):
-                    bag.write(f'/{name}', event.reading.stamp, serialize_message(message))
+                    data = message if type(message) is bytes else serialize_message(message)  # bytes: serialized already
+                    bag.write(f'/{name}', event.reading.stamp, data)
             sim.command_base(0, 0.25, 0.6)  # before the command timeout
     finally:
         bag.close()

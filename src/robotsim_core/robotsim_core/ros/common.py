@@ -7,7 +7,6 @@ nanoseconds; quaternions in ROS order (x, y, z, w).
 
 from __future__ import annotations
 
-import array
 import faulthandler
 import importlib
 import signal
@@ -17,11 +16,11 @@ from collections.abc import Callable
 import numpy as np
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import TransformStamped
-from nav_msgs.msg import Odometry
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
 from ..contract import QosSpec
+from .wire import FixedLayout
 
 
 def message_class(type_name: str):
@@ -42,39 +41,32 @@ def stamp_msg(nanoseconds: int) -> Time:
     return Time(sec=nanoseconds // 1_000_000_000, nanosec=nanoseconds % 1_000_000_000)
 
 
-def joint_state(names: list[str], positions, velocities, efforts, stamp: Time) -> JointState:
-    msg = JointState()
-    msg.header.stamp = stamp
-    msg.name = list(names)
-    msg.position = array.array('d', np.asarray(positions, dtype=np.float64).tobytes())
-    msg.velocity = array.array('d', np.asarray(velocities, dtype=np.float64).tobytes())
-    msg.effort = array.array('d', np.asarray(efforts, dtype=np.float64).tobytes())
-    return msg
+def stamp_fields(nanoseconds: int) -> tuple[int, int]:
+    """(sec, nanosec) of a builtin_interfaces/Time, for a template-encoded header (robotsim_core.ros.wire)."""
+    return nanoseconds // 1_000_000_000, nanoseconds % 1_000_000_000
+
+
+class JointStateEncoder:
+    """sensor_msgs/JointState of one fixed list of joints, serialized (robotsim_core.ros.wire): the
+    simulator's and the motor bridge's /joint_states, 50 Hz each."""
+
+    def __init__(self, names: list[str]):
+        zeros = [0.0] * len(names)
+        self.layout = FixedLayout(JointState(name=list(names), position=zeros, velocity=zeros, effort=zeros),
+                                  ['header.stamp', 'position', 'velocity', 'effort'])
+
+    def encode(self, positions, velocities, efforts, stamp_ns: int) -> bytes:
+        """Positions (rad or m), velocities and efforts (N m or N) in the names' order, as float64."""
+        return self.layout.encode(*stamp_fields(stamp_ns), *_floats(positions), *_floats(velocities), *_floats(efforts))
+
+
+def _floats(values) -> list[float]:
+    return np.asarray(values, dtype=np.float64).tolist()
 
 
 def yaw_quaternion(yaw: float) -> tuple[float, float, float, float]:
     """(x, y, z, w) for a rotation about +z."""
     return (0.0, 0.0, float(np.sin(yaw / 2)), float(np.cos(yaw / 2)))
-
-
-def planar_odometry(frame_id: str, child_frame_id: str, x: float, y: float, yaw: float, linear: float,
-                    angular: float, stamp: Time, pose_variance: float, twist_variance: float) -> Odometry:
-    msg = Odometry()
-    msg.header.stamp, msg.header.frame_id, msg.child_frame_id = stamp, frame_id, child_frame_id
-    msg.pose.pose.position.x, msg.pose.pose.position.y = float(x), float(y)
-    (msg.pose.pose.orientation.x, msg.pose.pose.orientation.y,
-     msg.pose.pose.orientation.z, msg.pose.pose.orientation.w) = yaw_quaternion(yaw)
-    msg.twist.twist.linear.x, msg.twist.twist.angular.z = float(linear), float(angular)
-    msg.pose.covariance = _diagonal6(pose_variance)
-    msg.twist.covariance = _diagonal6(twist_variance)
-    return msg
-
-
-def _diagonal6(variance: float) -> list[float]:
-    values = [0.0] * 36
-    for i in range(6):
-        values[7 * i] = variance
-    return values
 
 
 def transform(parent: str, child: str, translation, quaternion_xyzw, stamp: Time) -> TransformStamped:

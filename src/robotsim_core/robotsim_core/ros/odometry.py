@@ -31,21 +31,43 @@ from builtin_interfaces.msg import Time
 from nav_msgs.msg import Odometry
 from tf2_msgs.msg import TFMessage
 
-from .common import planar_odometry, transform, yaw_quaternion
+from .common import stamp_fields, transform, yaw_quaternion
+from .wire import FixedLayout
 
 POSE_VARIANCE = 1e-3
 """Variance of each diagonal entry of the pose covariance (m², rad²; see the module docstring)."""
 TWIST_VARIANCE = 1e-3
 """Variance of each diagonal entry of the twist covariance ((m/s)², (rad/s)²; see the module docstring)."""
+_DIAGONAL = (0, 7, 14, 21, 28, 35)
+"""Indices of a row-major 6x6 matrix's diagonal."""
 
 
-def odometry_messages(odom_frame: str, child_frame: str, x: float, y: float, yaw: float, forward_speed: float,
-                      yaw_rate: float, stamp: Time) -> tuple[Odometry, TFMessage]:
-    """The /odom message and the /tf message (``odom_frame`` -> ``child_frame``) of one planar
-    encoder odometry state: pose ``x``, ``y`` (m), ``yaw`` (rad) in ``odom_frame``; ``forward_speed``
-    (m/s) and ``yaw_rate`` (rad/s) in the body frame; both stamped ``stamp``."""
-    odometry = planar_odometry(odom_frame, child_frame, x, y, yaw, forward_speed, yaw_rate, stamp,
-                               POSE_VARIANCE, TWIST_VARIANCE)
-    # REP 105: odom -> the URDF root (base_footprint, itself the parent of base_link).
-    tf = TFMessage(transforms=[transform(odom_frame, child_frame, (x, y, 0.0), yaw_quaternion(yaw), stamp)])
-    return odometry, tf
+class OdometryEncoder:
+    """The /odom message and the /tf message (``odom_frame`` -> ``child_frame``) of planar encoder
+    odometry, serialized (robotsim_core.ros.wire: numbers written into a template of the frames and
+    the covariances, 50 Hz for every robot)."""
+
+    def __init__(self, odom_frame: str, child_frame: str):
+        prototype = Odometry(child_frame_id=child_frame)
+        prototype.header.frame_id = odom_frame
+        for covariance, variance in ((prototype.pose.covariance, POSE_VARIANCE),
+                                     (prototype.twist.covariance, TWIST_VARIANCE)):
+            covariance[list(_DIAGONAL)] = variance
+        self.odometry = FixedLayout(prototype, ['header.stamp', 'pose.pose.position.x', 'pose.pose.position.y',
+                                                'pose.pose.orientation.z', 'pose.pose.orientation.w',
+                                                'twist.twist.linear.x', 'twist.twist.angular.z'])
+        # REP 105: odom -> the URDF root (base_footprint, itself the parent of base_link).
+        self.tf = FixedLayout(TFMessage(transforms=[transform(odom_frame, child_frame, (0, 0, 0), (0, 0, 0, 1), Time())]),
+                              ['transforms[0].header.stamp', 'transforms[0].transform.translation.x',
+                               'transforms[0].transform.translation.y', 'transforms[0].transform.rotation.z',
+                               'transforms[0].transform.rotation.w'])
+
+    def encode(self, x: float, y: float, yaw: float, forward_speed: float, yaw_rate: float,
+               stamp_ns: int) -> tuple[bytes, bytes]:
+        """Pose ``x``, ``y`` (m), ``yaw`` (rad) in the odom frame; ``forward_speed`` (m/s) and
+        ``yaw_rate`` (rad/s) in the body frame; both stamped ``stamp_ns``. z, roll and pitch are 0."""
+        sec, nanosec = stamp_fields(stamp_ns)
+        x, y = float(x), float(y)
+        _, _, qz, qw = yaw_quaternion(yaw)
+        return (self.odometry.encode(sec, nanosec, x, y, qz, qw, float(forward_speed), float(yaw_rate)),
+                self.tf.encode(sec, nanosec, x, y, qz, qw))

@@ -42,7 +42,8 @@ from robotsim_core.contract import RELIABLE_QOS, TF_QOS
 from robotsim_core.description import load_robot
 from robotsim_core.drive import VelocityLimiter, WheelOdometry, inverse_kinematics
 from robotsim_core.errors import DescriptionError
-from robotsim_core.ros.odometry import odometry_messages
+from robotsim_core.ros.common import JointStateEncoder
+from robotsim_core.ros.odometry import OdometryEncoder
 
 from .. import protocol
 from ..telemetry import EncoderTelemetry
@@ -110,6 +111,8 @@ class MotorBridge(Node):
         self.command = (0.0, 0.0)
         self.command_time = None
 
+        self.joint_states = JointStateEncoder([w.joint for w in self.wheels])
+        self.odometry_encoder = OdometryEncoder(self.frame('odom'), self.frame(self.model.footprint_link))
         self.joint_pub = self.create_publisher(JointState, 'joint_states', convert.qos_profile(RELIABLE_QOS))
         self.odom_pub = self.create_publisher(Odometry, 'odom', convert.qos_profile(RELIABLE_QOS))
         self.tf_pub = self.create_publisher(TFMessage, 'tf', convert.qos_profile(TF_QOS))
@@ -281,13 +284,11 @@ class MotorBridge(Node):
                                       throttle_duration_sec=5.0)
         if sample.stamp_ns is None:
             return  # no clock mapping yet, not this publish period's sample (50 Hz), or stale
-        stamp = convert.stamp_msg(sample.stamp_ns)
-        self.joint_pub.publish(convert.joint_state(
-            names, sample.positions, sample.velocities,
-            [d * self.drive.wheel_max_torque for d in telemetry.duty[:len(self.wheels)]], stamp))
+        self.joint_pub.publish(self.joint_states.encode(
+            sample.positions, sample.velocities,
+            [d * self.drive.wheel_max_torque for d in telemetry.duty[:len(self.wheels)]], sample.stamp_ns))
         odom = self.odometry
-        odometry, tf = odometry_messages(self.frame('odom'), self.frame(self.model.footprint_link),
-                                         odom.x, odom.y, odom.yaw, odom.linear, odom.angular, stamp)
+        odometry, tf = self.odometry_encoder.encode(odom.x, odom.y, odom.yaw, odom.linear, odom.angular, sample.stamp_ns)
         self.odom_pub.publish(odometry)
         self.tf_pub.publish(tf)
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped, Twist
-from rclpy.serialization import serialize_message
+from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import Image
 
 from robotsim_core.description import load_robot
@@ -273,6 +273,30 @@ def goal_message(goal_odom, stamp_ns: int) -> PoseStamped:
     return message
 
 
+class LatestMessages(dict):
+    """Newest message per topic; one that arrived serialized is deserialized when first read (a
+    driver reads a few topics at 10 Hz; the IMU alone writes 100 messages a second)."""
+
+    def put_serialized(self, name: str, data: bytes, message_type) -> None:
+        super().__setitem__(name, _Serialized(data, message_type))
+
+    def __getitem__(self, name: str):
+        value = super().__getitem__(name)
+        if type(value) is _Serialized:
+            value = deserialize_message(value.data, value.message_type)
+            super().__setitem__(name, value)
+        return value
+
+    def get(self, name: str, default=None):
+        return self[name] if name in self else default
+
+
+@dataclass
+class _Serialized:
+    data: bytes
+    message_type: type
+
+
 def image_cdr_parts(typestore, image: Image) -> tuple:
     """The canonical CDR of ``image`` (as :func:`canonical_cdr_view` of its serialization) in two
     parts: everything up to the pixels, and the pixels themselves, not copied. The pixels are the
@@ -363,18 +387,22 @@ def _loop(sim, messages, bag, scenario, world, driver_name, duration, tolerance,
     driver = make_driver(driver_name) if commands is None else None
     if getattr(driver, 'labels', False):
         bag.add_topic(LABEL_TOPIC, 'geometry_msgs/msg/Twist', _qos(RELIABLE_QOS))
-    latest: dict[str, object] = {}
+    latest = LatestMessages()
     updated: set[str] = set()
     types = {topic: connection.msgtype for topic, connection in bag.connections.items()}
 
     def record(name: str, message, stamp_ns: int) -> None:
         # Padding zeroed: an episode's bytes depend on (seed, index) only (identical in any worker).
         topic = f'/{name}'
-        if type(message) is Image:
-            bag.write_parts(topic, stamp_ns, image_cdr_parts(bag.typestore, message))
+        if type(message) is bytes:  # template-encoded (robotsim_core.ros.wire): canonical already
+            bag.write(topic, stamp_ns, message)
+            latest.put_serialized(name, message, messages.message_type(name))
         else:
-            bag.write(topic, stamp_ns, canonical_cdr_view(bag.typestore, types[topic], serialize_message(message)))
-        latest[name] = message
+            if type(message) is Image:
+                bag.write_parts(topic, stamp_ns, image_cdr_parts(bag.typestore, message))
+            else:
+                bag.write(topic, stamp_ns, canonical_cdr_view(bag.typestore, types[topic], serialize_message(message)))
+            latest[name] = message
         updated.add(name)
 
     for name, message in messages.latched():

@@ -7,7 +7,8 @@ from robotsim_sensors.ros import messages as build
 
 def converter(role, frame_id: str, topics: list):
     (topic,) = topics
+    encoder = build.ImuEncoder(frame_id)
 
     def convert(reading, stamp) -> list:
-        return [(topic.name, build.imu(reading, frame_id, stamp))]
+        return [(topic.name, encoder.encode(reading, stamp))]
     return convert

@@ -7,21 +7,17 @@ path of the generated message setters). Stamps are integer nanoseconds of sim ti
 from __future__ import annotations
 
 import array
+import functools
 
 import numpy as np
 from builtin_interfaces.msg import Time
 from sensor_msgs.msg import CameraInfo, Image, Imu, LaserScan, PointCloud2, PointField
 
-from robotsim_core.ros.common import (joint_state, planar_odometry, qos_profile, stamp_msg,  # noqa: F401
-                                      transform, yaw_quaternion)
+from robotsim_core.ros.common import qos_profile, stamp_msg, transform, yaw_quaternion  # noqa: F401
+from robotsim_core.ros.wire import FixedLayout
 
 from ..camera import CameraSpec, intrinsics
 from ..readings import CameraReading, ImuReading, ScanReading
-
-
-
-
-
 
 def laser_scan(reading: ScanReading, frame_id: str, stamp: Time) -> LaserScan:
     msg = LaserScan()
@@ -94,37 +90,27 @@ def camera_info(spec: CameraSpec, frame_id: str) -> CameraInfo:
     return msg
 
 
-def imu(reading: ImuReading, frame_id: str, stamp: Time) -> Imu:
-    msg = Imu()
-    msg.header.stamp, msg.header.frame_id = stamp, frame_id
-    w, x, y, z = (float(v) for v in reading.orientation)
-    msg.orientation.w, msg.orientation.x, msg.orientation.y, msg.orientation.z = w, x, y, z
-    msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z = (float(v) for v in reading.angular_velocity)
-    msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z = (
-        float(v) for v in reading.linear_acceleration)
-    msg.orientation_covariance = _diagonal_covariance(reading.orientation_variance)
-    msg.angular_velocity_covariance = _diagonal_covariance(reading.angular_velocity_variance)
-    msg.linear_acceleration_covariance = _diagonal_covariance(reading.linear_acceleration_variance)
-    return msg
+class ImuEncoder:
+    """sensor_msgs/Imu of one frame, serialized (robotsim_core.ros.wire; 100 Hz or more per robot):
+    orientation (x, y, z, w), angular velocity (rad/s) and linear acceleration (m/s², gravity
+    included, REP 145), each with its covariance (variance x identity, row-major)."""
+
+    def __init__(self, frame_id: str):
+        prototype = Imu()
+        prototype.header.frame_id = frame_id
+        self.layout = FixedLayout(prototype, ['header.stamp', 'orientation', 'orientation_covariance',
+                                              'angular_velocity', 'angular_velocity_covariance',
+                                              'linear_acceleration', 'linear_acceleration_covariance'])
+
+    def encode(self, reading: ImuReading, stamp: Time) -> bytes:
+        w, x, y, z = reading.orientation.tolist()
+        return self.layout.encode(
+            stamp.sec, stamp.nanosec, x, y, z, w, *_diagonal_covariance(reading.orientation_variance),
+            *reading.angular_velocity.tolist(), *_diagonal_covariance(reading.angular_velocity_variance),
+            *reading.linear_acceleration.tolist(), *_diagonal_covariance(reading.linear_acceleration_variance))
 
 
-_covariances: dict[float, np.ndarray] = {}
-
-
-def _diagonal_covariance(variance: float) -> np.ndarray:
-    """variance * I (3x3, row-major) as the float64 array the message stores: made once per value and
-    shared by every message (read-only; a list would be converted again for each of the IMU's 100 Hz)."""
-    matrix = _covariances.get(variance)
-    if matrix is None:
-        matrix = _covariances[variance] = np.diag([variance] * 3).ravel()
-        matrix.flags.writeable = False
-    return matrix
-
-
-
-
-
-
-
-
-
+@functools.lru_cache(maxsize=None)
+def _diagonal_covariance(variance: float) -> tuple[float, ...]:
+    """variance * I (3x3, row-major)."""
+    return (variance, 0.0, 0.0, 0.0, variance, 0.0, 0.0, 0.0, variance)

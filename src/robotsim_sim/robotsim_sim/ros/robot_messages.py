@@ -15,7 +15,9 @@ from nav_msgs.msg import Odometry
 from std_msgs.msg import String
 
 from robotsim_core.contract import TopicSpec
-from robotsim_core.ros.odometry import odometry_messages
+from robotsim_core.ros.common import JointStateEncoder, message_class, stamp_fields
+from robotsim_core.ros.odometry import OdometryEncoder
+from robotsim_core.ros.wire import FixedLayout
 from robotsim_sensors.ros import messages as convert
 from robotsim_sensors.ros.converters import sensor_converter
 
@@ -43,6 +45,7 @@ class RobotMessages:
             and not (topic.sensor and topic.sensor not in scheduled)          # e.g. cameras disabled
             and not (topic.name in ('odom', 'tf') and not publish_base)]      # the motor bridge owns them
         produced = {topic.name for topic in self.topics}
+        self._types = {topic.name: message_class(topic.type) for topic in self.topics}
         self.publishes_odometry = 'odom' in produced
         # One converter per producing sensor, from its kind's row (robotsim_sensors.ros.converters).
         self.converters = {s.name: sensor_converter(s, self.frame(s.frame), [t for t in self.topics if t.sensor == s.name])
@@ -53,6 +56,11 @@ class RobotMessages:
         wheels = {w.joint for w in model.drive.wheels} if model.drive and not publish_base else set()
         keep = [i for i, name in enumerate(robot.joint_names) if name not in wheels]
         self.joint_names, self.joint_keep = [robot.joint_names[i] for i in keep], np.array(keep, dtype=int)
+        self.joint_states = JointStateEncoder(self.joint_names)
+        self.odometry = OdometryEncoder(self.frame('odom'), self.frame(model.footprint_link))
+        truth = Odometry(child_frame_id=self.frame(model.footprint_link))
+        truth.header.frame_id = 'world'
+        self.ground_truth_layout = FixedLayout(truth, ['header.stamp', 'pose.pose', 'twist.twist'])
         self._stamp_ns, self._stamp = -1, None
 
     def frame(self, name: str) -> str:
@@ -64,39 +72,38 @@ class RobotMessages:
                 if topic.name.endswith('segmentation/labels')]
 
     def build(self, channel: str, reading, stamp_ns: int) -> list[tuple[str, object]]:
-        """The (contract topic name, message) pairs of one reading, stamped ``stamp_ns``."""
+        """The (contract topic name, message) pairs of one reading, stamped ``stamp_ns``. A message is
+        a ROS message object or, for the high-rate fixed-layout ones (IMU, odometry, TF, joint states,
+        ground truth), its serialized bytes (robotsim_core.ros.wire): rclpy publishes either, and
+        :meth:`message_type` turns bytes back into an object where one is needed."""
         if stamp_ns != self._stamp_ns:  # readings of one instant share their stamp message (read-only)
             self._stamp_ns, self._stamp = stamp_ns, convert.stamp_msg(stamp_ns)
         stamp = self._stamp
         if channel == 'joint_states':
             keep = self.joint_keep
-            return [('joint_states', convert.joint_state(self.joint_names, reading.positions[keep],
-                                                         reading.velocities[keep], reading.efforts[keep], stamp))]
+            return [('joint_states', self.joint_states.encode(reading.positions[keep], reading.velocities[keep],
+                                                              reading.efforts[keep], stamp_ns))]
         if channel == 'base_state':
-            return self.base_state(reading, stamp)
+            return self.base_state(reading, stamp_ns)
         return self.converters[channel](reading, stamp)
 
-    def ground_truth(self, reading, stamp) -> Odometry:
-        """/sim/ground_truth: the root link's true pose in ``world``, twist in the body frame."""
-        w, x, y, z = reading.true_quaternion
-        truth = Odometry()
-        truth.header.stamp, truth.header.frame_id = stamp, 'world'
-        truth.child_frame_id = self.frame(self.model.footprint_link)
-        position, orientation = truth.pose.pose.position, truth.pose.pose.orientation
-        position.x, position.y, position.z = (float(v) for v in reading.true_position)
-        orientation.w, orientation.x, orientation.y, orientation.z = float(w), float(x), float(y), float(z)
-        twist = truth.twist.twist
-        twist.linear.x, twist.linear.y, twist.linear.z = (float(v) for v in reading.true_linear_velocity)
-        twist.angular.x, twist.angular.y, twist.angular.z = (float(v) for v in reading.true_angular_velocity)
-        return truth
+    def message_type(self, topic_name: str):
+        """The message class of one of :attr:`topics` (to deserialize the bytes :meth:`build` returns)."""
+        return self._types[topic_name]
 
-    def base_state(self, reading, stamp) -> list[tuple[str, object]]:
-        out = [('sim/ground_truth', self.ground_truth(reading, stamp))]
+    def ground_truth(self, reading, stamp_ns: int) -> bytes:
+        """/sim/ground_truth: the root link's true pose in ``world``, twist in the body frame."""
+        w, x, y, z = reading.true_quaternion.tolist()
+        return self.ground_truth_layout.encode(
+            *stamp_fields(stamp_ns), *reading.true_position.tolist(), x, y, z, w,
+            *reading.true_linear_velocity.tolist(), *reading.true_angular_velocity.tolist())
+
+    def base_state(self, reading, stamp_ns: int) -> list[tuple[str, object]]:
+        out = [('sim/ground_truth', self.ground_truth(reading, stamp_ns))]
         if not self.publishes_odometry:
             return out  # the motor bridge publishes odometry, or a fixed-base robot has none
         # Encoder odometry: the same messages and covariances as the motor bridge's (robotsim_core.ros.odometry).
-        odometry, tf = odometry_messages(self.frame('odom'), self.frame(self.model.footprint_link),
-                                         *reading.odom_pose, *reading.odom_twist, stamp)
+        odometry, tf = self.odometry.encode(*reading.odom_pose, *reading.odom_twist, stamp_ns)
         out.append(('odom', odometry))
         out.append(('tf', tf))
         return out

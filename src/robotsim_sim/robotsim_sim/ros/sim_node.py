@@ -41,6 +41,7 @@ from robotsim_core.description import load_robot
 from robotsim_core.fleet import load_fleet, single_robot
 from robotsim_core.errors import DescriptionError
 from robotsim_core.ros.common import ParameterError, checked_parameter, message_class, run_node
+from robotsim_core.ros.wire import FixedLayout
 from robotsim_firmware.host_library import FirmwareBuildError
 from robotsim_firmware.virtual_serial import LinkInUseError
 from robotsim_msgs.msg import SimStatus
@@ -166,7 +167,7 @@ class SimNode(Node):
                                       else entry.frame_prefix)
                       for index, entry in enumerate(fleet.robots)]
         self.clock_pub = CountedPublisher(self.create_publisher(Clock, '/clock', convert.qos_profile(RELIABLE_QOS)))
-        self.clock_message = Clock()
+        self.clock_layout = FixedLayout(Clock(), ['clock'])  # /clock is sent hundreds of times a second
         self.create_service(Pause, 'sim/pause', self.on_pause)
         self.create_service(Step, 'sim/step', self.on_step)
         self.create_service(Reset, 'sim/reset', self.on_reset)
@@ -247,8 +248,7 @@ class SimNode(Node):
 
     def publish_clock(self, now_ns: int) -> None:
         if now_ns > self.last_clock_ns:
-            self.clock_message.clock.sec, self.clock_message.clock.nanosec = divmod(now_ns, 1_000_000_000)
-            self.clock_pub.publish(self.clock_message)  # one message, refilled: /clock is sent hundreds of times a second
+            self.clock_pub.publish(self.clock_layout.encode(*divmod(now_ns, 1_000_000_000)))
             self.last_clock_ns = now_ns
 
     # ------------------------------------------------------------------ stepping
