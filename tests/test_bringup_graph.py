@@ -9,7 +9,7 @@ import subprocess
 import pytest
 import yaml
 
-from robotsim_core.bringup import graph_for, launch_arguments, load_real_config
+from robotsim_core.bringup import graph_for, launch_arguments, load_real_config, rviz_config_path
 from robotsim_core.contract import robot_contract
 from robotsim_core.description import load_robot
 from rostest_helpers import WORKSPACE
@@ -104,28 +104,38 @@ def _rviz_references(node, topics, frames):
             _rviz_references(item, topics, frames)
 
 
-def test_rviz_config_references_only_contract_topics_and_frames():
-    config = yaml.safe_load((WORKSPACE / 'config' / 'rviz' / 'robotsim.rviz').read_text())
+@pytest.mark.parametrize('robot,rviz,expected_displays', [
+    ('rover', 'robotsim.rviz', {'RobotModel', 'TF', 'LaserScan', 'Image', 'Odometry'}),
+    ('scout', 'scout.rviz', {'RobotModel', 'TF', 'Range', 'Odometry'}),
+])
+def test_rviz_config_references_only_contract_topics_and_frames(robot, rviz, expected_displays):
+    opened = rviz_config_path(robot)  # what rviz:=true opens (installed)
+    assert os.path.basename(opened) == rviz
+    config = yaml.safe_load(open(opened, encoding='utf-8').read())
     topics, frames = [], []
     _rviz_references(config, topics, frames)
-    contract = robot_contract(load_robot('rover'))
-    model = load_robot('rover')
+    model = load_robot(robot)
+    contract = robot_contract(model)
     known_frames = set(model.tree.links) | {'odom'}
     by_name = {t.name: t for t in contract.topics}
     displays = {d['Class'].split('/')[-1]: d for d in config['Visualization Manager']['Displays']}
-    assert {'RobotModel', 'TF', 'LaserScan', 'Image', 'Odometry'} <= set(displays)
+    assert expected_displays <= set(displays)
     assert config['Visualization Manager']['Global Options']['Fixed Frame'] == 'odom'
     assert len(topics) >= 5 and frames
     for topic in topics:
-        assert topic in by_name, f'robotsim.rviz: topic {topic} is not in the contract'
+        assert topic in by_name, f'{rviz}: topic {topic} is not in the contract'
     for frame in frames:
-        assert frame in known_frames, f'robotsim.rviz: frame {frame} is not a frame of the robot'
+        assert frame in known_frames, f'{rviz}: frame {frame} is not a frame of the robot'
     for display in config['Visualization Manager']['Displays']:  # QoS as offered, or RViz sees nothing
         topic = display.get('Topic') or display.get('Description Topic')
         if topic:
             offered = by_name[topic['Value']].qos
             assert topic['Reliability Policy'].lower().replace(' ', '_') == offered.reliability, display['Name']
             assert topic['Durability Policy'].lower().replace(' ', '_') == offered.durability, display['Name']
+    shown = {t for t in topics if by_name[t].sensor}
+    for sensor_topic in (t for t in contract.topics if t.sensor):  # every sensor RViz can draw is drawn
+        if sensor_topic.type in ('sensor_msgs/msg/LaserScan', 'sensor_msgs/msg/Range'):
+            assert sensor_topic.name in shown, f'{rviz}: no display for {sensor_topic.name}'
 
 
 @pytest.mark.parametrize('arguments,expected', [

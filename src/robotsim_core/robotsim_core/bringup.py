@@ -65,7 +65,8 @@ class BringupConfig:
     firmware: str = 'auto'
     """Base control in sim: true (C firmware in the loop + motor bridge), false (built-in), auto (firmware for differential bases)."""
     rviz: bool = False
-    """Start RViz with config/rviz/robotsim.rviz when rviz2 is installed."""
+    """Start RViz when rviz2 is installed, with the first robot's ``config/rviz/<robot>.rviz`` if there
+    is one (the scout's shows its range cones), else ``config/rviz/robotsim.rviz`` (the rover's view)."""
     view: bool = False
     """Serve the live browser view of the (first) robot on http://127.0.0.1:8080/ (and Foxglove's WebSocket protocol on 8765)."""
     record: bool = False
@@ -220,6 +221,12 @@ def share_path(*parts: str) -> str:
     return os.path.join(os.path.dirname(os.path.dirname(robot_config_dir())), *parts)
 
 
+def rviz_config_path(robot: str) -> str:
+    """The RViz configuration of ``robot`` (a name or a robot YAML path): its own, else the rover's."""
+    own = share_path('config', 'rviz', f'{os.path.splitext(os.path.basename(robot))[0]}.rviz')
+    return own if os.path.isfile(own) else share_path('config', 'rviz', 'robotsim.rviz')
+
+
 def fleet_of(config: BringupConfig) -> FleetSpec:
     return load_fleet(config.fleet) if config.fleet else single_robot(config.robot, config.namespace)
 
@@ -289,7 +296,7 @@ def node_graph(config: BringupConfig) -> list[NodeSpec]:
         first = fleet.robots[0]
         tf = [('/tf', 'tf'), ('/tf_static', 'tf_static')] if first.namespace else []
         nodes.append(NodeSpec('rviz2', 'rviz2', 'rviz2', first.namespace, {'use_sim_time': use_sim_time}, tf,
-                              ['-d', share_path('config', 'rviz', 'robotsim.rviz'), '-f', f'{first.frame_prefix}odom'],
+                              ['-d', rviz_config_path(first.robot), '-f', f'{first.frame_prefix}odom'],
                               optional=True))
     return nodes
 
