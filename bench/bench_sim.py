@@ -136,7 +136,6 @@ def publish_overhead() -> dict[str, float]:
     readings['cloud'] = cloud_lidar.measure(sim.data, np.random.default_rng(0), 0)
     stamp = convert.stamp_msg(sim.time_ns)
     camera_spec = next(s.spec for s in sim.robots[0].model.sensors if s.type == 'camera')
-    base = readings['base_state']
     imu = convert.ImuEncoder('imu_link')
     clock = FixedLayout(Clock(), ['clock'])
     joints = JointStateEncoder(readings['joint_states'].names)

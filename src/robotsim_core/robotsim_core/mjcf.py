@@ -1,4 +1,5 @@
-"""RobotModel -> MuJoCo MJCF text.
+"""RobotModel -> MuJoCo MJCF text, and the names of the elements it writes (owned here:
+``free_joint_name`` and its siblings; ``robotsim_sim.binding`` turns them into ids once).
 
 Each URDF link becomes a body of the same name placed by its parent joint's origin, so body
 poses equal URDF link poses exactly (tests/test_description_equivalence.py). Moving joints keep
@@ -23,6 +24,21 @@ VISUAL_GROUP = 1     # visual-only geoms: rendered, never collide
 # MuJoCo cameras look along their -z with +y up; the ROS optical frame looks along +z with
 # +y down: a half turn about x maps one onto the other.
 OPTICAL_TO_MUJOCO_CAMERA_QUAT = (0.0, 1.0, 0.0, 0.0)
+
+
+def free_joint_name(body: str) -> str:
+    """The free joint of a mobile robot's root body, or of a world entity (a box that can move)."""
+    return f'{body}_freejoint'
+
+
+def wheel_motor_name(joint: str) -> str:
+    """The DC motor actuator of a driven wheel's joint."""
+    return f'{joint}_motor'
+
+
+def position_servo_name(joint: str) -> str:
+    """The position actuator (servo) of a steering, arm or driven gripper joint."""
+    return f'{joint}_position'
 
 
 def number_text(value: float) -> str:
@@ -99,7 +115,7 @@ def robot_to_mjcf(model: RobotModel, timestep: float = 0.002, collision_group: i
             if model.fixed_base:
                 _place(body, model.mount.xyz, model.mount.rpy)  # welded to the world: no joint
             else:
-                ET.SubElement(body, 'freejoint', name=f'{link_name}_freejoint')
+                ET.SubElement(body, 'freejoint', name=free_joint_name(link_name))
         else:
             _place(body, joint.origin.xyz, joint.origin.rpy)
             if joint.type in ('revolute', 'continuous', 'prismatic'):
@@ -216,12 +232,12 @@ def _add_actuators(root: ET.Element, model: RobotModel) -> None:
         for wheel in model.drive.driven_wheels:
             # A DC gear motor: control is PWM duty in [-1, 1]; torque = stall torque * duty minus
             # back-EMF, which is the joint damping set in add_body (integrated implicitly by MuJoCo).
-            ET.SubElement(actuator, 'motor', name=f'{wheel.joint}_motor', joint=wheel.joint,
+            ET.SubElement(actuator, 'motor', name=wheel_motor_name(wheel.joint), joint=wheel.joint,
                           gear=number_text(torque), ctrlrange='-1 1')
         for wheel in model.drive.wheels:
             if wheel.steer_joint:
                 limit = tree.joints[wheel.steer_joint].limit
-                ET.SubElement(actuator, 'position', name=f'{wheel.steer_joint}_position', joint=wheel.steer_joint,
+                ET.SubElement(actuator, 'position', name=position_servo_name(wheel.steer_joint), joint=wheel.steer_joint,
                               kp='50', kv='2', ctrlrange=vector_text((limit.lower, limit.upper)),
                               forcerange=vector_text((-limit.effort, limit.effort)))
     for arm in model.arms:
@@ -231,7 +247,7 @@ def _add_actuators(root: ET.Element, model: RobotModel) -> None:
             attributes = {'kp': number_text(20 * effort), 'kv': number_text(effort), 'forcerange': vector_text((-effort, effort))}
             if limit is not None and tree.joints[name].type != 'continuous':
                 attributes['ctrlrange'] = vector_text((limit.lower, limit.upper))
-            ET.SubElement(actuator, 'position', name=f'{name}_position', joint=name, **attributes)
+            ET.SubElement(actuator, 'position', name=position_servo_name(name), joint=name, **attributes)
     if not len(actuator):
         root.remove(actuator)
 

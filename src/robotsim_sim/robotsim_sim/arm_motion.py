@@ -39,6 +39,7 @@ from robotsim_core.arm.ik import IkOptions, PositionPitchTarget, solve_ik
 from robotsim_core.arm.timing import TimedTrajectory, TrajectoryInputError, joint_limits_from_model, time_parameterize
 
 from .arm_planning import DEFAULT_MARGIN, PlannerOptions, PlanningScene, plan
+from .binding import entity_free_joint
 from .scene import RobotPlacement
 from .world_spec import WorldSpec
 
@@ -109,7 +110,7 @@ class ArmMotionPlanner:
         self.dt = float(dt)
         self.seed = int(seed)
         self.requests = 0
-        self._root_body = int(self.scene.model.body(self.placement.prefix + model.body_name(self.chain.root)).id)
+        self._root_body = self.scene.binding.bodies[self.chain.root]
         if self.gripper_joints:
             limit = model.tree.joints[self.gripper_joints[0]].limit
             self.gripper_open, self.gripper_closed = limit.upper, limit.lower
@@ -136,10 +137,9 @@ class ArmMotionPlanner:
         """Move a free world entity (a box with a mass) of the planning scene to ``position`` (world, m)
         and ``quaternion`` (w, x, y, z)."""
         try:
-            joint = self.scene.model.joint(f'{name}_freejoint')
+            address = int(self.scene.model.jnt_qposadr[entity_free_joint(self.scene.model, name)])
         except KeyError:
             raise ValueError(f'entity: {name!r} is not a free entity of the world') from None
-        address = int(joint.qposadr[0])
         quaternion = np.asarray(quaternion, dtype=float)
         self.scene.data.qpos[address:address + 3] = position
         self.scene.data.qpos[address + 3:address + 7] = quaternion / np.linalg.norm(quaternion)

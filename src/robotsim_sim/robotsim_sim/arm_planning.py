@@ -38,6 +38,7 @@ from typing import Mapping, Sequence
 import mujoco
 import numpy as np
 
+from .binding import RobotBinding
 from .scene import RobotPlacement, build_scene, compile_scene
 from .world_spec import WorldSpec
 
@@ -167,11 +168,13 @@ class PlanningScene:
             # MuJoCo would report them at every configuration only for the filter to drop them.
             self.model = compile_scene(_with_excludes(mjcf, fixed_pairs), world, placements)
         self.data = mujoco.MjData(self.model)
-        joints = [self.model.joint(prefix + name) for name in self.joint_names]
-        self._qpos_index = np.array([int(joint.qposadr[0]) for joint in joints], dtype=int)
+        self.bindings = [RobotBinding.bind(self.model, p.model, p.prefix) for p in self.placements]
+        self.binding = self.bindings[robot]
+        """MuJoCo ids of the planned robot in the planning scene."""
+        self._qpos_index = np.array([self.binding.qpos[name] for name in self.joint_names], dtype=int)
         first = int(self._qpos_index[0])
-        if np.array_equal(self._qpos_index, np.arange(first, first + len(joints))):
-            self._qpos_index = slice(first, first + len(joints))  # a chain's joints are consecutive: cheaper
+        if np.array_equal(self._qpos_index, np.arange(first, first + len(self.joint_names))):
+            self._qpos_index = slice(first, first + len(self.joint_names))  # a chain's joints are consecutive: cheaper
         lower, upper = [], []
         for name in self.joint_names:
             joint = description.tree.joints[name]
@@ -186,15 +189,15 @@ class PlanningScene:
         self._allowed: set[frozenset[int]] = set()
         self._attached: dict[int, _Attachment] = {}
         self._set_initial_state()
-        self._prepare_collision_filter([int(joint.id) for joint in joints])
+        self._prepare_collision_filter([self.binding.joints[name] for name in self.joint_names])
 
     # ------------------------------------------------------------------ state
     def _set_initial_state(self) -> None:
         """As the simulator starts: joints whose range excludes 0 at their nearest limit."""
         mujoco.mj_resetData(self.model, self.data)
-        for placement in self.placements:
+        for placement, binding in zip(self.placements, self.bindings):
             for name, value in placement.model.initial_positions.items():
-                self.data.qpos[self.model.joint(placement.prefix + name).qposadr[0]] = value
+                self.data.qpos[binding.qpos[name]] = value
 
     def set_base_pose(self, x: float, y: float, yaw: float, z: float | None = None) -> None:
         """Put a mobile robot's base_footprint at (x, y[, z]) heading ``yaw`` (z: kept, the spawn
@@ -202,8 +205,7 @@ class PlanningScene:
         description = self.placement.model
         if description.fixed_base:
             raise ValueError(f'robot {description.name} is fixed to the world (fixed_base): its base pose is its mount')
-        free = self.model.joint(f'{self.placement.prefix}{description.tree.root()}_freejoint')
-        address = int(free.qposadr[0])
+        address = self.binding.root_qpos
         if z is None:
             z = self.data.qpos[address + 2]
         self.data.qpos[address:address + 3] = (x, y, z)
@@ -212,7 +214,7 @@ class PlanningScene:
     def set_positions(self, positions: Mapping[str, float]) -> None:
         """Set other joints of the planned robot (a gripper's fingers, a mast) by description name;
         a joint that mimics one of them follows it (its equality constraint is not solved here)."""
-        tree, prefix = self.placement.model.tree, self.placement.prefix
+        tree = self.placement.model.tree
         values = dict(positions)
         for name in list(values):
             if name not in tree.joints or tree.joints[name].type == 'fixed':
@@ -221,7 +223,7 @@ class PlanningScene:
             if joint.mimic is not None and joint.mimic.joint in values and joint.name not in values:
                 values[joint.name] = joint.mimic.offset + joint.mimic.multiplier * values[joint.mimic.joint]
         for name, value in values.items():
-            self.data.qpos[self.model.joint(prefix + name).qposadr[0]] = value
+            self.data.qpos[self.binding.qpos[name]] = value
 
     def set_world_state(self, qpos: Sequence[float]) -> None:
         """Copy the full ``qpos`` of a simulation of the same world and robots (base poses, free

@@ -303,10 +303,9 @@ class SimulationExecutor:
         self.prefix = instance.prefix
         self.arm = list(planner.joint_names)
         self.gripper = list(planner.gripper_joints[:1])  # the other finger mimics the first
-        model = sim.model
-        self._qpos = {name: int(model.jnt_qposadr[model.joint(self.prefix + name).id])
-                      for name in self.arm + list(planner.gripper_joints)}
-        self._dof = {name: int(model.jnt_dofadr[model.joint(self.prefix + name).id]) for name in self._qpos}
+        binding = instance.binding
+        self._qpos = {name: binding.qpos[name] for name in self.arm + list(planner.gripper_joints)}
+        self._dof = {name: binding.dofs[name] for name in self._qpos}
         self.commanded = np.array([self.sim.data.qpos[self._qpos[name]] for name in self.arm])
 
     def joint_positions(self) -> dict[str, float]:

@@ -19,7 +19,7 @@ from robotsim_core.config_schema import load_yaml, parse_spec
 from robotsim_core.description.model import RobotModel
 from robotsim_core.errors import DescriptionError
 from robotsim_core.geometry import rpy_to_quat
-from robotsim_core.mjcf import robot_to_mjcf
+from robotsim_core.mjcf import free_joint_name, robot_to_mjcf
 from robotsim_core.sensor_kinds import sensor_kind
 
 from .world_spec import SpawnSpec, WorldSpec
@@ -178,7 +178,7 @@ def _add_entity(parent, name, position, quat, mass, rgba, shape, inertia):
     attributes = {'group': str(WORLD_GROUP), 'rgba': _vec(rgba), **shape}
     if mass > 0:
         entity = ET.SubElement(parent, 'body', name=name, pos=_vec(position), quat=_vec(quat))
-        ET.SubElement(entity, 'freejoint', name=f'{name}_freejoint')
+        ET.SubElement(entity, 'freejoint', name=free_joint_name(name))
         ET.SubElement(entity, 'inertial', pos='0 0 0', mass=_num(mass), diaginertia=_vec(inertia))
         ET.SubElement(entity, 'geom', name=name, **attributes)
     else:

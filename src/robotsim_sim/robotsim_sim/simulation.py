@@ -19,6 +19,7 @@ import numpy as np
 from robotsim_core.contract import Contract, robot_contract
 from robotsim_core.drive import WheelOdometry
 from robotsim_core.errors import DescriptionError
+from robotsim_core.mjcf import free_joint_name
 from robotsim_core.geometry import quat_to_yaw
 from robotsim_firmware.host_library import CHANNELS as FIRMWARE_MOTOR_CHANNELS
 from robotsim_firmware.in_the_loop import FirmwareInTheLoop
@@ -30,6 +31,7 @@ from .arm_controller import (ArmController, ArmGoal, ArmOutcome, CheckedTrajecto
                              TrajectoryConstraints, check_trajectory)
 from .controllers import (BaseController, PositionServoFeedForward, TrajectoryFollower, TrajectoryPoint,
                           WheelSpeedLoop)
+from .binding import RobotBinding
 from .scene import FIRST_ROBOT_GROUP, RobotPlacement, build_scene, compile_scene
 from .world_spec import WorldSpec
 
@@ -111,6 +113,8 @@ class RobotInstance:
     """Follows the gripper fingers' setpoints (every gripper joint; mimicking fingers have no servo)."""
     odometry: WheelOdometry | None
     joint_names: list[str]
+    binding: RobotBinding
+    """MuJoCo ids and addresses of the robot's elements."""
     qpos_index: np.ndarray
     dof_index: np.ndarray
     root_body: int
@@ -220,12 +224,14 @@ class Simulation:
         renders = any(sensor_kind(s.type).renders for p in placements for s in p.model.sensors)
         if renders and self.options.cameras:
             self.renderer = CameraRenderer(self.model, world.light.shadows, world.light.reflections)
-        self.geom_labels, self.labels = self._segmentation_labels(placements)
-        self.robots = [self._make_robot(index, placement) for index, placement in enumerate(placements)]
+        bindings = [RobotBinding.bind(self.model, p.model, p.prefix) for p in placements]
+        self.geom_labels, self.labels = self._segmentation_labels(placements, bindings)
+        self.robots = [self._make_robot(index, placement, binding)
+                       for index, (placement, binding) in enumerate(zip(placements, bindings))]
         self.reset(self.seed)
 
     # ------------------------------------------------------------------ construction
-    def _segmentation_labels(self, placements):
+    def _segmentation_labels(self, placements, bindings):
         """Entity label per geom: 0 floor/walls/static world, one id per free body or robot."""
         labels = {0: 'world'}
         geom_labels = np.zeros(self.model.ngeom, dtype=np.int32)
@@ -237,8 +243,8 @@ class Simulation:
                 name = name if not name.startswith('wall_') and name != 'floor' else 'world'
             else:
                 name = self.model.body(root).name
-                for placement in placements:
-                    if name == placement.prefix + placement.model.body_name(placement.model.tree.root()):
+                for placement, binding in zip(placements, bindings):
+                    if root == binding.root_body:
                         name = placement.namespace or placement.model.name
             if name not in names:
                 names[name] = 0 if name == 'world' else len(names) + 1
@@ -246,14 +252,11 @@ class Simulation:
             geom_labels[geom] = names[name]
         return geom_labels, labels
 
-    def _make_robot(self, index: int, placement: RobotPlacement) -> RobotInstance:
+    def _make_robot(self, index: int, placement: RobotPlacement, binding: RobotBinding) -> RobotInstance:
         model, prefix, m = placement.model, placement.prefix, self.model
         joints = [j.name for j in model.tree.moving_joints()]
-        qpos_index = np.array([m.jnt_qposadr[m.joint(prefix + j).id] for j in joints], dtype=int)
-        dof_index = np.array([m.jnt_dofadr[m.joint(prefix + j).id] for j in joints], dtype=int)
-        root = model.tree.root()
-        # A fixed-base robot is welded to the world: no free joint, no root dofs (-1).
-        root_joint = None if model.fixed_base else m.joint(f'{prefix}{root}_freejoint').id
+        qpos_index = np.array([binding.qpos[j] for j in joints], dtype=int)
+        dof_index = np.array([binding.dofs[j] for j in joints], dtype=int)
         arm_joints = [j for arm in model.arms for j in arm.joints + arm.gripper_joints[:1]]
         moved_by_arm = [j for arm in model.arms for j in arm.joints]
         fingers = [j for arm in model.arms for j in arm.gripper_joints]
@@ -265,15 +268,14 @@ class Simulation:
             wheel_loop=WheelSpeedLoop(model.drive) if model.drive else None,
             arm=TrajectoryFollower(moved_by_arm), gripper=TrajectoryFollower(fingers), joint_limits=limits,
             odometry=WheelOdometry(model.drive) if model.drive else None,
-            joint_names=joints, qpos_index=qpos_index, dof_index=dof_index,
-            root_body=m.body(prefix + model.body_name(root)).id,
-            root_qpos=-1 if root_joint is None else int(m.jnt_qposadr[root_joint]),
-            root_dof=-1 if root_joint is None else int(m.jnt_dofadr[root_joint]))
+            joint_names=joints, qpos_index=qpos_index, dof_index=dof_index, binding=binding,
+            # A fixed-base robot is welded to the world: no free joint, no root dofs (-1).
+            root_body=binding.root_body, root_qpos=binding.root_qpos, root_dof=binding.root_dof)
         if model.drive:
             driven = model.drive.driven_wheels
-            robot.wheel_actuators = np.array([m.actuator(f'{prefix}{w.joint}_motor').id for w in driven], dtype=int)
-            robot.wheel_dofs = np.array([m.jnt_dofadr[m.joint(prefix + w.joint).id] for w in driven], dtype=int)
-            robot.wheel_qpos = np.array([m.jnt_qposadr[m.joint(prefix + w.joint).id] for w in driven], dtype=int)
+            robot.wheel_actuators = np.array([binding.wheel_motors[w.joint] for w in driven], dtype=int)
+            robot.wheel_dofs = np.array([binding.dofs[w.joint] for w in driven], dtype=int)
+            robot.wheel_qpos = np.array([binding.qpos[w.joint] for w in driven], dtype=int)
             if self.options.firmware:
                 if model.drive.type != 'differential':
                     raise DescriptionError(model.source, 'drive.type', 'firmware in the loop drives differential bases; '
@@ -287,9 +289,9 @@ class Simulation:
                                                    self.options.seed, self.options.baud)
             for wheel in model.drive.wheels:
                 if wheel.steer_joint:
-                    robot.steer_actuators[wheel.steer_joint] = m.actuator(f'{prefix}{wheel.steer_joint}_position').id
+                    robot.steer_actuators[wheel.steer_joint] = binding.position_servos[wheel.steer_joint]
         for joint in arm_joints:
-            robot.arm_actuators[joint] = m.actuator(f'{prefix}{joint}_position').id
+            robot.arm_actuators[joint] = binding.position_servos[joint]
         self._make_arm_controllers(robot, moved_by_arm, fingers, limits)
         robot.schedule.append(_Scheduled('joint_states', self.options.joint_state_rate,
                                          lambda data, rng, stamp, r=robot: self._joint_states(r, stamp)))
@@ -305,11 +307,10 @@ class Simulation:
 
     def _make_arm_controllers(self, robot: RobotInstance, arm_joints: list[str], fingers: list[str],
                               limits: dict[str, tuple[float, float]]) -> None:
-        m, prefix, model = self.model, robot.prefix, robot.model
+        m, model, binding = self.model, robot.model, robot.binding
 
         def addresses(joints):
-            ids = [m.joint(prefix + j).id for j in joints]
-            return (np.array([m.jnt_qposadr[i] for i in ids], dtype=int), np.array([m.jnt_dofadr[i] for i in ids], dtype=int))
+            return (np.array([binding.qpos[j] for j in joints], dtype=int), np.array([binding.dofs[j] for j in joints], dtype=int))
         robot.arm_qpos, robot.arm_dofs = addresses(arm_joints)
         robot.gripper_qpos, robot.gripper_dofs = addresses(fingers)
         robot.gripper_columns = np.array([i for i, j in enumerate(fingers) if j in robot.arm_actuators], dtype=int)
@@ -346,7 +347,7 @@ class Simulation:
         for robot in self.robots:
             # Joints whose range excludes 0 start at the nearest limit, not outside it.
             for name, value in robot.model.initial_positions.items():
-                self.data.qpos[self.model.jnt_qposadr[self.model.joint(robot.prefix + name).id]] = value
+                self.data.qpos[robot.binding.qpos[name]] = value
         mujoco.mj_forward(self.model, self.data)
         self.step_count = 0
         streams = iter(np.random.SeedSequence(self.seed).spawn(sum(len(r.schedule) for r in self.robots)))
@@ -365,7 +366,7 @@ class Simulation:
                 if item.on_reset is not None:
                     item.on_reset(item.rng)
             for joint, actuator in robot.arm_actuators.items():
-                self.data.ctrl[actuator] = self.data.qpos[self.model.jnt_qposadr[self.model.joint(robot.prefix + joint).id]]
+                self.data.ctrl[actuator] = self.data.qpos[robot.binding.qpos[joint]]
 
     def _resync_after_physics_reset(self, robot: RobotInstance) -> None:
         """The world's state went back to its initial one (a reset, or MuJoCo's own after an
@@ -570,14 +571,14 @@ class Simulation:
         for robot in self.robots:
             if robot.root_dof < 0:
                 continue  # a fixed-base robot is bolted down: not an entity to teleport
-            joint = self.model.joint(f'{robot.prefix}{robot.model.tree.root()}_freejoint').id
+            joint = robot.binding.root_joint
             robot_roots.add(joint)
             joints[robot.placement.namespace or robot.model.name] = joint
             joints.setdefault(robot.model.name, joint)
         for joint in range(self.model.njnt):
-            name = self.model.joint(joint).name
-            if joint not in robot_roots and name.endswith('_freejoint'):
-                joints[name.removesuffix('_freejoint')] = joint
+            body = self.model.body(self.model.jnt_bodyid[joint]).name
+            if joint not in robot_roots and self.model.joint(joint).name == free_joint_name(body):
+                joints[body] = joint  # a world entity with mass (robotsim_sim.scene names its joint so)
         return joints
 
     def world_bounds(self) -> tuple[np.ndarray, np.ndarray]:

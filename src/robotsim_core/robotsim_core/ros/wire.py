@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct
 
 from rclpy.serialization import deserialize_message, serialize_message
-from rosidl_parser.definition import (AbstractGenericString, AbstractNestedType, AbstractSequence, Array,
+from rosidl_parser.definition import (AbstractGenericString, AbstractNestedType, AbstractSequence,
                                       BasicType, NamespacedType)
 
 _FORMATS = {'double': 'd', 'float': 'f', 'int64': 'q', 'uint64': 'Q', 'int32': 'i', 'uint32': 'I',

@@ -103,7 +103,7 @@ def build_description(recording: Recording, world, robot, stamps: np.ndarray, va
                                  f'from the labels of this world and robot {simulation.labels}: expected the '
                                  'world and robot the recording was made with (--world, --robot)')
         geoms = drawn_geoms(model, data)
-        free_bodies = [model.joint(j).name.removesuffix('_freejoint') for j in range(model.njnt)
+        free_bodies = [model.body(model.jnt_bodyid[j]).name for j in range(model.njnt)
                        if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE
                        and model.body_rootid[model.jnt_bodyid[j]] != instance.root_body]
         if free_bodies:
