@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import math
 import time
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -161,12 +160,14 @@ class PlanningScene:
         self.margin = float(margin)
         prefix = self.placement.prefix
         self.joint_names: tuple[str, ...] = tuple(self.arm.joints)
-        mjcf = build_scene(world, placements)
-        self.model = compile_scene(mjcf, world, placements)
+        spec = build_scene(world, placements)
+        self.model = compile_scene(spec, world, placements)
         fixed_pairs = _arm_pairs_fixed_relative(self.model, [prefix + name for name in self.joint_names])
         if fixed_pairs:
             # MuJoCo would report them at every configuration only for the filter to drop them.
-            self.model = compile_scene(_with_excludes(mjcf, fixed_pairs), world, placements)
+            for body1, body2 in fixed_pairs:
+                spec.add_exclude(bodyname1=body1, bodyname2=body2)
+            self.model = compile_scene(spec, world, placements)
         self.data = mujoco.MjData(self.model)
         self.bindings = [RobotBinding.bind(self.model, p.model, p.prefix) for p in self.placements]
         self.binding = self.bindings[robot]
@@ -464,16 +465,6 @@ def _arm_pairs_fixed_relative(model: mujoco.MjModel, planned_joint_names: list[s
             if moved_by[a] == moved_by[b] and not skipped:
                 pairs.append((model.body(a).name, model.body(b).name))
     return pairs
-
-
-def _with_excludes(mjcf: str, pairs: list[tuple[str, str]]) -> str:
-    root = ET.fromstring(mjcf)
-    contact = root.find('contact')
-    if contact is None:
-        contact = ET.SubElement(root, 'contact')
-    for body1, body2 in pairs:
-        ET.SubElement(contact, 'exclude', body1=body1, body2=body2)
-    return ET.tostring(root, encoding='unicode')
 
 
 _ORDER_CACHE: dict[tuple[int, bool], tuple[int, ...]] = {}

@@ -1,4 +1,4 @@
-"""World YAML + robot models -> one MuJoCo model (MJCF text), ROS-free.
+"""World YAML + robot models -> one MuJoCo model, ROS-free.
 
 Geom groups: 0 world, 1 visual-only robot geoms, 2.. one per robot (its collision geoms), so a
 robot's lidar can include everything but its own body (self-filter) and still see other robots.
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 import os
+import sys
+import warnings
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
@@ -27,7 +29,6 @@ from .world_spec import SpawnSpec, WorldSpec
 WORLD_GROUP = 0
 FIRST_ROBOT_GROUP = 2
 MAX_ROBOTS = 4  # MuJoCo has 6 geom groups usable by ray casts: 0 world, 1 visual, 2-5 robots
-NAME_ATTRIBUTES = ('name', 'joint', 'site', 'body1', 'body2', 'joint1', 'joint2', 'objname', 'mesh', 'body')
 
 
 @dataclass
@@ -83,16 +84,36 @@ def _check_include(include: str, world_path: str) -> None:
                                                       f'{mujoco_message(error)}') from None
 
 
-def compile_scene(mjcf: str, world: WorldSpec, robots: list['RobotPlacement']) -> mujoco.MjModel:
-    """The MuJoCo model of a scene. Validation of the world and robot files should leave nothing
-    for MuJoCo to refuse; if it still does (e.g. a name in an included MJCF file), say so on one line."""
+_UNPREFIXED_ATTACH = 'Attaching a spec with an empty prefix'
+"""MuJoCo's warning for a robot attached without a name prefix (a single robot keeps its names):
+the names are unique in a validated scene (_check_robots_fit_world), so it is dropped."""
+
+
+def _mujoco_warning_to_stderr(text: str) -> None:
+    """MuJoCo's default warning handler prints to stdout and appends to MUJOCO_LOG.TXT in whatever
+    directory the process runs in; instabilities are reported by the simulation itself
+    (``Simulation.take_instabilities``)."""
+    if not text.startswith(_UNPREFIXED_ATTACH):
+        print(f'mujoco: warning: {text.strip()}', file=sys.stderr, flush=True)
+
+
+def compile_scene(spec: mujoco.MjSpec, world: WorldSpec, robots: list['RobotPlacement']) -> mujoco.MjModel:
+    """The MuJoCo model of a scene from :func:`build_scene`. Validation of the world and robot files
+    should leave nothing for MuJoCo to refuse; if it still does (e.g. a name in an included MJCF
+    file), say so on one line."""
     try:
-        return mujoco.MjModel.from_xml_string(mjcf)
+        with warnings.catch_warnings():
+            warnings.filterwarnings('ignore', message=_UNPREFIXED_ATTACH)
+            return spec.compile()
     except ValueError as error:
-        names = ', '.join(placement.model.source for placement in robots)
-        raise DescriptionError(world.source or world.name, 'include' if world.include else '(scene)',
-                               f'expected a world and robots ({names}) that MuJoCo compiles together: '
-                               f'{mujoco_message(error)}') from None
+        raise _refused(world, robots, error) from None
+
+
+def _refused(world: WorldSpec, robots: list['RobotPlacement'], error: ValueError) -> DescriptionError:
+    names = ', '.join(placement.model.source for placement in robots)
+    return DescriptionError(world.source or world.name, 'include' if world.include else '(scene)',
+                            f'expected a world and robots ({names}) that MuJoCo compiles together: '
+                            f'{mujoco_message(error)}')
 
 
 def _num(v: float) -> str:
@@ -185,15 +206,6 @@ def _add_entity(parent, name, position, quat, mass, rgba, shape, inertia):
         ET.SubElement(parent, 'geom', name=name, pos=_vec(position), quat=_vec(quat), **attributes)
 
 
-def _prefix_names(element: ET.Element, prefix: str) -> None:
-    if not prefix:
-        return
-    for node in element.iter():
-        for attribute in NAME_ATTRIBUTES:
-            if attribute in node.attrib:
-                node.set(attribute, prefix + node.get(attribute))
-
-
 def _check_robots_fit_world(world: WorldSpec, robots: list[RobotPlacement]) -> None:
     """What neither file can check alone: names shared by an entity and a robot, sensors faster
     than the physics (one reading per step at most)."""
@@ -219,45 +231,41 @@ def _check_robots_fit_world(world: WorldSpec, robots: list[RobotPlacement]) -> N
                                        f'got {sensor.spec.rate:g}')
 
 
-def build_scene(world: WorldSpec, robots: list[RobotPlacement]) -> str:
-    """MJCF text of the world with every robot placed at its spawn pose."""
+def build_scene(world: WorldSpec, robots: list[RobotPlacement]) -> mujoco.MjSpec:
+    """The world with every robot placed at its spawn pose, as a MuJoCo model spec (compile it with
+    :func:`compile_scene`). Each robot's MJCF is attached under its name prefix by MuJoCo's
+    model-editing API, which renames every element of it (bodies, joints, actuators, sensors,
+    assets, exclusions) and appends it in the order MJCF sections would merge."""
     if not 1 <= len(robots) <= MAX_ROBOTS:
         raise ValueError(f'expected 1 to {MAX_ROBOTS} robots, got {len(robots)}')
     _check_robots_fit_world(world, robots)
+    mujoco.set_mju_user_warning(_mujoco_warning_to_stderr)  # for attaching and compiling, and the simulation after
     # One offscreen buffer and depth range serve every rendering sensor (cameras): sized to the largest.
     cameras = [s.spec for r in robots for s in r.model.sensors if sensor_kind(s.type).renders]
     size = (max([c.width for c in cameras], default=64), max([c.height for c in cameras], default=64))
     near = min([c.near for c in cameras], default=0.05)
     far = max([c.far for c in cameras], default=50.0)
-    root = world_element(world, size, near, far)
+    try:  # an included MJCF file may clash with the world (a second 'floor')
+        scene = mujoco.MjSpec.from_string(ET.tostring(world_element(world, size, near, far), encoding='unicode'))
+    except ValueError as error:
+        raise _refused(world, robots, error) from None
     for index, placement in enumerate(robots):
-        robot = ET.fromstring(robot_to_mjcf(placement.model, world.timestep, FIRST_ROBOT_GROUP + index))
-        _prefix_names(robot, placement.prefix)
+        robot = mujoco.MjSpec.from_string(robot_to_mjcf(placement.model, world.timestep, FIRST_ROBOT_GROUP + index))
         spawn = placement.spawn or world.spawn
-        robot_root = robot.find('worldbody/body')
+        robot_root = robot.worldbody.first_body()
         if placement.model.fixed_base:
             # Welded to the world: the mount pose (e.g. on a table) is given in the spawn frame.
             mount = placement.model.mount
-            yaw = _yaw_pitch_quat(spawn.yaw)
             offset = np.array(mount.xyz, dtype=float)
             rotated = [math.cos(spawn.yaw) * offset[0] - math.sin(spawn.yaw) * offset[1],
                        math.sin(spawn.yaw) * offset[0] + math.cos(spawn.yaw) * offset[1], offset[2]]
-            robot_root.set('pos', _vec(np.asarray(spawn.xyz, dtype=float) + rotated))
+            robot_root.pos = np.asarray(spawn.xyz, dtype=float) + rotated
             mount_quat = np.empty(4)
-            mujoco.mju_mulQuat(mount_quat, np.asarray(yaw, dtype=float), rpy_to_quat(mount.rpy))
-            robot_root.set('quat', _vec(mount_quat))
+            mujoco.mju_mulQuat(mount_quat, np.asarray(_yaw_pitch_quat(spawn.yaw), dtype=float), rpy_to_quat(mount.rpy))
+            robot_root.quat = mount_quat
         else:
             # Drop the robot 1 mm so that tyres start in light contact rather than interpenetrating.
-            robot_root.set('pos', _vec((spawn.xyz[0], spawn.xyz[1], spawn.xyz[2] + 0.001)))
-            robot_root.set('quat', _vec(_yaw_pitch_quat(spawn.yaw)))
-        for section in ('asset', 'worldbody', 'actuator', 'sensor', 'equality', 'contact'):
-            source = robot.find(section)
-            if source is None:
-                continue
-            target = root.find(section)
-            if target is None:
-                target = ET.SubElement(root, section)
-            for child in list(source):
-                target.append(child)
-    ET.indent(root)
-    return ET.tostring(root, encoding='unicode') + '\n'
+            robot_root.pos = (spawn.xyz[0], spawn.xyz[1], spawn.xyz[2] + 0.001)
+            robot_root.quat = _yaw_pitch_quat(spawn.yaw)
+        scene.attach(robot, prefix=placement.prefix, frame=scene.worldbody.add_frame())
+    return scene

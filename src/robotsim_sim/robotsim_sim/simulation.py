@@ -10,7 +10,6 @@ with the same seed replays the same noise.
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass, field
 
 import mujoco
@@ -199,19 +198,13 @@ def _columns(checked: CheckedTrajectory, joints: list[str]) -> CheckedTrajectory
                                               pick(p.accelerations)) for p in checked.points])
 
 
-def _mujoco_warning_to_stderr(text: str) -> None:
-    """MuJoCo's default warning handler also appends to MUJOCO_LOG.TXT in whatever directory the
-    process runs in; instabilities are reported by the simulation itself (``take_instabilities``)."""
-    print(f'mujoco: warning: {text.strip()}', file=sys.stderr, flush=True)
-
-
 class Simulation:
     def __init__(self, world: WorldSpec, placements: list[RobotPlacement], options: SimOptions | None = None):
-        mujoco.set_mju_user_warning(_mujoco_warning_to_stderr)
         self.world = world
         self.options = options or SimOptions()
-        self.mjcf = build_scene(world, placements)
-        self.model = compile_scene(self.mjcf, world, placements)
+        self.spec = build_scene(world, placements)
+        """The scene as MuJoCo's model spec (MjSpec; ``spec.to_xml()`` gives its MJCF)."""
+        self.model = compile_scene(self.spec, world, placements)
         self.data = mujoco.MjData(self.model)
         self.timestep_ns = round(world.timestep * 1e9)
         self.step_count = 0
