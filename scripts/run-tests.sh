@@ -7,8 +7,9 @@ source "$ws/scripts/env.sh"
 cd "$ws"
 "$ws/scripts/build.sh"  # rebuild changed packages so tests run the installed code
 set +e
-# With no arguments, run everything; otherwise pass them through (e.g. a single file, -k).
-(( $# )) || set -- tests
+# With no arguments, run everything: the workspace's tests/ and every package's test/ folder (the
+# ones `colcon test` runs per package); otherwise pass them through (e.g. a single file, -k).
+(( $# )) || set -- tests src/*/test
 python -m pytest -p no:cacheprovider "$@"
 status=$?
 set -e

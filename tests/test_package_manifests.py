@@ -83,3 +83,24 @@ def test_the_check_sees_imports():
     """Guards the test above: known imports are found where they are."""
     assert {'mujoco', 'numpy', 'robotsim_core'} <= imported_roots('robotsim_sim')
     assert 'rclpy' in imported_roots('robotsim_firmware')
+
+
+def test_each_packages_tests_are_what_colcon_test_runs_with_pytest():
+    """A package with a test/ folder asks for pytest (``extras_require['test']``, which colcon's Python
+    test step looks for; without it colcon runs unittest and finds nothing) and declares
+    python3-pytest as a test dependency; its conftest loads the workspace's shared test environment;
+    the README's test command collects it."""
+    runner = (WORKSPACE / 'scripts' / 'run-tests.sh').read_text()
+    assert 'set -- tests src/*/test' in runner
+    folders = sorted(path for path in (WORKSPACE / 'src').glob('*/test') if path.is_dir())
+    assert {f.parent.name for f in folders} >= {'robotsim_core', 'robotsim_sim', 'robotsim_firmware', 'robotsim_learning'}
+    for folder in folders:
+        package = folder.parent
+        assert list(folder.glob('test_*.py')), f'{folder}: no test module'
+        assert "extras_require={'test': ['pytest']}" in (package / 'setup.py').read_text(), f'{package}/setup.py'
+        manifest = ET.parse(package / 'package.xml').getroot()
+        assert 'python3-pytest' in [e.text for e in manifest.findall('test_depend')], f'{package}/package.xml'
+        assert 'from workspace_setup import *' in (folder / 'conftest.py').read_text(), f'{folder}/conftest.py'
+        names = {path.name for path in folder.glob('test_*.py')}
+        clashes = names & {path.name for path in (WORKSPACE / 'tests').glob('test_*.py')}
+        assert not clashes, f'{folder}: test modules named like ones in tests/ (pytest imports them by name): {clashes}'

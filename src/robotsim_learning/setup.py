@@ -13,6 +13,7 @@ setup(
         ('share/' + package_name, ['package.xml']),
     ],
     install_requires=['setuptools'],
+    extras_require={'test': ['pytest']},  # colcon test runs test/ with pytest
     zip_safe=True,
     maintainer='robotsim',
     maintainer_email='dev@robotsim.invalid',

@@ -2,7 +2,7 @@
 ``free_joint_name`` and its siblings; ``robotsim_sim.binding`` turns them into ids once).
 
 Each URDF link becomes a body of the same name placed by its parent joint's origin, so body
-poses equal URDF link poses exactly (tests/test_description_equivalence.py). Moving joints keep
+poses equal URDF link poses exactly (src/robotsim_core/test/test_description_equivalence.py). Moving joints keep
 their names; driven wheels, steering and arm joints get actuators; every sensor frame gets a
 site, and each sensor's kind adds the elements its model reads (a camera looking down the
 optical frame's +z, an IMU's gyro/accelerometer/orientation sensors: robotsim_core.sensor_kinds). Inertia comes only from the URDF inertials (``inertiafromgeom=false``),

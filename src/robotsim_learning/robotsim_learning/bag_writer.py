@@ -291,7 +291,7 @@ class BagWriter:
         message record's header packed at once and the data copied once, into the pending chunk (rosbags
         first copies every message into a record buffer of its own: for the 300 kB images of the
         dataset fast path, a fresh allocation and copy per message). The bookkeeping is rosbags'
-        (Writer.write and McapWriter.write of the pinned version); tests/test_bag_writer.py holds the
+        (Writer.write and McapWriter.write of the pinned version); test/test_bag_writer.py holds the
         bytes to a plain rosbags Writer's."""
         writer, storage = self.writer, self.storage
         storage.message_start_time = min(timestamp_ns, storage.message_start_time)

@@ -13,7 +13,7 @@ writes them to a bag as they are.
 The bytes are those rclpy's own serializer writes for a message with the same values, except that
 alignment padding is zero (rclpy leaves whatever was in memory there): the canonical form the
 dataset writer has always stored (``robotsim_learning.bag_writer.canonical_cdr``), so recordings of
-the node and datasets hold equal bytes for equal messages. tests/test_wire.py holds every layout the
+the node and datasets hold equal bytes for equal messages. src/robotsim_learning/test/test_wire.py holds every layout the
 simulator uses to that. Little-endian CDR (XCDR1, as Fast DDS and Cyclone DDS write for ROS 2).
 """
 

@@ -2,7 +2,6 @@
 URDF *text*, equals the pose of the MuJoCo body (and sensor site) of the same name in the
 generated MJCF, for random joint configurations (seeded), within 1e-9 m and 1e-9 rad."""
 
-from pathlib import Path
 
 import mujoco
 import numpy as np
@@ -13,9 +12,10 @@ from robotsim_core.geometry import rotation_angle_between
 from robotsim_core.kinematics import forward_kinematics, resolve_mimics
 from robotsim_core.mjcf import robot_to_mjcf
 from robotsim_core.urdf import tree_to_urdf, urdf_to_tree
+from rostest_helpers import WORKSPACE
 
-DATA = Path(__file__).parent / 'data'
-CONFIG = Path(__file__).resolve().parents[1] / 'config' / 'robots'
+DATA = WORKSPACE / 'tests' / 'data'
+CONFIG = WORKSPACE / 'config' / 'robots'
 ROBOTS = {
     'rover': CONFIG / 'rover.yaml',
     'racer': CONFIG / 'racer.yaml',

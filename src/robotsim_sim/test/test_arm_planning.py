@@ -293,7 +293,7 @@ def test_planning_is_a_section_of_the_arm_benchmark_and_check_compares_its_rows(
     import csv
     import json
 
-    from conftest import run_python
+    from workspace_setup import run_python
     script = WORKSPACE / 'bench' / 'bench_arm.py'
     first, second = tmp_path / 'first', tmp_path / 'second'
     run_python(script, '--sections', 'planning', '--planning-queries', '2', '--arms', 'rover', '--seed', '5',

@@ -6,7 +6,6 @@ them, and bad requests are refused with one line naming the field."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,8 +19,9 @@ from robotsim_core.urdf import tree_to_urdf
 
 from test_description_errors import assert_clean_error, describe
 from test_robot_import import needs_example_robots
+from rostest_helpers import WORKSPACE
 
-ROBOTS = Path(__file__).resolve().parents[1] / 'config' / 'robots'
+ROBOTS = WORKSPACE / 'config' / 'robots'
 # Round-off allowance on the limit checks: ruckig's profiles touch the limits exactly, and the
 # finite-difference jerk of exact samples equals the true jerk only up to floating-point error.
 LIMIT_TOLERANCE = 1e-9

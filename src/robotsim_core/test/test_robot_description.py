@@ -5,7 +5,6 @@ import math
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import mujoco
 import numpy as np
@@ -16,9 +15,10 @@ from robotsim_core.description import load_robot
 from robotsim_core.kinematics import forward_kinematics
 from robotsim_core.mjcf import robot_to_mjcf
 from robotsim_core.urdf import tree_to_urdf, urdf_to_tree
+from rostest_helpers import WORKSPACE
 
-CONFIG = Path(__file__).resolve().parents[1] / 'config' / 'robots'
-EXTERNAL = Path(__file__).parent / 'data' / 'external_robot'
+CONFIG = WORKSPACE / 'config' / 'robots'
+EXTERNAL = WORKSPACE / 'tests' / 'data' / 'external_robot'
 
 
 def write_robot(tmp_path, data) -> str:

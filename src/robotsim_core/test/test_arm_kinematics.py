@@ -287,7 +287,7 @@ def test_unknown_arm_root_or_tool_give_a_reason():
 # ------------------------------------------------------------------ benchmark script
 @needs_example_robots
 def test_benchmark_writes_rows_and_summary_and_check_catches_a_difference(tmp_path):
-    from conftest import run_python
+    from workspace_setup import run_python
     script = WORKSPACE / 'bench' / 'bench_arm.py'
     first, second = tmp_path / 'first', tmp_path / 'second'
     run_python(script, '--ik-targets', '4', '--seed', '7', '--sections', 'ik', '--out', str(first), timeout=120)
@@ -320,7 +320,7 @@ def test_benchmark_writes_rows_and_summary_and_check_catches_a_difference(tmp_pa
 
 
 def test_benchmark_refuses_bad_arguments(tmp_path):
-    from conftest import run_python
+    from workspace_setup import run_python
     script = WORKSPACE / 'bench' / 'bench_arm.py'
     completed = run_python(script, '--out', str(tmp_path), '--sections', 'ik,dance', check=False)
     assert completed.returncode == 2 and 'Traceback' not in completed.stderr
