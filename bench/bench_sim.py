@@ -54,19 +54,25 @@ def gl_renderer(sim: Simulation) -> str:
         return f'unknown ({error.__class__.__name__})'
 
 
-def simulation(cameras: bool, robot=None) -> Simulation:
+def simulation(cameras: bool, robot=None, camera_threads: bool = False) -> Simulation:
     robot = robot or load_robot('rover')
-    return Simulation(load_world(resolve_world_path('room')), [RobotPlacement(robot)], SimOptions(seed=0, cameras=cameras))
+    return Simulation(load_world(resolve_world_path('room')), [RobotPlacement(robot)],
+                      SimOptions(seed=0, cameras=cameras, camera_threads=camera_threads))
 
 
-def core_rtf(cameras: bool) -> float:
-    sim = simulation(cameras)
+def core_rtf(cameras: bool, camera_threads: bool = True) -> float:
+    """The simulation core alone; ``camera_threads`` as the node runs it (True) or as the dataset
+    generator's fast path does (False: every capture in the physics thread)."""
+    sim = simulation(cameras, camera_threads=camera_threads)
     steps = round(SIM_SECONDS / sim.model.opt.timestep)
     start = time.perf_counter()
     for _ in range(steps):
         sim.command_base(0, 0.2, 0.3)
         sim.step()
-    return SIM_SECONDS / (time.perf_counter() - start)
+    sim.flush()
+    seconds = time.perf_counter() - start
+    sim.close()
+    return SIM_SECONDS / seconds
 
 
 def node_rtf(cameras: bool, fleet: str = '') -> float:
@@ -183,8 +189,9 @@ def main() -> int:
         print(rows[-1], flush=True)
 
     print(f'machine: {machine()}', flush=True)
-    core, core_off = core_rtf(True), core_rtf(False)
-    row('RTF, default sensors, simulation core (no ROS)', f'{core:.1f}')
+    core, core_off, core_inline = core_rtf(True), core_rtf(False), core_rtf(True, camera_threads=False)
+    row('RTF, default sensors, simulation core (no ROS), cameras in their own threads (as in sim_node)', f'{core:.1f}')
+    row('RTF, default sensors, simulation core, cameras in the physics thread (dataset fast path)', f'{core_inline:.1f}')
     row('RTF, cameras off, simulation core (no ROS)', f'{core_off:.1f}')
     node, node_off = node_rtf(True), node_rtf(False)
     row('RTF, default sensors, sim_node publishing everything', f'{node:.1f}', '>= 3')

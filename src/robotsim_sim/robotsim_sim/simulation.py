@@ -10,7 +10,7 @@ with the same seed replays the same noise.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import mujoco
 import numpy as np
@@ -31,6 +31,7 @@ from .arm_controller import (ArmController, ArmGoal, ArmOutcome, CheckedTrajecto
 from .controllers import (BaseController, PositionServoFeedForward, TrajectoryFollower, TrajectoryPoint,
                           WheelSpeedLoop)
 from .binding import RobotBinding
+from .capture import CaptureThread
 from .scene import FIRST_ROBOT_GROUP, RobotPlacement, build_scene, compile_scene
 from .world_spec import WorldSpec
 
@@ -93,6 +94,7 @@ class _Scheduled:
     index: int = 0
     next_ns: int = 0
     on_reset: object = None   # callable(rng) run at every reset (e.g. draw IMU biases)
+    capture: CaptureThread | None = None   # measured in a thread of its own (SimOptions.camera_threads)
 
     def advance(self, now_ns: int) -> None:
         while self.next_ns <= now_ns:
@@ -183,6 +185,10 @@ class SimOptions:
     """Accept FollowJointTrajectory goals naming only some arm joints (the others hold their position)."""
     gripper: GripperConfig = field(default_factory=GripperConfig)
     """GripperCommand goal handling (gripper_action_controller's parameters)."""
+    camera_threads: bool = False
+    """Render each camera in a thread of its own beside the physics (robotsim_sim.capture): the same
+    readings, delivered a few steps after their stamp (at the latest when that camera's next capture
+    is due; :meth:`Simulation.flush` delivers the rest). The simulator node turns it on."""
 
 
 def _columns(checked: CheckedTrajectory, joints: list[str]) -> CheckedTrajectory | None:
@@ -291,8 +297,17 @@ class Simulation:
         robot.schedule.append(_Scheduled('base_state', self.options.odom_rate,
                                          lambda data, rng, stamp, r=robot: self._base_state(r, stamp)))
         for sensor in model.sensors:  # each kind places its own model (robotsim_core.sensor_kinds)
+            kind = sensor_kind(sensor.type)
             context = SensorContext(m, prefix, sensor, FIRST_ROBOT_GROUP + index, self.renderer, self.geom_labels)
-            placed = sensor_kind(sensor.type).make(context)
+            if kind.renders and self.renderer is not None and self.options.camera_threads:
+                light = self.world.light
+                capture = CaptureThread(m, lambda: CameraRenderer(m, light.shadows, light.reflections),
+                                        lambda renderer, c=context, k=kind: k.make(replace(c, renderer=renderer)))
+                on_reset = getattr(capture.sensor, 'on_reset', None)
+                robot.schedule.append(_Scheduled(sensor.name, sensor.spec.rate, None, capture=capture, on_reset=(
+                    None if on_reset is None else lambda rng, c=capture, f=on_reset: c.run(f, rng))))
+                continue
+            placed = kind.make(context)
             if placed is not None:
                 robot.schedule.append(_Scheduled(sensor.name, sensor.spec.rate, placed.measure,
                                                  on_reset=getattr(placed, 'on_reset', None)))
@@ -336,6 +351,10 @@ class Simulation:
         """Initial state, zero time, and every noise stream restarted from ``seed``."""
         if seed is not None:
             self.seed = int(seed)
+        for robot in getattr(self, 'robots', ()):
+            for item in robot.schedule:
+                if item.capture is not None:
+                    item.capture.discard()  # a capture of the old episode: its noise stream is about to restart
         mujoco.mj_resetData(self.model, self.data)
         for robot in self.robots:
             # Joints whose range excludes 0 start at the nearest limit, not outside it.
@@ -679,13 +698,28 @@ class Simulation:
         synced = False
         for index, robot in enumerate(self.robots):
             for item in robot.schedule:
+                capture = item.capture
+                if capture is not None and capture.done:
+                    events.append(Event(index, item.channel, capture.collect()))
                 if now >= item.next_ns:
                     if not synced:
                         mujoco.mj_forward(self.model, self.data)
                         synced = True
-                    events.append(Event(index, item.channel, item.measure(self.data, item.rng, now)))
+                    if capture is None:
+                        events.append(Event(index, item.channel, item.measure(self.data, item.rng, now)))
+                    else:
+                        if capture.in_flight:  # one capture in flight per camera: wait for the previous one
+                            events.append(Event(index, item.channel, capture.collect()))
+                        capture.start(self.data, item.rng, now)
                     item.advance(now)
         return events
+
+    def flush(self) -> list[Event]:
+        """The readings of captures still in flight (SimOptions.camera_threads), waiting for them: what
+        a caller that stops stepping (pause, the end of a step request or of the run) delivers."""
+        return [Event(index, item.channel, item.capture.collect())
+                for index, robot in enumerate(self.robots) for item in robot.schedule
+                if item.capture is not None and item.capture.in_flight]
 
     def _joint_states(self, robot: RobotInstance, stamp: int) -> JointStateReading:
         return JointStateReading(stamp, [robot.prefix + n for n in robot.joint_names],
@@ -711,10 +745,13 @@ class Simulation:
             self.data.xpos[body].copy(), self.data.xquat[body].copy(), rotation.T @ linear_world, angular_body.copy())
 
     def close(self) -> None:
-        """Release OS resources (the firmware's pseudo-terminals)."""
+        """Release OS resources (the firmware's pseudo-terminals, the capture threads)."""
         for robot in self.robots:
             if robot.firmware is not None:
                 robot.firmware.close()
+            for item in robot.schedule:
+                if item.capture is not None:
+                    item.capture.close()
 
     def ground_truth_pose(self, robot: int = 0) -> tuple[np.ndarray, float]:
         """(position, yaw) of a robot's root link in the world."""

@@ -157,7 +157,7 @@ class SimNode(Node):
         self.sim = Simulation(world, placements, SimOptions(
             seed=seed, cameras=cameras, command_timeout=command_timeout, firmware=self.firmware,
             serial_links=self.serial_links, arm_constraints=constraints, allow_partial_joints_goal=allow_partial,
-            gripper=gripper))
+            gripper=gripper, camera_threads=True))
         # Goals handed to the simulation, by goal id: (goal handle, its robot, the Future its outcome completes).
         # The handle itself is the simulation's token for the goal.
         self.goals: dict[bytes, tuple[object, RobotPorts, Future]] = {}
@@ -270,6 +270,12 @@ class SimNode(Node):
         if self.state_publish_rate > 0 and sim_ns >= self.next_state_ns:
             self.next_state_ns = sim_ns + round(1e9 / self.state_publish_rate)
             self.publish_controller_state()
+
+    def deliver_captures(self) -> None:
+        """Publish the camera captures still being rendered (robotsim_sim.capture): before the node stops
+        stepping (a pause, the end of a step request or of the run), every image up to now is out."""
+        for event in self.sim.flush():
+            self.publish_event(self.ports[event.robot], event.channel, event.reading)
 
     def report_instabilities(self) -> None:
         for event in self.sim.take_instabilities():
@@ -447,6 +453,8 @@ class SimNode(Node):
             ports.controller_state.publish(message)
 
     def on_pause(self, request, response):
+        if request.paused:
+            self.deliver_captures()
         self.paused = request.paused
         self.publish_clock(self.stamp_ns(self.sim.time_ns))  # while paused, /clock shows where time stopped
         self._pace_origin = (time.monotonic(), self.sim.time_ns)
@@ -468,6 +476,7 @@ class SimNode(Node):
                 self.advance()
                 if time.monotonic() - self.last_status_wall >= STATUS_PERIOD:
                     self.publish_status()  # the status timer cannot fire while this callback runs
+            self.deliver_captures()
             self.publish_clock(self.stamp_ns(self.sim.time_ns))
             response.success, response.message = True, f'stepped {request.steps}'
         response.sim_time = convert.stamp_msg(self.stamp_ns(self.sim.time_ns))
@@ -544,6 +553,7 @@ class SimNode(Node):
                 continue
             self.advance()
             if self.duration > 0 and self.sim.time >= self.duration:
+                self.deliver_captures()
                 break
             now = time.monotonic()
             if now >= next_spin:
