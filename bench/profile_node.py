@@ -1,9 +1,10 @@
 """Where the simulator node's time goes: sim_node under cProfile, as fast as possible, no subscriber.
 
 Runs the node in this process for ``--seconds`` of sim time (one rover, cameras off; then the
-two_rovers fleet with default sensors) and prints, per run, the wall time of each part of the loop
-as a share of the whole: physics (mj_step, mj_forward, controllers), sensor models, building
-messages, publishing (rclpy serialisation + DDS write), /clock, executor spins. cProfile slows
+two_rovers fleet with default sensors) and prints, per run, the wall time of each part of the physics
+thread's loop as a share of the whole: physics (mj_step, mj_forward, controllers), sensor models,
+waiting for camera captures (they render in threads of their own, which cProfile does not see),
+building messages, publishing (rclpy serialisation + DDS write), /clock, executor spins. cProfile slows
 Python code more than C code, so the Python parts are overstated by some tens of percent: read the
 shares, not the absolute times. Run by `make bench`; --markdown prints a README table.
 """
@@ -25,9 +26,10 @@ PARTS = {
     'physics (mj_step, mj_forward, controllers)': [('', '<built-in method mujoco._functions.mj_step>'),
                                                    ('', '<built-in method mujoco._functions.mj_forward>'),
                                                    ('simulation.py', '_apply_controls')],
-    'sensor models (lidar, IMU, cameras, encoders)': [('lidar.py', 'measure'), ('imu.py', 'measure'),
-                                                      ('camera.py', 'measure'), ('simulation.py', '_joint_states'),
-                                                      ('simulation.py', '_base_state')],
+    'sensor models (lidar, IMU, encoders; cameras: copying the state)': [
+        ('lidar.py', 'measure'), ('imu.py', 'measure'), ('camera.py', 'measure'), ('simulation.py', '_joint_states'),
+        ('simulation.py', '_base_state'), ('capture.py', 'start')],
+    'waiting for a camera capture (rendered in its own thread)': [('capture.py', 'collect')],
     'building messages': [('robot_messages.py', 'build')],
     'publishing (serialise + write)': [('publisher.py', 'publish')],
     'executor spins (services, subscriptions)': [('executors.py', 'spin_once')],
