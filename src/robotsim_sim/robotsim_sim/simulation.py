@@ -218,10 +218,11 @@ class Simulation:
         self.instabilities: list[Instability] = []
         self.instability_count = 0
         self.renderer = None
+        """The renderer of captures in the physics thread (None: cameras off, or each in its own thread)."""
         self.controller_outcomes: list[ArmOutcome | GripperOutcome] = []
         self._goals_running = False
         renders = any(sensor_kind(s.type).renders for p in placements for s in p.model.sensors)
-        if renders and self.options.cameras:
+        if renders and self.options.cameras and not self.options.camera_threads:
             self.renderer = CameraRenderer(self.model, world.light.shadows, world.light.reflections)
         bindings = [RobotBinding.bind(self.model, p.model, p.prefix) for p in placements]
         self.geom_labels, self.labels = self._segmentation_labels(placements, bindings)
@@ -299,7 +300,7 @@ class Simulation:
         for sensor in model.sensors:  # each kind places its own model (robotsim_core.sensor_kinds)
             kind = sensor_kind(sensor.type)
             context = SensorContext(m, prefix, sensor, FIRST_ROBOT_GROUP + index, self.renderer, self.geom_labels)
-            if kind.renders and self.renderer is not None and self.options.camera_threads:
+            if kind.renders and self.options.cameras and self.options.camera_threads:
                 light = self.world.light
                 capture = CaptureThread(m, lambda: CameraRenderer(m, light.shadows, light.reflections),
                                         lambda renderer, c=context, k=kind: k.make(replace(c, renderer=renderer)))
