@@ -108,3 +108,17 @@ def test_a_subscriber_receives_published_bytes_as_the_message():
         node.destroy_node()
     finally:
         rclpy.shutdown(context=context)
+
+
+def test_a_joint_state_of_no_joints():
+    """The motor bridge owns a base robot's wheel joints, so the simulator may publish a JointState with
+    empty sequences (the scout with firmware in the loop); rclpy sizes those 8 bytes past their end."""
+    from sensor_msgs.msg import JointState
+
+    from robotsim_core.ros.common import JointStateEncoder
+    encoded = JointStateEncoder([]).encode([], [], [], 3_000_000_004)
+    message = deserialize_message(encoded, JointState)
+    assert (message.header.stamp.sec, message.header.stamp.nanosec) == (3, 4)
+    assert list(message.name) == list(message.position) == list(message.effort) == []
+    assert encoded == bytes(STORE.serialize_cdr(STORE.deserialize_cdr(encoded, 'sensor_msgs/msg/JointState'),
+                                                'sensor_msgs/msg/JointState'))

@@ -61,3 +61,24 @@ def test_the_simulator_publishes_what_the_shared_builder_makes():
     finally:
         sim.close()
     assert compared >= 50 and deserialize_message(odometry, Odometry).pose.pose.position.x > 0.05  # it drove
+
+
+def test_joint_states_without_the_wheels_the_motor_bridge_owns():
+    """With firmware in the loop the motor bridge publishes the wheels: a robot with no other joint
+    (the scout) gets a JointState of none from the simulator, stamped as the reading."""
+    from sensor_msgs.msg import JointState
+
+    world = load_world(str(WORKSPACE / 'config' / 'worlds' / 'room.yaml'))
+    sim = Simulation(world, [RobotPlacement(load_robot('scout'))], SimOptions(seed=3, cameras=False))
+    messages = RobotMessages(sim.robots[0], '', False, sim.labels)
+    try:
+        while True:
+            events = [e for e in sim.step() if e.channel == 'joint_states']
+            if events:
+                break
+        (name, data), = messages.build('joint_states', events[0].reading, events[0].reading.stamp)
+    finally:
+        sim.close()
+    message = deserialize_message(data, JointState)
+    assert name == 'joint_states' and list(message.name) == [] and list(message.position) == []
+    assert message.header.stamp.nanosec == events[0].reading.stamp

@@ -99,9 +99,12 @@ class FixedLayout:
         offsets: dict[str, tuple[int, str, int]] = {}
         copied: list[tuple[int, int]] = []
         end = _walk(prototype, 0, '', bytes(data), offsets, copied)
-        if not end <= len(data) - _HEADER <= end + 3:  # rclpy may pad the end to a multiple of 4
-            raise ValueError(f'{self.message_type.__name__}: the layout walk ends at {end}, the data at '
-                             f'{len(data) - _HEADER}')
+        # rclpy's data may run past the message: it pads the end to a multiple of 4, and sizes an empty
+        # float64 sequence as if aligned (4 bytes more each, e.g. a JointState of no joints); the
+        # template ends where the message does, and must read back as the prototype (checked below).
+        if end > len(data) - _HEADER:
+            raise ValueError(f'{self.message_type.__name__}: the layout walk ends at {end}, beyond the data '
+                             f'({len(data) - _HEADER} bytes)')
         # The canonical template: padding zero, no trailing padding, no options in the header.
         template = bytearray(_HEADER + end)
         template[:_HEADER] = b'\x00\x01\x00\x00'
@@ -109,6 +112,8 @@ class FixedLayout:
         for offset, length in spans:
             template[_HEADER + offset:_HEADER + offset + length] = data[_HEADER + offset:_HEADER + offset + length]
         self.template = bytes(template)
+        if deserialize_message(self.template, self.message_type) != deserialize_message(bytes(data), self.message_type):
+            raise ValueError(f'{self.message_type.__name__}: the template does not read back as the prototype')
         # Consecutive fields without a gap between them are written by one struct call.
         self._runs: list[tuple[int, struct.Struct]] = []
         formats, start, next_offset = [], None, None
