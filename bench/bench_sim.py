@@ -126,7 +126,7 @@ def publish_overhead() -> dict[str, float]:
     from rosgraph_msgs.msg import Clock
 
     from robotsim_sensors.ros import messages as convert
-    from robotsim_core.ros.common import JointStateEncoder, message_class
+    from robotsim_core.ros.common import JointStateEncoder, message_class, stamp_msg
     from robotsim_core.ros.odometry import OdometryEncoder
     from robotsim_core.ros.wire import FixedLayout
 
@@ -140,7 +140,7 @@ def publish_overhead() -> dict[str, float]:
             readings[event.channel] = event.reading
     cloud_lidar = Lidar(sim.model, 'laser', LidarSpec(type='lidar', samples=1024, channels=16, vertical_fov=0.5), 2)
     readings['cloud'] = cloud_lidar.measure(sim.data, np.random.default_rng(0), 0)
-    stamp = convert.stamp_msg(sim.time_ns)
+    stamp = stamp_msg(sim.time_ns)
     camera_spec = next(s.spec for s in sim.robots[0].model.sensors if s.type == 'camera')
     imu = convert.ImuEncoder('imu_link')
     clock = FixedLayout(Clock(), ['clock'])

@@ -37,13 +37,14 @@ def qos_profile(spec: QosSpec) -> QoSProfile:
                     else DurabilityPolicy.VOLATILE))
 
 
-def stamp_msg(nanoseconds: int) -> Time:
-    return Time(sec=nanoseconds // 1_000_000_000, nanosec=nanoseconds % 1_000_000_000)
-
-
 def stamp_fields(nanoseconds: int) -> tuple[int, int]:
     """(sec, nanosec) of a builtin_interfaces/Time, for a template-encoded header (robotsim_core.ros.wire)."""
     return nanoseconds // 1_000_000_000, nanoseconds % 1_000_000_000
+
+
+def stamp_msg(nanoseconds: int) -> Time:
+    sec, nanosec = stamp_fields(nanoseconds)
+    return Time(sec=sec, nanosec=nanosec)
 
 
 class JointStateEncoder:
@@ -76,7 +77,6 @@ def transform(parent: str, child: str, translation, quaternion_xyzw, stamp: Time
     t.x, t.y, t.z = (float(v) for v in translation)
     r.x, r.y, r.z, r.w = (float(v) for v in quaternion_xyzw)
     return msg
-
 
 
 class ParameterError(ValueError):

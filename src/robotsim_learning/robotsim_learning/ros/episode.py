@@ -27,7 +27,7 @@ from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import Image
 
 from robotsim_core.description import load_robot
-from robotsim_sensors.ros import messages as convert
+from robotsim_core.ros.common import stamp_msg, yaw_quaternion
 
 from ..bag_writer import BagWriter, canonical_cdr_view
 from ..randomization import Randomizer, Scenario
@@ -265,9 +265,9 @@ def goal_in_odom(spawn, goal) -> tuple[float, float, float]:
 
 def goal_message(goal_odom, stamp_ns: int) -> PoseStamped:
     message = PoseStamped()
-    message.header.stamp, message.header.frame_id = convert.stamp_msg(stamp_ns), 'odom'
+    message.header.stamp, message.header.frame_id = stamp_msg(stamp_ns), 'odom'
     message.pose.position.x, message.pose.position.y = float(goal_odom[0]), float(goal_odom[1])
-    x, y, z, w = convert.yaw_quaternion(goal_odom[2])
+    x, y, z, w = yaw_quaternion(goal_odom[2])
     message.pose.orientation.x, message.pose.orientation.y = x, y
     message.pose.orientation.z, message.pose.orientation.w = z, w
     return message

@@ -13,7 +13,6 @@ import numpy as np
 from builtin_interfaces.msg import Time
 from sensor_msgs.msg import CameraInfo, Image, Imu, LaserScan, PointCloud2, PointField
 
-from robotsim_core.ros.common import qos_profile, stamp_msg, transform, yaw_quaternion  # noqa: F401
 from robotsim_core.ros.wire import FixedLayout
 
 from ..camera import CameraSpec, intrinsics

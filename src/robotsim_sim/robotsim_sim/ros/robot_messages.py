@@ -15,10 +15,9 @@ from nav_msgs.msg import Odometry
 from std_msgs.msg import String
 
 from robotsim_core.contract import TopicSpec
-from robotsim_core.ros.common import JointStateEncoder, message_class, stamp_fields
+from robotsim_core.ros.common import JointStateEncoder, message_class, stamp_fields, stamp_msg
 from robotsim_core.ros.odometry import OdometryEncoder
 from robotsim_core.ros.wire import FixedLayout
-from robotsim_sensors.ros import messages as convert
 from robotsim_sensors.ros.converters import sensor_converter
 
 NOT_FROM_SIMULATOR = ('clock', 'tf_static', 'robot_description')
@@ -77,7 +76,7 @@ class RobotMessages:
         ground truth), its serialized bytes (robotsim_core.ros.wire): rclpy publishes either, and
         :meth:`message_type` turns bytes back into an object where one is needed."""
         if stamp_ns != self._stamp_ns:  # readings of one instant share their stamp message (read-only)
-            self._stamp_ns, self._stamp = stamp_ns, convert.stamp_msg(stamp_ns)
+            self._stamp_ns, self._stamp = stamp_ns, stamp_msg(stamp_ns)
         stamp = self._stamp
         if channel == 'joint_states':
             keep = self.joint_keep

@@ -40,13 +40,13 @@ from robotsim_core.contract import RELIABLE_QOS
 from robotsim_core.description import load_robot
 from robotsim_core.fleet import load_fleet, single_robot
 from robotsim_core.errors import DescriptionError
-from robotsim_core.ros.common import ParameterError, checked_parameter, message_class, run_node
+from robotsim_core.ros.common import (ParameterError, checked_parameter, message_class, qos_profile, run_node,
+                                      stamp_fields, stamp_msg)
 from robotsim_core.ros.wire import FixedLayout
 from robotsim_firmware.host_library import FirmwareBuildError
 from robotsim_firmware.virtual_serial import LinkInUseError
 from robotsim_msgs.msg import SimStatus
 from robotsim_msgs.srv import GetEntityPose, InjectFault, Pause, Reset, SetEntityPose, Step
-from robotsim_sensors.ros import messages as convert
 from robotsim_sensors.gl_backend import RenderUnavailable
 
 from ..arm_controller import (ArmGoal, ArmOutcome, GoalStatus, GripperConfig, GripperOutcome, JointTolerance,
@@ -166,7 +166,7 @@ class SimNode(Node):
         self.ports = [self.make_ports(index, entry, frame_prefix if len(fleet.robots) == 1 and frame_prefix
                                       else entry.frame_prefix)
                       for index, entry in enumerate(fleet.robots)]
-        self.clock_pub = CountedPublisher(self.create_publisher(Clock, '/clock', convert.qos_profile(RELIABLE_QOS)))
+        self.clock_pub = CountedPublisher(self.create_publisher(Clock, '/clock', qos_profile(RELIABLE_QOS)))
         self.clock_layout = FixedLayout(Clock(), ['clock'])  # /clock is sent hundreds of times a second
         self.create_service(Pause, 'sim/pause', self.on_pause)
         self.create_service(Step, 'sim/step', self.on_step)
@@ -204,7 +204,7 @@ class SimNode(Node):
         ports.messages = RobotMessages(robot, frame_prefix, self.publish_base, self.sim.labels)
         for topic in ports.messages.topics:
             ports.pubs[topic.name] = CountedPublisher(self.create_publisher(
-                message_class(topic.type), ports.topic(topic.name), convert.qos_profile(topic.qos)))
+                message_class(topic.type), ports.topic(topic.name), qos_profile(topic.qos)))
         for name, message in ports.messages.latched():
             ports.pubs[name].publish(message)
         twist_type = TwistStamped if self.cmd_vel_stamped else Twist
@@ -248,7 +248,7 @@ class SimNode(Node):
 
     def publish_clock(self, now_ns: int) -> None:
         if now_ns > self.last_clock_ns:
-            self.clock_pub.publish(self.clock_layout.encode(*divmod(now_ns, 1_000_000_000)))
+            self.clock_pub.publish(self.clock_layout.encode(*stamp_fields(now_ns)))
             self.last_clock_ns = now_ns
 
     # ------------------------------------------------------------------ stepping
@@ -307,7 +307,7 @@ class SimNode(Node):
             self.measured_rtf = (sim_ns - start_sim) * 1e-9 / (wall - start_wall)
         self._rtf_window = (wall, sim_ns)
         status = SimStatus(
-            sim_time=convert.stamp_msg(self.stamp_ns(sim_ns)), real_time_factor=self.measured_rtf,
+            sim_time=stamp_msg(self.stamp_ns(sim_ns)), real_time_factor=self.measured_rtf,
             target_real_time_factor=self.real_time_factor, paused=self.paused,
             step_count=self.sim.step_count, physics_timestep=self.sim.model.opt.timestep, seed=self.sim.seed)
         for ports in self.ports:
@@ -418,7 +418,7 @@ class SimNode(Node):
                 future.set_result(outcome)
 
     def publish_arm_feedback(self) -> None:
-        stamp = convert.stamp_msg(self.stamp_ns(self.sim.time_ns))
+        stamp = stamp_msg(self.stamp_ns(self.sim.time_ns))
         for handle, ports, _ in list(self.goals.values()):
             controller = self.sim.robots[ports.index].arm_controller
             if controller is None or controller.active_token is not handle or not handle.is_active:
@@ -439,7 +439,7 @@ class SimNode(Node):
         for ports in self.ports:
             if ports.controller_state is None or not ports.controller_state.get_subscription_count():
                 continue
-            stamp = stamp or convert.stamp_msg(self.stamp_ns(self.sim.time_ns))
+            stamp = stamp or stamp_msg(self.stamp_ns(self.sim.time_ns))
             state = self.sim.arm_state(ports.index)
             robot = self.sim.robots[ports.index]
             message = JointTrajectoryControllerState()
@@ -479,7 +479,7 @@ class SimNode(Node):
             self.deliver_captures()
             self.publish_clock(self.stamp_ns(self.sim.time_ns))
             response.success, response.message = True, f'stepped {request.steps}'
-        response.sim_time = convert.stamp_msg(self.stamp_ns(self.sim.time_ns))
+        response.sim_time = stamp_msg(self.stamp_ns(self.sim.time_ns))
         response.step_count = self.sim.step_count
         return response
 
@@ -512,7 +512,7 @@ class SimNode(Node):
             return response
         position, quaternion = found
         response.pose.header.frame_id = 'world'
-        response.pose.header.stamp = convert.stamp_msg(self.stamp_ns(self.sim.time_ns))
+        response.pose.header.stamp = stamp_msg(self.stamp_ns(self.sim.time_ns))
         pose = response.pose.pose
         pose.position.x, pose.position.y, pose.position.z = (float(v) for v in position)
         pose.orientation.w, pose.orientation.x, pose.orientation.y, pose.orientation.z = (float(v) for v in quaternion)
