@@ -12,6 +12,7 @@ import argparse
 import os
 import platform
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -25,9 +26,10 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
 from robotsim_core.description import load_robot  # noqa: E402
+from robotsim_core.fleet import load_fleet  # noqa: E402
 from robotsim_sensors.lidar import LidarSpec  # noqa: E402
 from robotsim_sensors.lidar import Lidar  # noqa: E402
-from robotsim_sim.scene import RobotPlacement, load_world, resolve_world_path  # noqa: E402
+from robotsim_sim.scene import RobotPlacement, SpawnSpec, load_world, resolve_world_path  # noqa: E402
 from robotsim_sim.simulation import SimOptions, Simulation  # noqa: E402
 
 WORKSPACE = Path(__file__).resolve().parents[1]
@@ -54,20 +56,25 @@ def gl_renderer(sim: Simulation) -> str:
         return f'unknown ({error.__class__.__name__})'
 
 
-def simulation(cameras: bool, robot=None, camera_threads: bool = False) -> Simulation:
-    robot = robot or load_robot('rover')
-    return Simulation(load_world(resolve_world_path('room')), [RobotPlacement(robot)],
+def simulation(cameras: bool, robot=None, camera_threads: bool = False, fleet: str = '') -> Simulation:
+    if fleet:
+        placements = [RobotPlacement(load_robot(entry.robot), entry.namespace, SpawnSpec(entry.xyz, entry.yaw))
+                      for entry in load_fleet(fleet).robots]
+    else:
+        placements = [RobotPlacement(robot or load_robot('rover'))]
+    return Simulation(load_world(resolve_world_path('room')), placements,
                       SimOptions(seed=0, cameras=cameras, camera_threads=camera_threads))
 
 
-def core_rtf(cameras: bool, camera_threads: bool = True) -> float:
+def core_rtf(cameras: bool, camera_threads: bool = True, fleet: str = '') -> float:
     """The simulation core alone; ``camera_threads`` as the node runs it (True) or as the dataset
     generator's fast path does (False: every capture in the physics thread)."""
-    sim = simulation(cameras, camera_threads=camera_threads)
+    sim = simulation(cameras, camera_threads=camera_threads, fleet=fleet)
     steps = round(SIM_SECONDS / sim.model.opt.timestep)
     start = time.perf_counter()
     for _ in range(steps):
-        sim.command_base(0, 0.2, 0.3)
+        for robot in range(len(sim.robots)):
+            sim.command_base(robot, 0.2, 0.3)
         sim.step()
     sim.flush()
     seconds = time.perf_counter() - start
@@ -75,18 +82,44 @@ def core_rtf(cameras: bool, camera_threads: bool = True) -> float:
     return SIM_SECONDS / seconds
 
 
+NODE_CORES_BUSY: dict[tuple[bool, str], float] = {}
+
+
+def children_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def node_rtf(cameras: bool, fleet: str = '') -> float:
-    """The ROS node end to end (messages built and published, no subscriber), as fast as possible."""
+    """The ROS node end to end (messages built and published, no subscriber), as fast as possible.
+    Also notes in NODE_CORES_BUSY the node's CPU time over its wall time (all its threads; start-up
+    included): how much of the machine's cores it used."""
     env = {**os.environ, 'ROS_DOMAIN_ID': str(200 + os.getpid() % 30)}
     command = [str(WORKSPACE / 'install/robotsim_sim/lib/robotsim_sim/sim_node'), '--ros-args',
                '-p', 'real_time_factor:=0.0', '-p', f'duration:={SIM_SECONDS}', '-p', f'cameras:={str(cameras).lower()}']
     if fleet:
         command += ['-p', f'fleet:={fleet}']
+    cpu_before, wall_before = children_cpu_seconds(), time.perf_counter()
     output = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env).stderr
+    NODE_CORES_BUSY[(cameras, fleet)] = (children_cpu_seconds() - cpu_before) / (time.perf_counter() - wall_before)
     match = re.search(r'wall: real-time factor ([0-9.]+)', output)  # the end-of-run report
     if not match:
         raise RuntimeError(f'sim_node printed no report:\n{output}')
     return float(match.group(1))
+
+
+def ideal_rtf(fleet: str) -> tuple[float, float, float]:
+    """The RTF a run would reach if it kept both cores busy, from the work it does per simulated second.
+
+    Two kinds of work, in CPU seconds per simulated second: the node's physics thread with cameras off
+    (physics, sensor models, messages, publishing), which is serial; and the camera captures (the
+    core with every capture in the physics thread, less the core with cameras off), which can go to
+    the other core. Perfect use of two cores: 1 / max(serial, (serial + cameras) / 2). Real runs
+    reach less: threads share the cores and Python's lock, and rendering in threads costs more CPU.
+    Returns (that RTF, serial work, camera work), work in CPU seconds per simulated second."""
+    serial = 1 / node_rtf(False, fleet)
+    cameras = 1 / core_rtf(True, camera_threads=False, fleet=fleet) - 1 / core_rtf(False, fleet=fleet)
+    return 1 / max(serial, (serial + cameras) / 2), serial, cameras
 
 
 def lidar_us_per_ray(channels: int, samples: int, vertical_fov: float) -> float:
@@ -202,6 +235,16 @@ def main() -> int:
     row('ratio: sim_node / core, cameras off', f'{node_off / core_off:.2f}', '>= 0.75')
     row('ratio: sim_node / core, default sensors', f'{node / core:.2f}', 'no regression')
     row('ratio: two rovers / one rover, sim_node, default sensors', f'{two / node:.2f}', '>= 0.6')
+    ideal_one, serial_one, cameras_one = ideal_rtf('')
+    ideal_two, serial_two, cameras_two = ideal_rtf('two_rovers')
+    row('CPU ms per simulated second, physics thread (sim_node, cameras off): one rover, two rovers',
+        f'{1e3 * serial_one:.1f}, {1e3 * serial_two:.1f}')
+    row('CPU ms per simulated second, camera captures (core, in the physics thread): one rover, two rovers',
+        f'{1e3 * cameras_one:.1f}, {1e3 * cameras_two:.1f}')
+    row('ratio: two rovers / one rover, if both runs kept the 2 cores busy (from the two rows above)',
+        f'{ideal_two / ideal_one:.2f}', '>= 0.6')
+    row('cores busy (CPU time / wall time, start-up included), sim_node, default sensors: one rover, two rovers',
+        f'{NODE_CORES_BUSY[(True, "")]:.2f}, {NODE_CORES_BUSY[(True, "two_rovers")]:.2f}', 'of 2')
     row('lidar, 360 beams x 1 channel', f'{lidar_us_per_ray(1, 360, 0.0):.2f} us/ray', '<= 0.5 us/ray')
     row('lidar, 1024 beams x 16 channels', f'{lidar_us_per_ray(16, 1024, 0.5):.2f} us/ray', '<= 0.5 us/ray')
     small, renderer = camera_ms_per_frame(320, 240)
