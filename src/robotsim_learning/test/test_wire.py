@@ -122,3 +122,19 @@ def test_a_joint_state_of_no_joints():
     assert list(message.name) == list(message.position) == list(message.effort) == []
     assert encoded == bytes(STORE.serialize_cdr(STORE.deserialize_cdr(encoded, 'sensor_msgs/msg/JointState'),
                                                 'sensor_msgs/msg/JointState'))
+
+
+def test_latest_messages_hand_out_messages_however_they_are_read():
+    """The episode loop keeps high-rate topics as the bytes the simulator published; a driver reading
+    them by [], get, values or items gets the message, equal to the one encoded."""
+    from robotsim_learning.ros.episode import LatestMessages
+    imu = Imu()
+    imu.header.frame_id = 'imu_link'
+    imu.angular_velocity.z = 0.25
+    latest = LatestMessages()
+    latest.put_serialized('imu/data', serialize_message(imu), Imu)
+    assert [type(message) for message in latest.values()] == [Imu]
+    assert [(name, type(message)) for name, message in latest.items()] == [('imu/data', Imu)]
+    assert latest['imu/data'] == imu and latest.get('imu/data') == imu and latest.get('scan') is None
+    latest.put_serialized('imu/data', serialize_message(Imu()), Imu)  # a newer message replaces the decoded one
+    assert latest['imu/data'] == Imu() and len(latest) == 1

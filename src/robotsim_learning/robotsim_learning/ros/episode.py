@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -273,22 +274,34 @@ def goal_message(goal_odom, stamp_ns: int) -> PoseStamped:
     return message
 
 
-class LatestMessages(dict):
+class LatestMessages(MutableMapping):
     """Newest message per topic; one that arrived serialized is deserialized when first read (a
-    driver reads a few topics at 10 Hz; the IMU alone writes 100 messages a second)."""
+    driver reads a few topics at 10 Hz; the IMU alone writes 100 messages a second). Every way of
+    reading (``[]``, ``get``, ``values``, ``items``) hands out messages, never the bytes."""
+
+    def __init__(self):
+        self._messages: dict[str, object] = {}
 
     def put_serialized(self, name: str, data: bytes, message_type) -> None:
-        super().__setitem__(name, _Serialized(data, message_type))
+        self._messages[name] = _Serialized(data, message_type)
 
     def __getitem__(self, name: str):
-        value = super().__getitem__(name)
+        value = self._messages[name]
         if type(value) is _Serialized:
-            value = deserialize_message(value.data, value.message_type)
-            super().__setitem__(name, value)
+            value = self._messages[name] = deserialize_message(value.data, value.message_type)
         return value
 
-    def get(self, name: str, default=None):
-        return self[name] if name in self else default
+    def __setitem__(self, name: str, message) -> None:
+        self._messages[name] = message
+
+    def __delitem__(self, name: str) -> None:
+        del self._messages[name]
+
+    def __iter__(self):
+        return iter(self._messages)
+
+    def __len__(self) -> int:
+        return len(self._messages)
 
 
 @dataclass

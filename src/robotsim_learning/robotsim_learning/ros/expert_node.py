@@ -23,7 +23,7 @@ from robotsim_core.errors import DescriptionError
 from robotsim_sim.scene import load_world, resolve_world_path
 
 from ..expert import Expert
-from ..observation import goal_problem
+from .goals import accepted_goal
 
 COMMAND_RATE = 20.0
 """Hz of /cmd_vel (sim time)."""
@@ -62,10 +62,8 @@ class ExpertNode(Node):
 
     def on_goal(self, message: PoseStamped) -> None:
         frame = message.header.frame_id
-        point = (message.pose.position.x, message.pose.position.y)
-        problem = goal_problem(frame, point, self.frame_prefix, other_frames=('world',))
-        if problem:
-            self.get_logger().warning(f'goal_pose refused: {problem}')
+        point = accepted_goal(self, message, self.frame_prefix, other_frames=('world',))
+        if point is None:
             return
         self.goal_world = np.array(point) if frame == 'world' else self.odom_to_world(point)
         self.status = ''

@@ -28,9 +28,10 @@ from robotsim_core.contract import RELIABLE_QOS, SENSOR_QOS
 from robotsim_core.description import load_robot
 from robotsim_core.errors import DescriptionError
 
-from ..observation import (ImuHeadingOdometry, closest_by_stamp, goal_in_base, goal_problem, observation_from_messages,
+from ..observation import (ImuHeadingOdometry, closest_by_stamp, goal_in_base, observation_from_messages,
                           spec_for_robot, stamp_seconds, yaw_of)
 from ..policy_runtime import InferenceError, PolicyFileError, PolicyRuntime
+from .goals import accepted_goal
 
 COMMAND_RATE = 10.0
 """Hz of /cmd_vel by default (sim or robot time; the ``rate`` parameter)."""
@@ -97,10 +98,8 @@ class PolicyNode(Node):
         return pose.position.x, pose.position.y, yaw_of(pose.orientation)
 
     def on_goal(self, message: PoseStamped) -> None:
-        point = (message.pose.position.x, message.pose.position.y)
-        problem = goal_problem(message.header.frame_id, point, self.frame_prefix)
-        if problem:
-            self.get_logger().warning(f'goal_pose refused: {problem}')
+        point = accepted_goal(self, message, self.frame_prefix)
+        if point is None:
             return
         self.goal_odom = point
         self.get_logger().info(f'goal ({point[0]:.2f}, {point[1]:.2f}) in odom')

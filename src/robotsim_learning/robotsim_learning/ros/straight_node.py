@@ -17,8 +17,9 @@ from rclpy.node import Node
 from robotsim_core.ros import common as ros_common
 from robotsim_core.contract import RELIABLE_QOS
 
-from ..observation import goal_problem, stamp_seconds, yaw_of
+from ..observation import stamp_seconds, yaw_of
 from ..straight import StraightToGoal
+from .goals import accepted_goal
 
 COMMAND_RATE = 10.0
 """Default Hz of /cmd_vel (sim time on /clock in simulation)."""
@@ -41,12 +42,9 @@ class StraightNode(Node):
         self.create_timer(1.0 / rate, self.tick)
 
     def on_goal(self, message: PoseStamped) -> None:
-        point = (message.pose.position.x, message.pose.position.y)
-        problem = goal_problem(message.header.frame_id, point, self.frame_prefix)
-        if problem:
-            self.get_logger().warning(f'goal_pose refused: {problem}')
-            return
-        self.goal = point
+        point = accepted_goal(self, message, self.frame_prefix)
+        if point is not None:
+            self.goal = point
 
     def tick(self) -> None:
         command = Twist()
