@@ -97,6 +97,23 @@ def test_depth_and_segmentation_edges_agree():
     assert disagreeing == 0, f'{disagreeing} pixels: depth says box where segmentation does not, or back'
 
 
+
+def test_cameras_do_not_see_sites():
+    # A site marks a frame; it is no surface. A big red site between the camera and the floor must
+    # leave every image as the floor alone makes it (MuJoCo draws sites of groups 0-2 by default).
+    site = '<site name="marker" type="sphere" size="0.2" pos="0 0 0.5" rgba="1 0 0 1"/>'
+    images = []
+    for extra in (site, ''):
+        model, data, renderer = render_scene({'down': (math.pi / 2, 0.0)}, extra)
+        images.append(Camera(renderer, 'down', SPEC, np.arange(model.ngeom, dtype=np.int32)).measure(
+            data, np.random.default_rng(0), 0))
+        renderer.close()
+    with_site, floor_only = images
+    assert np.array_equal(with_site.rgb, floor_only.rgb)
+    assert np.array_equal(with_site.depth, floor_only.depth)
+    assert np.array_equal(with_site.segmentation, floor_only.segmentation)
+    assert np.all(floor_only.segmentation == 0) and np.all(np.abs(floor_only.depth - 1.0) < 0.01)
+
 @pytest.fixture(scope='module')
 def quiet_rover(tmp_path_factory) -> str:
     """The shipped rover without sensor noise or biases, with segmentation: exact comparisons."""
