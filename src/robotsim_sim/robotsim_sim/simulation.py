@@ -3,8 +3,9 @@
 Modelled on dm_control's split: :class:`Simulation` owns physics and time and hands out
 readings; the ROS node (:mod:`robotsim_sim.ros.sim_node`) only converts them to messages. Time is
 counted in physics steps (``time_ns = step_count * timestep_ns``) so stamps are exact. Every
-random choice flows from the seed: each sensor has its own stream spawned from it, so a reset
-with the same seed replays the same noise.
+random choice flows from the seed: each sensor has its own stream spawned from it by the sensor's
+place in the robot description, so a reset with the same seed replays the same noise, and a
+sensor's noise does not depend on which other sensors are simulated (e.g. cameras off).
 """
 
 from __future__ import annotations
@@ -95,6 +96,10 @@ class _Scheduled:
     next_ns: int = 0
     on_reset: object = None   # callable(rng) run at every reset (e.g. draw IMU biases)
     capture: CaptureThread | None = None   # measured in a thread of its own (SimOptions.camera_threads)
+    slot: int = 0
+    """Which of the robot's noise streams is this reading's: joint states 0, base state 1, the
+    description's sensors 2, 3, ... in order, whether or not each is simulated (cameras off leave
+    theirs unused), so a sensor's noise does not depend on which other sensors run."""
 
     def advance(self, now_ns: int) -> None:
         while self.next_ns <= now_ns:
@@ -294,10 +299,10 @@ class Simulation:
             robot.arm_actuators[joint] = binding.position_servos[joint]
         self._make_arm_controllers(robot, moved_by_arm, fingers, limits)
         robot.schedule.append(_Scheduled('joint_states', self.options.joint_state_rate,
-                                         lambda data, rng, stamp, r=robot: self._joint_states(r, stamp)))
+                                         lambda data, rng, stamp, r=robot: self._joint_states(r, stamp), slot=0))
         robot.schedule.append(_Scheduled('base_state', self.options.odom_rate,
-                                         lambda data, rng, stamp, r=robot: self._base_state(r, stamp)))
-        for sensor in model.sensors:  # each kind places its own model (robotsim_core.sensor_kinds)
+                                         lambda data, rng, stamp, r=robot: self._base_state(r, stamp), slot=1))
+        for slot, sensor in enumerate(model.sensors, 2):  # each kind places its own model (robotsim_core.sensor_kinds)
             kind = sensor_kind(sensor.type)
             context = SensorContext(m, prefix, sensor, FIRST_ROBOT_GROUP + index, self.renderer, self.geom_labels)
             if kind.renders and self.options.cameras and self.options.camera_threads:
@@ -305,12 +310,12 @@ class Simulation:
                 capture = CaptureThread(m, lambda: CameraRenderer(m, light.shadows, light.reflections),
                                         lambda renderer, c=context, k=kind: k.make(replace(c, renderer=renderer)))
                 on_reset = getattr(capture.sensor, 'on_reset', None)
-                robot.schedule.append(_Scheduled(sensor.name, sensor.spec.rate, None, capture=capture, on_reset=(
+                robot.schedule.append(_Scheduled(sensor.name, sensor.spec.rate, None, capture=capture, slot=slot, on_reset=(
                     None if on_reset is None else lambda rng, c=capture, f=on_reset: c.run(f, rng))))
                 continue
             placed = kind.make(context)
             if placed is not None:
-                robot.schedule.append(_Scheduled(sensor.name, sensor.spec.rate, placed.measure,
+                robot.schedule.append(_Scheduled(sensor.name, sensor.spec.rate, placed.measure, slot=slot,
                                                  on_reset=getattr(placed, 'on_reset', None)))
         return robot
 
@@ -363,7 +368,8 @@ class Simulation:
                 self.data.qpos[robot.binding.qpos[name]] = value
         mujoco.mj_forward(self.model, self.data)
         self.step_count = 0
-        streams = iter(np.random.SeedSequence(self.seed).spawn(sum(len(r.schedule) for r in self.robots)))
+        streams = np.random.SeedSequence(self.seed).spawn(sum(2 + len(r.model.sensors) for r in self.robots))
+        first_stream = 0
         for robot in self.robots:
             if robot.base_controller:
                 robot.base_controller.reset()
@@ -374,12 +380,13 @@ class Simulation:
             robot.gripper.reset()
             self._end_goals_at_reset(robot)
             for item in robot.schedule:
-                item.rng = np.random.default_rng(next(streams))
+                item.rng = np.random.default_rng(streams[first_stream + item.slot])
                 item.index = item.next_ns = 0
                 if item.on_reset is not None:
                     item.on_reset(item.rng)
             for joint, actuator in robot.arm_actuators.items():
                 self.data.ctrl[actuator] = self.data.qpos[robot.binding.qpos[joint]]
+            first_stream += 2 + len(robot.model.sensors)
 
     def _resync_after_physics_reset(self, robot: RobotInstance) -> None:
         """The world's state went back to its initial one (a reset, or MuJoCo's own after an

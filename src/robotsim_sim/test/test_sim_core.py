@@ -98,6 +98,21 @@ def test_reset_replays_the_same_noise_and_state():
     assert not np.array_equal(first[0], other[0])
 
 
+
+def test_a_sensors_noise_does_not_depend_on_which_other_sensors_run():
+    # The rover describes lidar, camera, IMU: with cameras off the IMU and lidar must draw the very
+    # noise they draw with cameras on (streams by place in the description, not in the schedule).
+    readings = {}
+    for cameras in (True, False):
+        events = run(make_sim(cameras=cameras, seed=9), 0.2, 0.2, 0.1)
+        readings[cameras] = {channel: [e.reading for e in events if e.channel == channel] for channel in ('imu', 'laser')}
+    for on, off in zip(readings[True]['imu'], readings[False]['imu'], strict=True):
+        assert np.array_equal(on.angular_velocity, off.angular_velocity)
+        assert np.array_equal(on.linear_acceleration, off.linear_acceleration)
+    for on, off in zip(readings[True]['laser'], readings[False]['laser'], strict=True):
+        assert np.array_equal(on.ranges, off.ranges)
+    assert len(readings[False]['imu']) == 21 and len(readings[False]['laser']) == 3
+
 def test_sensor_rates_follow_sim_time():
     sim = make_sim()
     counts = {}
