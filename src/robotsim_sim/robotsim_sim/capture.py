@@ -71,7 +71,10 @@ class CaptureThread:
         """Free the renderer in its thread and end the thread (again: nothing)."""
         if self._renderer is None:
             return
-        self.discard()
+        try:
+            self.discard()
+        except Exception:  # noqa: BLE001 - a failed capture that is being dropped anyway: free the renderer all the same
+            pass
         self._executor.submit(self._renderer.close).result()
         self._executor.shutdown()
         self._renderer = None

@@ -246,6 +246,10 @@ class SimNode(Node):
     def stamp_ns(self, episode_ns: int) -> int:
         return self.time_offset_ns + episode_ns
 
+    def total_time_ns(self) -> int:
+        """Sim time on /clock now: the episodes before the last reset and this one's time."""
+        return self.stamp_ns(self.sim.time_ns)
+
     def publish_clock(self, now_ns: int) -> None:
         if now_ns > self.last_clock_ns:
             self.clock_pub.publish(self.clock_layout.encode(*stamp_fields(now_ns)))
@@ -484,11 +488,16 @@ class SimNode(Node):
         return response
 
     def on_reset(self, request, response):
-        self.time_offset_ns = max(self.last_clock_ns, 0) + self.sim.timestep_ns
+        # Images of the ending episode still rendering were due (their stamps are at most now): out
+        # with them first, as a capture in the physics thread would have been.
+        self.deliver_captures()
+        # The new episode's time goes on from a step after every stamp sent so far: /clock and also
+        # sim/status, feedback and controller state (stamped with the sim time, which can be ahead of /clock).
+        self.time_offset_ns = self.total_time_ns() + self.sim.timestep_ns
         self.sim.reset(request.seed if request.use_seed else None)
         self.next_feedback_ns = self.next_state_ns = 0
         self.dispatch_outcomes()  # running arm and gripper goals end with the episode
-        self._pace_origin = (time.monotonic(), self.sim.time_ns)
+        self._pace_origin = self._rtf_window = (time.monotonic(), self.sim.time_ns)
         self.publish_clock(self.stamp_ns(0))
         response.success, response.seed = True, self.sim.seed
         response.message = f'episode reset with seed {self.sim.seed}'
@@ -532,7 +541,7 @@ class SimNode(Node):
 
     # ------------------------------------------------------------------ main loop
     def report(self, wall_seconds: float) -> str:
-        sim_seconds = self.sim.time_ns * 1e-9
+        sim_seconds = self.total_time_ns() * 1e-9
         rtf = sim_seconds / wall_seconds if wall_seconds > 0 else 0.0
         publishers = [self.clock_pub] + [p for ports in self.ports for p in ports.pubs.values()]
         counts = ', '.join(f'{p.publisher.topic_name} {p.count}' for p in publishers)
@@ -540,7 +549,7 @@ class SimNode(Node):
                 f'published messages: {counts}')
 
     def log_progress(self) -> None:
-        self.get_logger().info(f'sim time {self.sim.time:.1f} s, real-time factor {self.measured_rtf:.2f}'
+        self.get_logger().info(f'sim time {self.total_time_ns() * 1e-9:.1f} s, real-time factor {self.measured_rtf:.2f}'
                                f'{" (paused)" if self.paused else ""}, {self.rejected_commands} rejected commands'
                                + (f', {self.sim.instability_count} physics instabilities' if self.sim.instability_count
                                   else ''))
@@ -552,7 +561,7 @@ class SimNode(Node):
                 executor.spin_once(timeout_sec=0.02)
                 continue
             self.advance()
-            if self.duration > 0 and self.sim.time >= self.duration:
+            if self.duration > 0 and self.total_time_ns() >= self.duration * 1e9:
                 self.deliver_captures()
                 break
             now = time.monotonic()

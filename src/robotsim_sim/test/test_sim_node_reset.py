@@ -1,0 +1,21 @@
+"""A reset of a running simulator node (sim/reset): the ending episode's images still rendering are
+published, the new episode's stamps follow every stamp sent before (status too, not only /clock),
+the measured real-time factor does not go negative, and ``duration`` counts the sim time of the
+whole run, across resets. The node runs in a subprocess (sim_node_reset_probe.py), driven step by
+step, so each case happens at the same step every time."""
+
+import json
+from pathlib import Path
+
+from workspace_setup import run_python
+
+
+def test_a_reset_loses_no_image_and_keeps_stamps_going_forward():
+    result = json.loads(run_python(Path(__file__).with_name('sim_node_reset_probe.py'), timeout=300).stdout
+                        .strip().splitlines()[-1])
+    assert result['images_out_at_reset'] == [1] * 6, 'the image in flight at the reset was lost'
+    gaps = result['new_episode_start_after_time_reached_ns']
+    assert len(gaps) == 6 and min(gaps) > 0, f'the new episode starts at or before a stamp already sent: {gaps}'
+    assert result['real_time_factor_after_reset'] >= 0.0
+    assert result['clock_at_end_of_run_ns'] == 2_000_000_000, result
+    assert result['clock_at_last_reset_ns'] > 0
