@@ -72,6 +72,11 @@ UNSTABLE_WARNINGS = {mujoco.mjtWarning.mjWARN_BADQACC: 'NaN, Inf or huge acceler
                      mujoco.mjtWarning.mjWARN_BADQPOS: 'NaN, Inf or huge position'}
 
 
+OVERLAP_TOLERANCE = 0.01
+"""Metres two things may interpenetrate at a spawn or a teleport: resting contact and mesh/primitive
+fits stay within millimetres; more means one was put inside the other (MuJoCo would fling them apart)."""
+
+
 @dataclass
 class Instability:
     """MuJoCo found the physics unstable and reset the world to its initial state."""
@@ -234,6 +239,7 @@ class Simulation:
         self.robots = [self._make_robot(index, placement, binding)
                        for index, (placement, binding) in enumerate(zip(placements, bindings))]
         self.reset(self.seed)
+        self._refuse_overlaps_at_start()
 
     # ------------------------------------------------------------------ construction
     def _segmentation_labels(self, placements, bindings):
@@ -606,6 +612,61 @@ class Simulation:
         half_x, half_y = (size / 2 for size in self.world.floor.size)
         return np.array([-half_x, -half_y, 0.0]), np.array([half_x, half_y, max(self.world.floor.size)])
 
+    def _body_owner(self, body: int) -> str | None:
+        """What a body belongs to, as a user names it: a robot (its namespace or model name) or a world
+        entity (its top body's name); None for the world body itself (static geoms)."""
+        if body == 0:
+            return None
+        root = int(self.model.body_rootid[body])
+        for robot in getattr(self, 'robots', ()):
+            if int(self.model.body_rootid[robot.root_body]) == root:
+                return robot.placement.namespace or robot.model.name
+        return self.model.body(root).name
+
+    def _placed_later(self, body: int, other: int) -> bool:
+        """Whether ``body`` came into the scene after ``other``: the world's static geoms, then its
+        entities, then the robots in order."""
+        def rank(b: int) -> int:
+            if b == 0:
+                return -2
+            root = int(self.model.body_rootid[b])
+            return next((index for index, robot in enumerate(getattr(self, 'robots', ()))
+                         if int(self.model.body_rootid[robot.root_body]) == root), -1)
+        return rank(body) > rank(other)
+
+    def _owner(self, geom: int) -> str:
+        """What a geom belongs to (a static geom of the world: its own name)."""
+        owner = self._body_owner(int(self.model.geom_bodyid[geom]))
+        return owner if owner is not None else (self.model.geom(geom).name or f'world geom {geom}')
+
+    def _overlaps(self, involving: str | None = None) -> list[tuple[str, str, float]]:
+        """(owner, other owner, depth in m) of the contacts of the current state (after mj_forward) in
+        which two owners interpenetrate by more than OVERLAP_TOLERANCE, deepest first; only those
+        involving ``involving`` when given."""
+        found = {}
+        for contact in self.data.contact[:self.data.ncon]:
+            if contact.dist >= -OVERLAP_TOLERANCE:
+                continue
+            bodies = int(self.model.geom_bodyid[contact.geom1]), int(self.model.geom_bodyid[contact.geom2])
+            first, second = self._owner(contact.geom1), self._owner(contact.geom2)
+            if first == second or (involving is not None and involving not in (first, second)):
+                continue
+            if (second == involving) if involving is not None else self._placed_later(bodies[1], bodies[0]):
+                first, second = second, first  # the thing put in the way first: a later robot, a static geom last
+            key = (first, second)
+            found[key] = max(found.get(key, 0.0), -float(contact.dist))
+        return sorted(((a, b, depth) for (a, b), depth in found.items()), key=lambda item: -item[2])
+
+    def _refuse_overlaps_at_start(self) -> None:
+        overlaps = self._overlaps()
+        if overlaps:
+            first, second, depth = overlaps[0]
+            self.close()
+            raise DescriptionError(self.world.source or 'world', 'spawn',
+                                   f'{first!r} starts inside {second!r} ({100 * depth:.1f} cm deep): expected every '
+                                   'robot and entity in a free spot (move the world\'s spawn or entities, or the '
+                                   "fleet's xyz)")
+
     @staticmethod
     def _unknown_entity(name: str, entities: dict[str, int]) -> str | None:
         """Why ``name`` names no entity (one line listing those there are), or None."""
@@ -646,10 +707,18 @@ class Simulation:
             return (f'pose.orientation: (w, x, y, z) = ({", ".join(f"{v:g}" for v in quaternion)}): expected a finite '
                     'quaternion of norm near 1 (between 1e-6 and 1e6; it is normalised)')
         address, dof = self.model.jnt_qposadr[joint], self.model.jnt_dofadr[joint]
+        before = self.data.qpos[address:address + 7].copy(), self.data.qvel[dof:dof + 6].copy()
         self.data.qpos[address:address + 3] = position
         self.data.qpos[address + 3:address + 7] = quaternion / np.linalg.norm(quaternion)
         self.data.qvel[dof:dof + 6] = 0.0
         mujoco.mj_forward(self.model, self.data)
+        overlaps = self._overlaps(involving=self._body_owner(int(self.model.jnt_bodyid[joint])))
+        if overlaps:
+            self.data.qpos[address:address + 7], self.data.qvel[dof:dof + 6] = before
+            mujoco.mj_forward(self.model, self.data)
+            _, other, depth = overlaps[0]
+            return (f'pose: {name!r} at ({", ".join(f"{v:g}" for v in position)}) would be {100 * depth:.1f} cm '
+                    f'inside {other!r}: expected a free spot (nothing moved)')
         return None
 
     # ------------------------------------------------------------------ stepping

@@ -167,3 +167,42 @@ def test_world_mjcf_include(tmp_path):
     world.write_text(yaml.safe_dump({'name': 'inc', 'include': 'extra.xml'}))
     sim = make_sim(world, cameras=False)
     assert sim.model.geom('barrel').size[0] == pytest.approx(0.2)
+
+
+def test_things_put_inside_others_are_refused(tmp_path):
+    # A spawn inside a box, two robots on one spot, a free box inside a fixed one: refused in one line
+    # naming the world file, the key and both things (MuJoCo would fling them apart at the first step).
+    from robotsim_sim.world_spec import SpawnSpec
+    inside = tmp_path / 'inside.yaml'
+    inside.write_text(yaml.safe_dump({'name': 'inside', 'boxes': [{'name': 'crate', 'position': [0.3, 0.0, 0.2],
+                                                                     'size': [0.4, 0.4, 0.4]}]}))
+    with pytest.raises(DescriptionError, match=r"inside.yaml: spawn: 'rover' starts inside 'crate' \(\d+\.\d cm deep\)"):
+        make_sim(inside, cameras=False)
+    rover = load_robot('rover')
+    with pytest.raises(DescriptionError, match=r"spawn: 'robot2' starts inside 'robot1'"):
+        Simulation(load_world(resolve_world_path('room')),
+                   [RobotPlacement(rover, 'robot1', SpawnSpec((0.5, 0.5, 0.0), 0.0)),
+                    RobotPlacement(rover, 'robot2', SpawnSpec((0.6, 0.5, 0.0), 0.0))], SimOptions(cameras=False))
+    stacked = tmp_path / 'stacked.yaml'
+    stacked.write_text(yaml.safe_dump({'name': 'stacked', 'boxes': [
+        {'name': 'crate', 'position': [1.6, 0.9, 0.2], 'size': [0.4, 0.4, 0.4]},
+        {'name': 'toy', 'position': [1.6, 0.9, 0.1], 'size': [0.1, 0.1, 0.2], 'mass': 0.3}]}))
+    with pytest.raises(DescriptionError, match=r"spawn: 'toy' starts inside 'crate'"):
+        make_sim(stacked, cameras=False)
+    # Side by side, 1 m apart: accepted.
+    Simulation(load_world(resolve_world_path('room')),
+               [RobotPlacement(rover, 'robot1', SpawnSpec((0.5, 0.5, 0.0), 0.0)),
+                RobotPlacement(rover, 'robot2', SpawnSpec((-0.5, 0.5, 0.0), 0.0))], SimOptions(cameras=False)).close()
+
+
+def test_set_entity_pose_refuses_a_spot_inside_something():
+    sim = make_sim(cameras=False)
+    start = sim.entity_pose('rover')[0]
+    problem = sim.set_entity_pose('rover', (1.6, 0.9, 0.05), (1.0, 0.0, 0.0, 0.0))  # in the crate
+    assert problem and "'rover' at (1.6, 0.9, 0.05) would be" in problem and "inside 'crate'" in problem, problem
+    np.testing.assert_array_equal(sim.entity_pose('rover')[0], start)  # nothing moved
+    problem = sim.set_entity_pose('toy_box', (1.6, 0.9, 0.1), (1.0, 0.0, 0.0, 0.0))
+    assert problem and "'toy_box'" in problem and "inside 'crate'" in problem, problem
+    assert sim.set_entity_pose('toy_box', (0.5, 0.8, 0.1), (1.0, 0.0, 0.0, 0.0)) is None  # a free spot
+    run(sim, 0.2)
+    assert np.linalg.norm(sim.entity_pose('toy_box')[0][:2] - (0.5, 0.8)) < 0.01, 'put on a free spot, it stays'
