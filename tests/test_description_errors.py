@@ -356,3 +356,35 @@ def test_bad_simulator_parameter(case):
     assert completed.returncode == 2, completed
     assert 'Traceback' not in completed.stderr
     assert completed.stderr.strip().splitlines() == [f'robotsim_sim: error: {expected}']
+
+
+CLI_ARGUMENT_CASES = {
+    'describe --urdf into a folder': (['describe', 'rover', '--urdf', '{tmp}'], '--urdf',
+                                      'expected a file to write, got the folder {tmp}'),
+    'describe --urdf under a folder that cannot be made': (['describe', 'rover', '--urdf', '/proc/robotsim/r.urdf'],
+                                                           '--urdf', 'cannot create the folder /proc/robotsim'),
+    'describe --gltf under a folder that cannot be made': (['describe', 'rover', '--mjcf', '{tmp}/ok.xml', '--gltf',
+                                                            '/proc/robotsim/r.glb'], '--gltf',
+                                                           'cannot create the folder /proc/robotsim'),
+    'contract check for no time': (['contract', 'check', '--duration', '-1'], '--duration',
+                                   'expected seconds to watch the graph, more than 0 and at most 3600, got -1'),
+    'contract check for NaN seconds': (['contract', 'check', '--duration', 'nan'], '--duration',
+                                       'expected seconds to watch the graph, more than 0 and at most 3600, got nan'),
+    'contract check in a namespace with a space': (['contract', 'check', '--namespace', 'bad ns'], '--namespace',
+                                                   "expected a ROS name (parts [A-Za-z][A-Za-z0-9_]* separated by /), "
+                                                   "got 'bad ns'"),
+}
+
+
+@pytest.mark.parametrize('case', sorted(CLI_ARGUMENT_CASES))
+def test_bad_cli_argument(case, tmp_path):
+    """Output paths are checked before anything is written; a contract check refuses what it cannot watch."""
+    arguments, option, expected = CLI_ARGUMENT_CASES[case]
+    arguments = [a.replace('{tmp}', str(tmp_path)) for a in arguments]
+    completed = subprocess.run([sys.executable, '-m', 'robotsim_core.cli', *arguments],
+                               capture_output=True, text=True, timeout=60)
+    assert completed.returncode == 2, completed
+    lines = completed.stderr.strip().splitlines()
+    assert lines == [f'robotsim: error: command line: {option}: {expected.replace("{tmp}", str(tmp_path))}'] or (
+        len(lines) == 1 and lines[0].startswith(f'robotsim: error: command line: {option}: {expected}')), lines
+    assert not (tmp_path / 'ok.xml').exists(), 'nothing is written when one output cannot be'

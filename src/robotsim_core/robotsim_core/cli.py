@@ -21,16 +21,36 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 
 from .errors import DescriptionError
 
+_ROS_NAME = re.compile(r'[A-Za-z][A-Za-z0-9_]*$')
 
-def _write(path: str, text: str) -> None:
+
+def _output_file(path: str, option: str) -> None:
+    """Refuse an output file that cannot be written, before anything is written (its folder is
+    created when missing)."""
+    if os.path.isdir(path):
+        raise DescriptionError('command line', option, f'expected a file to write, got the folder {path}')
     directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    with open(path, 'w', encoding='utf-8') as stream:
-        stream.write(text)
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as error:
+        raise DescriptionError('command line', option, f'cannot create the folder {directory}: '
+                                                       f'{error.strerror or error}') from None
+    if not os.access(directory, os.W_OK):
+        raise DescriptionError('command line', option, f'cannot write into the folder {directory}')
+
+
+def _write(path: str, text: str, option: str) -> None:
+    _output_file(path, option)
+    try:
+        with open(path, 'w', encoding='utf-8') as stream:
+            stream.write(text)
+    except OSError as error:
+        raise DescriptionError('command line', option, f'cannot write {path}: {error.strerror or error}') from None
 
 
 def describe(args: argparse.Namespace) -> int:
@@ -40,6 +60,9 @@ def describe(args: argparse.Namespace) -> int:
     from .mjcf import robot_to_mjcf
     from .urdf import tree_to_urdf
 
+    for option, path in (('--urdf', args.urdf), ('--mjcf', args.mjcf), ('--gltf', args.gltf)):
+        if path:
+            _output_file(path, option)  # all checked before the first is written
     model = load_robot(args.robot, strict=args.strict)
     urdf_text = tree_to_urdf(model.tree)
     mjcf_text = robot_to_mjcf(model)
@@ -50,16 +73,18 @@ def describe(args: argparse.Namespace) -> int:
         raise DescriptionError(model.source, '', 'generated MuJoCo model does not compile: '
                                                  + ' '.join(str(error).split())) from None
     if args.urdf:
-        _write(args.urdf, urdf_text)
+        _write(args.urdf, urdf_text, '--urdf')
     if args.mjcf:
-        _write(args.mjcf, mjcf_text)
+        _write(args.mjcf, mjcf_text, '--mjcf')
     if args.world and not args.gltf:
         raise DescriptionError('command line', '--world', 'expected --gltf OUT.glb too (the world is drawn in the glTF)')
     if args.gltf:
         from .viewer.gltf import write_glb
         world = _load_world(args.world) if args.world else None
-        os.makedirs(os.path.dirname(os.path.abspath(args.gltf)), exist_ok=True)
-        write_glb(args.gltf, model, world)
+        try:
+            write_glb(args.gltf, model, world)
+        except OSError as error:
+            raise DescriptionError('command line', '--gltf', f'cannot write {args.gltf}: {error.strerror or error}') from None
     summary = model.summary()
     print(f"robot {summary['robot']} ({model.source})")
     print(f"  links {summary['links']}, joints {summary['joints']} ({summary['moving_joints']} moving), "
@@ -99,8 +124,9 @@ def _load_world(name_or_path: str):
 def import_urdf_command(args: argparse.Namespace) -> int:
     from .description.overlay_draft import draft_overlay
 
+    _output_file(args.out, '--out')
     text = draft_overlay(args.urdf, args.out)
-    _write(args.out, text)
+    _write(args.out, text, '--out')
     print(f'wrote {args.out}: a starting overlay for {args.urdf}; edit it, then: robotsim describe {args.out}')
     return 0
 
@@ -111,6 +137,13 @@ def contract_check(args: argparse.Namespace) -> int:
     from .description import load_robot
     from .ros.contract_probe import probe
 
+    if not args.duration > 0 or args.duration > 3600:  # also refuses NaN
+        raise DescriptionError('command line', '--duration', f'expected seconds to watch the graph, more than 0 and '
+                                                             f'at most 3600, got {args.duration:g}')
+    for option, value in (('--namespace', args.namespace), ('--frame-prefix', args.frame_prefix.rstrip('/'))):
+        if value.strip('/') and not all(_ROS_NAME.match(part) for part in value.strip('/').split('/')):
+            raise DescriptionError('command line', option, f'expected a ROS name (parts [A-Za-z][A-Za-z0-9_]* '
+                                                           f'separated by /), got {value!r}')
     contract = robot_contract(load_robot(args.robot))
     rows = probe(contract, args.duration, args.namespace, args.frame_prefix, include_sim_only=not args.real)
     print(format_table(rows))
