@@ -388,3 +388,37 @@ def test_bad_cli_argument(case, tmp_path):
     assert lines == [f'robotsim: error: command line: {option}: {expected.replace("{tmp}", str(tmp_path))}'] or (
         len(lines) == 1 and lines[0].startswith(f'robotsim: error: command line: {option}: {expected}')), lines
     assert not (tmp_path / 'ok.xml').exists(), 'nothing is written when one output cannot be'
+
+
+LAUNCH_COMBINATION_CASES = {
+    'fleet and namespace': (['fleet:=two_rovers', 'namespace:=r1'], 'namespace',
+                            'a fleet gives each of its robots its namespace: expected fleet:= or namespace:=, not both'),
+    'bag without recording': (['bag:={tmp}/bag'], 'bag', "expected record:=true with it (bag:= names the recording's folder)"),
+    'bag that exists': (['record:=true', 'bag:={tmp}'], 'bag', 'expected a folder that does not exist yet, {tmp} exists'),
+    'bag under a file': (['record:=true', 'bag:={tmp}/file.txt/bag'], 'bag', 'cannot create {tmp}/file.txt/bag: '
+                                                                            '{tmp}/file.txt is a file, not a folder'),
+    'report that is no PNG': (['report:={tmp}/report.txt'], 'report', 'expected the path of a PNG file to write'),
+    'report into a folder': (['report:={tmp}'], 'report', 'expected the path of a PNG file to write'),
+    'report under a file': (['report:={tmp}/file.txt/r.png'], 'report', 'cannot write {tmp}/file.txt/r.png: '),
+    'policy without its driver': (['policy:={tmp}/file.txt', 'driver:=wander'], 'policy',
+                                  'expected driver:=policy with it (driver is wander: the policy would not run)'),
+    'goal without a driver': (['goal:=1,2'], 'goal', 'expected driver:= one of expert, policy, straight with it '
+                                                     '(driver is none: nobody would drive to it)'),
+    'an argument twice': (['duration:=1', 'duration:=2'], 'duration', 'given twice (duration:=1 and duration:=2)'),
+    'a world for the real robot': (['world:=pick'], 'world', 'sim only', 'real'),
+}
+
+
+@pytest.mark.parametrize('case', sorted(LAUNCH_COMBINATION_CASES))
+def test_launch_arguments_that_would_be_ignored_or_fail_late(case, tmp_path):
+    """Refused before any node starts, in one line, instead of ignored or failing at the end of the run."""
+    arguments, key, expected, *mode = LAUNCH_COMBINATION_CASES[case]
+    (tmp_path / 'file.txt').write_text('not a folder')
+    arguments = [a.replace('{tmp}', str(tmp_path)) for a in arguments]
+    completed = subprocess.run([sys.executable, '-m', 'robotsim_core.cli', 'launch', *(mode or ['sim']), *arguments],
+                               capture_output=True, text=True, timeout=60)
+    assert completed.returncode == 2, completed
+    assert 'started' not in completed.stdout + completed.stderr
+    lines = completed.stderr.strip().splitlines()
+    prefix = f'robotsim: error: command line: {key}: {expected.replace("{tmp}", str(tmp_path))}'
+    assert len(lines) == 1 and lines[0].startswith(prefix), lines

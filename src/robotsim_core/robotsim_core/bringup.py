@@ -166,6 +166,9 @@ def config_from_arguments(arguments: dict[str, str], source: str = 'launch argum
                                                  'sim only')
     if config.demo and config.driver not in ('', 'wander'):
         raise DescriptionError(source, 'demo', f'demo:=true is driver:=wander; it contradicts driver:={config.driver}')
+    # What the user set: launch files pass every argument, with its default when not given.
+    given = {key for key in arguments if key in fields and values.get(key) != fields[key].default}
+    _check_combinations(config, given, source)
     if config.goal:
         parts = config.goal.split(',')
         try:
@@ -178,6 +181,52 @@ def config_from_arguments(arguments: dict[str, str], source: str = 'launch argum
 
 
 DRIVERS = ('', 'wander', 'expert', 'policy', 'straight', 'pick')
+GOAL_DRIVERS = ('expert', 'policy', 'straight')
+"""The drivers that drive to a goal (goal:=)."""
+
+
+def _output_path_problem(path: str) -> str | None:
+    """Why a file or folder cannot be created at ``path`` (checked before any node starts), or None."""
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        return f'{parent} is a file, not a folder'
+    if not os.access(parent, os.W_OK):
+        return f'cannot write into {parent}'
+    return None
+
+
+def _check_combinations(config: BringupConfig, given: set[str], source: str) -> None:
+    """Arguments that would be ignored or would fail only after the nodes started: refused at once."""
+    driver = driver_of(config)
+    if config.fleet and 'namespace' in given:
+        raise DescriptionError(source, 'namespace', 'a fleet gives each of its robots its namespace: expected fleet:= '
+                                                    'or namespace:=, not both')
+    if 'world' in given and not config.use_sim:
+        raise DescriptionError(source, 'world', 'sim only: the real robot is in the real world')
+    if 'bag' in given and not config.record:
+        raise DescriptionError(source, 'bag', 'expected record:=true with it (bag:= names the recording\'s folder)')
+    if config.record and config.bag:
+        if os.path.exists(config.bag):
+            raise DescriptionError(source, 'bag', f'expected a folder that does not exist yet, {config.bag} exists '
+                                                  '(a recording never overwrites one)')
+        problem = _output_path_problem(config.bag)
+        if problem:
+            raise DescriptionError(source, 'bag', f'cannot create {config.bag}: {problem}')
+    if config.report:
+        if not config.report.lower().endswith('.png') or os.path.isdir(config.report):
+            raise DescriptionError(source, 'report', f'expected the path of a PNG file to write (ending in .png), '
+                                                     f'got {config.report!r}')
+        problem = _output_path_problem(config.report)
+        if problem:
+            raise DescriptionError(source, 'report', f'cannot write {config.report}: {problem}')
+    if 'policy' in given and driver != 'policy':
+        raise DescriptionError(source, 'policy', f'expected driver:=policy with it (driver is '
+                                                 f'{driver or "none"}: the policy would not run)')
+    if config.goal and driver not in GOAL_DRIVERS:
+        raise DescriptionError(source, 'goal', f'expected driver:= one of {", ".join(GOAL_DRIVERS)} with it '
+                                               f'(driver is {driver or "none"}: nobody would drive to it)')
 
 
 def driver_of(config: BringupConfig) -> str:

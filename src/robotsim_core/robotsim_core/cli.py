@@ -159,6 +159,9 @@ def launch_command(args: argparse.Namespace) -> int:
         name, separator, value = item.partition(':=')
         if not separator:
             raise DescriptionError('command line', item, 'expected name:=value (a launch argument)')
+        if name in arguments:
+            raise DescriptionError('command line', name, f'given twice ({name}:={arguments[name]} and {item}): '
+                                                         'expected it once')
         arguments[name] = value
     nodes = graph_for(args.mode, arguments, 'command line')
     say(f'ROS_DOMAIN_ID={os.environ.get("ROS_DOMAIN_ID", "0")}, discovery '
