@@ -7,6 +7,7 @@ nanoseconds; quaternions in ROS order (x, y, z, w).
 
 from __future__ import annotations
 
+import ctypes
 import faulthandler
 import importlib
 import signal
@@ -108,6 +109,14 @@ def checked_parameter(node, name: str, default, minimum: float | None = None, ma
     return int(value) if whole else float(value)
 
 
+def _interrupted(error: BaseException) -> bool:
+    """Whether ``error`` is Ctrl-C / SIGTERM arriving: also when it hit inside a ctypes call (OpenGL
+    set-up), which reports it as ``ctypes.ArgumentError: argument 1: KeyboardInterrupt``."""
+    if isinstance(error, ctypes.ArgumentError):
+        return 'KeyboardInterrupt' in str(error) or isinstance(error.__context__, KeyboardInterrupt)
+    return True
+
+
 def run_node(program: str, make_node: Callable, expected_errors: tuple[type[Exception], ...], args=None,
              run: Callable | None = None, finish: Callable | None = None) -> int:
     """Create and spin a node the way every robotsim executable does: a bad configuration
@@ -128,10 +137,17 @@ def run_node(program: str, make_node: Callable, expected_errors: tuple[type[Exce
         print(f'{program}: error: {error}', file=sys.stderr)
         rclpy.try_shutdown()
         return 2
+    except (KeyboardInterrupt, ExternalShutdownException, ctypes.ArgumentError) as error:
+        # Stopped while starting (a launch ending because another node failed): a normal stop too.
+        if not _interrupted(error):
+            raise
+        rclpy.try_shutdown()
+        return 0
     try:
         (run or rclpy.spin)(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+    except (KeyboardInterrupt, ExternalShutdownException, ctypes.ArgumentError) as error:
+        if not _interrupted(error):
+            raise
     finally:
         if finish is not None:
             finish(node)
