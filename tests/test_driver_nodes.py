@@ -37,6 +37,12 @@ def test_the_expert_drives_to_the_start_goal_then_to_a_goal_pose():
         observer.spin_for(1.0)
         goals.publish(wrong)
         run.wait_for(r"goal_pose refused: expected frame_id 'odom' or 'world', got 'base_link'", timeout=60)
+        outside = PoseStamped()
+        outside.header.frame_id = 'odom'
+        outside.pose.position.x, outside.pose.position.y = 5.0, 5.0  # beyond the room's walls
+        goals.publish(outside)
+        run.wait_for(r'WARN.*\[expert\].*no collision-free path to the goal \(5\.00, 5\.00\) in world: standing still',
+                     timeout=60)
         goals.publish(goal)
         run.wait_for(r'\[expert\].*goal \(-2\.30, -0\.90\) in odom', timeout=60)
         observer.messages['/sim/ground_truth'].clear()

@@ -82,9 +82,12 @@ class ExpertNode(Node):
         if self.goal_world is not None and fresh:
             linear, angular, status = self.expert.command(self.pose, self.goal_world)
             command.linear.x, command.angular.z = linear, angular
-            if status != self.status and status != 'driving':
-                self.get_logger().info({'reached': 'goal reached', 'no_path': 'no collision-free path to the goal'}
-                                       [status])
+            if status != self.status and status == 'reached':
+                self.get_logger().info('goal reached')
+            elif status != self.status and status == 'no_path':  # the robot stands still: say so loudly
+                x, y = self.goal_world
+                self.get_logger().warning(f'no collision-free path to the goal ({x:.2f}, {y:.2f}) in world: '
+                                          'standing still; send another goal_pose')
             self.status = status
         self.publisher.publish(command)
 
