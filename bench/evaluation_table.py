@@ -236,6 +236,11 @@ def run_evaluation(args) -> int:
         raise TableError(f'--policy: {args.policy}: file not found (expected an ONNX policy file)')
     if not os.path.isfile(args.randomization):
         raise TableError(f'--randomization: {args.randomization}: file not found (expected a randomisation spec)')
+    from robotsim_learning.evaluation_cli import OUTPUTS
+    earlier = [name for name in OUTPUTS if (args.out / name).exists()]
+    if earlier:  # robotsim evaluate refuses it too; checked here before run.json is rewritten
+        raise TableError(f'--out {args.out}: holds an earlier evaluation ({", ".join(earlier)}); it is never '
+                         'overwritten: remove it or choose another folder (make evaluate OUT=...)')
     from bench_sim import machine
     arguments = evaluate_arguments(args)
     record = {'date': time.strftime('%Y-%m-%d'), 'started': time.strftime('%Y-%m-%dT%H:%M:%S%z'),

@@ -242,15 +242,18 @@ def training_datasets(policy_path: str) -> list[tuple[str, dict | None]]:
     metadata = {prop.key: prop.value for prop in model.metadata_props}
     try:
         report = json.loads(metadata.get('robotsim.training', '{}'))
-    except ValueError:
+    except (ValueError, RecursionError):
+        return []
+    if not isinstance(report, dict):  # hand-edited metadata: no training datasets known
         return []
     folders = report.get('datasets') or ([report['dataset']] if report.get('dataset') else [])
     out = []
     for folder in folders if isinstance(folders, list) else []:
         try:
             with open(os.path.join(str(folder), 'dataset.json'), encoding='utf-8') as stream:
-                out.append((str(folder), json.load(stream)))
-        except (OSError, ValueError):
+                manifest = json.load(stream)
+            out.append((str(folder), manifest if isinstance(manifest, dict) else None))
+        except (OSError, ValueError, RecursionError):
             out.append((str(folder), None))
     return out
 
@@ -267,7 +270,8 @@ def training_seed_clash(policy_path: str, seed: int) -> str | None:
 def training_randomization(policy_path: str) -> str | None:
     """The randomisation spec of the policy's first training dataset, if still on disk."""
     for _, manifest in training_datasets(policy_path):
-        path = ((manifest or {}).get('randomization') or {}).get('path')
-        if path and os.path.isfile(path):
+        randomization = (manifest or {}).get('randomization')
+        path = randomization.get('path') if isinstance(randomization, dict) else None
+        if isinstance(path, str) and path and os.path.isfile(path):
             return path
     return None

@@ -7,7 +7,8 @@ Episode i of every driver is scenario i of ``Randomizer(SPEC, S)``: the same wor
 each driver. A dataset generated with seed T holds the scenarios (T, j), so evaluation seeds must differ
 from the training datasets' seeds; the seed of the policy's own training dataset (recorded in the ONNX
 file) is refused. Writes ``DIR/episodes.csv``, ``DIR/report.png`` and, per episode, the world, robot and
-launch log under ``DIR/episodes/<driver>-<i>/``.
+launch log under ``DIR/episodes/<driver>-<i>/``; a DIR holding any of those (an earlier evaluation) is
+refused, never overwritten.
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ def add_arguments(parser) -> None:
     parser.add_argument('--randomization', default='',
                         help="the randomisation spec (default: the policy's training dataset's, else "
                              f'config/randomization/{DEFAULT_RANDOMIZATION})')
-    parser.add_argument('--out', default='evaluation', help='folder of episodes.csv, report.png and the episodes')
+    parser.add_argument('--out', default='evaluation',
+                        help='folder of episodes.csv, report.png and the episodes: a new folder or one without '
+                             'them (an earlier evaluation there is refused, never overwritten)')
     parser.add_argument('--baselines', default='expert,straight,wander',
                         help="drivers run on the same episodes, comma-separated ('' for none)")
     parser.add_argument('--real-time-factor', default='auto',
@@ -63,6 +66,40 @@ def _pacing(text: str) -> float | None:
     if not (value == 0 or 1e-3 <= value < float('inf')):
         raise _Refused(f"--real-time-factor: expected auto, 0 (as fast as possible) or a number >= 0.001, got {text!r}")
     return value
+
+
+OUTPUTS = ('episodes.csv', 'report.png', 'episodes')
+"""What an evaluation writes into --out: a folder holding any of them holds an earlier evaluation."""
+
+
+def _check_out(out: str) -> None:
+    """--out must be a folder this run can create, or one without an earlier evaluation's files: those are
+    never replaced (episodes.csv, report.png) nor mixed with this run's (episodes/). Other files (a wrapper's
+    run record, notes) are left as they are."""
+    if not out:
+        raise _Refused("--out: expected a folder for episodes.csv, report.png and the episodes, got ''")
+    if os.path.lexists(out) and not os.path.isdir(out):
+        raise _Refused(f'--out {out}: exists and is not a folder; expected a folder for episodes.csv, report.png '
+                       'and the episodes')
+    if os.path.isdir(out):
+        try:
+            entries = set(os.listdir(out))
+        except OSError as error:
+            raise _Refused(f'--out {out}: cannot read the folder ({error.strerror})') from None
+        earlier = [name + ('/' if name == 'episodes' else '') for name in OUTPUTS if name in entries]
+        if earlier:
+            raise _Refused(f'--out {out}: holds an earlier evaluation ({", ".join(earlier)}); expected a folder '
+                           'without one (it is never overwritten): choose another --out or remove this one')
+        if not os.access(out, os.W_OK | os.X_OK):
+            raise _Refused(f'--out {out}: folder is not writable')
+        return
+    parent = os.path.dirname(os.path.abspath(out))
+    while not os.path.lexists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise _Refused(f'--out {out}: {parent} is not a folder; expected a path where a folder can be created')
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise _Refused(f'--out {out}: cannot create the folder ({parent} is not writable)')
 
 
 def _check_policy(args, drivers: list[str]):
@@ -110,6 +147,7 @@ def _run(args) -> int:
         raise _Refused(f'--seed: expected 0 ... 2^63-1, got {args.seed}')
     drivers = _drivers(args)
     pacing = _pacing(args.real_time_factor)
+    _check_out(args.out)
     runtime = _check_policy(args, drivers)
     spec_path = args.randomization or (runtime and training_randomization(args.policy)) \
         or share_path('config', 'randomization', DEFAULT_RANDOMIZATION)
@@ -134,7 +172,10 @@ def _evaluate(args, drivers, pacing, runtime, spec_path, spec, randomizer) -> in
     from .evaluation import summary, summary_line, write_csv, write_report
     from .ros.evaluation_graph import GraphObserver, last_lines, run_graph_episode
 
-    os.makedirs(os.path.join(args.out, 'episodes'), exist_ok=True)
+    try:
+        os.makedirs(os.path.join(args.out, 'episodes'), exist_ok=True)
+    except OSError as error:  # checked before; what changed since (a file put there, a full disk) is one line too
+        raise _Refused(f'--out {args.out}: cannot create the folder ({error.strerror})') from None
     csv_path, report_path = os.path.join(args.out, 'episodes.csv'), os.path.join(args.out, 'report.png')
     uses_image = bool(runtime and runtime.spec.uses_image)
     print(f'evaluating {", ".join(drivers)} on {args.episodes} episodes of {spec_path}, seed {args.seed}')

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 
@@ -10,14 +11,54 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('action', choices=['train'], help='train: behaviour cloning from a dataset, ONNX out')
     parser.add_argument('datasets', nargs='+', metavar='DATASET',
                         help='dataset folders (robotsim dataset generate --driver expert, or dagger:POLICY)')
-    parser.add_argument('--out', required=True, help='the ONNX policy file to write')
+    parser.add_argument('--out', required=True,
+                        help='the ONNX policy file to write (its folder must exist; checked before training)')
     parser.add_argument('--epochs', type=int, default=60, help='passes over the training episodes')
-    parser.add_argument('--hidden', default='128,128', help='hidden layer widths, comma-separated')
-    parser.add_argument('--seed', type=int, default=0, help='seed of initialisation, shuffling and validation split')
+    parser.add_argument('--hidden', default='128,128',
+                        help='hidden layer widths, comma-separated: 1 to 8 layers, each 1 ... 4096')
+    parser.add_argument('--seed', type=int, default=0,
+                        help='seed of initialisation, shuffling and validation split: 0 ... 2^32-1')
     parser.add_argument('--no-image', action='store_true', help='observe lidar, odometry and goal only')
     parser.add_argument('--heading', choices=['imu', 'odometry'], default='imu',
                         help="the robot's heading for the goal's bearing: the IMU's orientation with the wheel "
                              "odometry's travel (default; skid-steer odometry's heading drifts), or the odometry alone")
+
+
+def _out_problem(out: str) -> str:
+    """'' when the policy file can be written at ``out``, else what was expected (checked before training, so
+    a typo does not cost the training)."""
+    if not out:
+        return "expected the ONNX policy file to write, got ''"
+    if os.path.isdir(out):
+        return f'is a folder; expected the ONNX policy file to write (e.g. {os.path.join(out, "policy.onnx")})'
+    folder = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(folder):
+        return f'folder {folder} does not exist; expected the policy file in an existing folder'
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f'cannot write in folder {folder} (permission denied)'
+    if os.path.exists(out) and not os.access(out, os.W_OK):
+        return 'the file exists and is read-only'
+    return ''
+
+
+def _argument_problem(args: argparse.Namespace) -> str:
+    """The first bad argument as '--name: what was expected', or ''."""
+    from .policy_model import HIDDEN_EXPECTED, SEED_LIMIT, hidden_fits
+
+    if args.epochs < 1:
+        return f'--epochs: expected a positive integer, got {args.epochs}'
+    try:
+        hidden = tuple(int(width) for width in args.hidden.split(','))
+    except ValueError:
+        hidden = ()
+    if not hidden_fits(hidden):
+        return f'--hidden: expected {HIDDEN_EXPECTED}, got {args.hidden!r}'
+    if not 0 <= args.seed < SEED_LIMIT:
+        return f'--seed: expected 0 ... 2^32-1, got {args.seed}'
+    problem = _out_problem(args.out)
+    if problem:
+        return f'--out {args.out}: {problem}'
+    return ''
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,14 +69,11 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as error:
         print(f'robotsim policy: error: training needs requirements/train.txt ({error})', file=sys.stderr)
         return 2
-    try:
-        hidden = tuple(int(width) for width in args.hidden.split(','))
-        if not hidden or min(hidden) < 1 or args.epochs < 1:
-            raise ValueError
-    except ValueError:
-        print(f'robotsim policy: error: --hidden/--epochs: expected positive integers, got {args.hidden!r}, '
-              f'{args.epochs}', file=sys.stderr)
+    problem = _argument_problem(args)
+    if problem:
+        print(f'robotsim policy: error: {problem}', file=sys.stderr)
         return 2
+    hidden = tuple(int(width) for width in args.hidden.split(','))
     bar = None
 
     def progress(epoch: int, epochs: int, train_loss: float, validation_loss: float) -> None:

@@ -22,12 +22,29 @@ ONNX_OUTPUT = 'cmd_vel'
 ONNX_OPSET = 17
 ONNX_IR_VERSION = 9
 SPEC_KEY = 'robotsim.observation_spec'
+MAX_HIDDEN_LAYERS = 8
+"""Most hidden layers a policy may have (``--hidden``)."""
+MAX_LAYER_WIDTH = 4096
+"""Widest hidden layer (``--hidden``): 8 layers of 4096 train in about 2 GB (weights, gradients, Adam's moments);
+wider ones exhaust the memory of the machines this runs on (and a Jetson's) before training starts."""
+SEED_LIMIT = 2**32
+"""Training seeds are 0 ... 2^32-1: JAX's PRNGKey keeps 32 bits, so a larger seed would repeat a smaller one's
+initialisation."""
+
+
+HIDDEN_EXPECTED = f'1 to {MAX_HIDDEN_LAYERS} comma-separated layer widths, each 1 ... {MAX_LAYER_WIDTH}'
+
+
+def hidden_fits(hidden) -> bool:
+    """Whether ``hidden`` is a usable sequence of hidden layer widths (:data:`HIDDEN_EXPECTED`)."""
+    return 1 <= len(hidden) <= MAX_HIDDEN_LAYERS and all(
+        isinstance(width, int) and not isinstance(width, bool) and 1 <= width <= MAX_LAYER_WIDTH for width in hidden)
 
 
 @dataclass
 class TrainConfig:
     hidden: tuple[int, ...] = (128, 128)
-    """Widths of the hidden layers."""
+    """Widths of the hidden layers: 1 to :data:`MAX_HIDDEN_LAYERS` layers of 1 ... :data:`MAX_LAYER_WIDTH`."""
     learning_rate: float = 1e-3
     """Adam step size."""
     epochs: int = 60
@@ -37,7 +54,7 @@ class TrainConfig:
     validation_fraction: float = 0.2
     """Share of the samples held out (by episode when episode ids are given) to report the loss on."""
     seed: int = 0
-    """Seed of the initialisation, the shuffling and the validation split."""
+    """Seed of the initialisation, the shuffling and the validation split: 0 ... 2^32-1 (:data:`SEED_LIMIT`)."""
 
 
 @dataclass
@@ -96,6 +113,10 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
     import optax
 
     config = config or TrainConfig()
+    if not hidden_fits(tuple(config.hidden)):
+        raise ValueError(f'hidden: expected {HIDDEN_EXPECTED}, got {list(config.hidden)}')
+    if not 0 <= config.seed < SEED_LIMIT:
+        raise ValueError(f'seed: expected 0 ... 2^32-1, got {config.seed}')
     observations = np.asarray(observations, dtype=np.float32)
     actions = np.asarray(actions, dtype=np.float32)
     if observations.ndim != 2 or observations.shape[1] != spec.size:

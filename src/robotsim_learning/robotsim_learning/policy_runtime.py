@@ -1,12 +1,16 @@
 """A policy file at run time (ROS-free): onnxruntime inference with the checks a robot needs.
 
 Refuses at load, with one line, a file that is missing, is not ONNX, was not written by robotsim's
-exporter (no observation spec) or does not fit the robot; at every step, an observation of the wrong
+exporter (no observation spec), holds a corrupt observation spec (the line names the metadata key and
+the field) or does not fit the robot; at every step, an observation of the wrong
 size and a non-finite command (NaN must never reach /cmd_vel).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import math
 import os
 
 import numpy as np
@@ -21,6 +25,54 @@ class PolicyFileError(ValueError):
 
 class InferenceError(RuntimeError):
     """One inference failed or gave a non-finite command."""
+
+
+def _integer(value, low: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
+_SPEC_FIELDS = {  # every ObservationSpec field: (check, what was expected)
+    'scan_samples': (lambda v: _integer(v, 1), 'an integer >= 1'),
+    'scan_range_max': (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                       and v > 0, 'a finite number > 0'),
+    'sectors': (lambda v: _integer(v, 1), 'an integer >= 1'),
+    'image_width': (lambda v: _integer(v, 0), 'an integer >= 0'),
+    'image_height': (lambda v: _integer(v, 0), 'an integer >= 0'),
+    'image_sectors': (lambda v: isinstance(v, list) and len(v) == 2 and all(_integer(n, 1) for n in v),
+                      'a list of 2 integers >= 1 (rows, columns)'),
+    'heading': (lambda v: v in ('odometry', 'imu'), "'odometry' or 'imu'"),
+}
+assert set(_SPEC_FIELDS) == {f.name for f in dataclasses.fields(ObservationSpec)}, 'a new field needs its check here'
+
+
+def observation_spec_from_metadata(path: str, text: str) -> ObservationSpec:
+    """The observation spec stored in a policy file's ``robotsim.observation_spec`` metadata, checked field
+    by field: a PolicyFileError naming the file, the key and the field instead of a misread network input."""
+    where = f'{path}: metadata {SPEC_KEY}'
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise PolicyFileError(f'{where}: expected a JSON object, got invalid JSON ({error})') from None
+    except (ValueError, RecursionError) as error:
+        raise PolicyFileError(f'{where}: expected a JSON object, got invalid JSON ({type(error).__name__})') from None
+    if not isinstance(data, dict):
+        raise PolicyFileError(f'{where}: expected a JSON object, got {type(data).__name__}')
+    known = [f.name for f in dataclasses.fields(ObservationSpec)]
+    for name in data:
+        if name not in known:
+            raise PolicyFileError(f'{where}: {name}: unknown field; expected only {", ".join(known)}')
+    required = [f.name for f in dataclasses.fields(ObservationSpec)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    for name in required:
+        if name not in data:
+            raise PolicyFileError(f'{where}: {name}: missing field (expected {_SPEC_FIELDS[name][1]})')
+    for name, value in data.items():
+        check, expected = _SPEC_FIELDS[name]
+        if not check(value):
+            raise PolicyFileError(f'{where}: {name}: expected {expected}, got {json.dumps(value)[:80]}')
+    if 'image_sectors' in data:
+        data['image_sectors'] = tuple(data['image_sectors'])
+    return ObservationSpec(**data)
 
 
 class PolicyRuntime:
@@ -45,10 +97,11 @@ class PolicyRuntime:
         metadata = self.session.get_modelmeta().custom_metadata_map
         if SPEC_KEY not in metadata:
             raise PolicyFileError(f'{path}: no {SPEC_KEY} metadata (expected a policy exported by robotsim policy train)')
-        self.spec = ObservationSpec.from_json(metadata[SPEC_KEY])
+        self.spec = observation_spec_from_metadata(path, metadata[SPEC_KEY])
         inputs = {i.name: i for i in self.session.get_inputs()}
         outputs = [o.name for o in self.session.get_outputs()]
-        if ONNX_INPUT not in inputs or ONNX_OUTPUT not in outputs or inputs[ONNX_INPUT].shape[-1] != self.spec.size:
+        shape = inputs[ONNX_INPUT].shape if ONNX_INPUT in inputs else []
+        if ONNX_OUTPUT not in outputs or not shape or shape[-1] != self.spec.size:
             raise PolicyFileError(f'{path}: expected input {ONNX_INPUT!r} of {self.spec.size} values and output '
                                   f'{ONNX_OUTPUT!r}, got inputs {list(inputs)} outputs {outputs}')
         self.path = path

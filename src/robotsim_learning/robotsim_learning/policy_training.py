@@ -30,11 +30,42 @@ class TrainingDataError(ValueError):
     """The dataset cannot be trained on (one line: what was expected)."""
 
 
-def demonstration_bags(dataset: Path) -> list[Path]:
+IMAGE_TOPIC = '/camera/image_raw'
+
+
+def read_manifest(dataset: Path) -> dict:
+    """A dataset's dataset.json, checked as far as training reads it (one line on a problem)."""
     manifest_path = dataset / 'dataset.json'
     if not manifest_path.is_file():
         raise TrainingDataError(f'{dataset}: no dataset.json (expected a folder written by robotsim dataset generate)')
-    manifest = json.loads(manifest_path.read_text())
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (OSError, ValueError, RecursionError) as error:
+        raise TrainingDataError(f'{manifest_path}: unreadable ({str(error).splitlines()[0][:120]}); expected the '
+                                'JSON manifest robotsim dataset generate writes') from None
+    episodes = manifest.get('episodes') if isinstance(manifest, dict) else None
+    if not isinstance(episodes, list) or not all(isinstance(e, dict) and isinstance(e.get('bag'), str)
+                                                 for e in episodes):
+        raise TrainingDataError(f'{manifest_path}: episodes: expected a list of episodes, each with its bag folder')
+    if not isinstance(manifest.get('settings', {}), dict):
+        raise TrainingDataError(f'{manifest_path}: settings: expected a mapping')
+    return manifest
+
+
+def distinct_datasets(datasets: list[str]) -> None:
+    """Refuse a dataset given twice (the same folder, however spelled): its episodes would be trained on
+    and held out for validation at once, and weigh double."""
+    seen: dict[Path, str] = {}
+    for dataset in datasets:
+        key = Path(dataset).resolve()
+        if key in seen:
+            raise TrainingDataError(f'DATASET {dataset}: given twice (the same folder as {seen[key]}); expected each '
+                                    'dataset once (its episodes would be in both training and validation)')
+        seen[key] = dataset
+
+
+def demonstration_bags(dataset: Path) -> list[Path]:
+    manifest = read_manifest(dataset)
     relabelled = str(manifest.get('settings', {}).get('driver', '')).startswith('dagger')
     bags = [dataset / entry['bag'] for entry in manifest['episodes']
             if (relabelled or entry.get('outcome') == 'success') and not entry.get('pruned')]
@@ -90,12 +121,19 @@ def train_from_dataset(datasets: list[str], out: str, config, image: bool = True
     from .policy_model import export_onnx, train
 
     started = time.monotonic()
+    distinct_datasets(datasets)
     bags = [bag for dataset in datasets for bag in demonstration_bags(Path(dataset))]
     model = robot_of(bags[0])
     try:
         spec = spec_for_robot(model, image=image, heading=heading)
     except ValueError as error:
         raise TrainingDataError(f'{bags[0]}: {error}') from None
+    if spec.uses_image:  # before reading any bag: a dataset without images gives no sample at all
+        for dataset in datasets:
+            if read_manifest(Path(dataset)).get('settings', {}).get('cameras') is False:
+                raise TrainingDataError(f'{dataset}: generated with --no-cameras, so its bags have no {IMAGE_TOPIC}, '
+                                        f'which a policy observing the camera image needs; expected a dataset with '
+                                        f'camera images, or train with --no-image (lidar, odometry and goal only)')
     observations, actions, episodes = [], [], []
     for index, bag in enumerate(bags):
         rows, commands = episode_samples(bag, spec)
@@ -104,13 +142,37 @@ def train_from_dataset(datasets: list[str], out: str, config, image: bool = True
         episodes.append(np.full(len(rows), index))
     observations, actions = np.concatenate(observations), np.concatenate(actions)
     if len(observations) < 10:
-        raise TrainingDataError(f'{", ".join(datasets)}: only {len(observations)} samples (expected episodes with /cmd_vel, '
-                                f'/scan, /odom and /goal_pose)')
+        raise TrainingDataError(_too_few_samples(datasets, bags, spec, len(observations)))
     drive = model.drive
     policy = train(observations, actions, spec, (drive.max_linear_speed, drive.max_yaw_rate), config,
                    episodes=np.concatenate(episodes), progress=progress)
     policy.report.update({'datasets': [str(Path(d).resolve()) for d in datasets], 'episodes': len(bags),
                           'samples': int(len(observations)), 'robot': model.name,
                           'total_seconds': time.monotonic() - started})
-    export_onnx(policy, out, f'robotsim behaviour-cloning policy for {model.name}: observation -> cmd_vel')
+    try:
+        export_onnx(policy, out, f'robotsim behaviour-cloning policy for {model.name}: observation -> cmd_vel')
+    except OSError as error:  # the CLI checked --out before training: this is what changed since (a full disk)
+        raise TrainingDataError(f'--out {out}: cannot write the policy ({error.strerror or error})') from None
     return policy.report
+
+
+def _too_few_samples(datasets: list[str], bags: list[Path], spec: ObservationSpec, count: int) -> str:
+    """Why the bags gave (almost) no sample: the topics the observation needs that no bag holds."""
+    from rosbags.highlevel import AnyReader
+
+    counts: dict[str, int] = {}
+    for bag in bags:
+        with AnyReader([bag]) as reader:
+            for connection in reader.connections:
+                counts[connection.topic] = counts.get(connection.topic, 0) + connection.msgcount
+    needed = ['/cmd_vel', '/scan', '/odom', '/goal_pose'] + (['/imu/data'] if spec.uses_imu else []) \
+        + ([IMAGE_TOPIC] if spec.uses_image else [])
+    missing = [topic for topic in needed if not counts.get(topic)]
+    line = f'{", ".join(datasets)}: only {count} samples (expected episodes with {", ".join(needed)})'
+    if missing:
+        line += f'; the bags have no {" and no ".join(missing)}'
+    if IMAGE_TOPIC in missing:
+        line += ': train with --no-image to observe lidar, odometry and goal only'
+    elif '/imu/data' in missing:
+        line += ': train with --heading odometry to take the heading from the odometry'
+    return line

@@ -245,11 +245,33 @@ class Randomizer:
     def __init__(self, spec: RandomizationSpec, seed: int):
         from robotsim_sim.scene import load_world, resolve_world_path  # the world schema lives with the simulator
         self.spec, self.seed = spec, int(seed)
-        self.world_path = resolve_world_path(self._beside_spec(spec.base_world))
+        self.world_path = self._existing('base_world', 'world', resolve_world_path)
         self.base_world = load_world(self.world_path)
-        self.robot_path = resolve_robot_path(self._beside_spec(spec.robot))
+        self.robot_path = self._existing('robot', 'robot', resolve_robot_path)
         self.robot_data = load_yaml(self.robot_path)
         self.bounds = self._room_bounds()
+
+    def _existing(self, key: str, kind: str, resolve) -> str:
+        """The file the spec's ``key`` (a path or a name in config/<kind>s) names; else one line naming the spec
+        file, the key, the name and the names there are."""
+        name = getattr(self.spec, key)
+        path = resolve(self._beside_spec(name))
+        if os.path.isfile(path):
+            return path
+        folder = os.path.dirname(path)
+        bare = not any(separator in name for separator in ('/', os.sep)) and not name.endswith(('.yaml', '.yml'))
+        expected = f'a {kind} YAML path (relative to the spec file, or absolute)'
+        if bare:
+            try:
+                names = sorted(entry[:-5] for entry in os.listdir(folder) if entry.endswith('.yaml'))
+            except OSError:
+                names = []
+            expected += f' or a {kind} name in {folder}' + (f': one of {", ".join(names)}' if names else '')
+        problem = 'is not a file' if os.path.exists(path) else 'file not found'
+        if self.spec.source and not os.path.isabs(path):  # looked for beside the spec first: show that place
+            path = os.path.join(os.path.dirname(os.path.abspath(self.spec.source)), path)
+        raise DescriptionError(self.spec.source or 'randomisation spec', key,
+                               f'{name!r}: {problem} ({path}); expected {expected}')
 
     def _beside_spec(self, name: str) -> str:
         """A relative path is relative to the spec file (as a world's include is to the world)."""
