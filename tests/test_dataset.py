@@ -180,7 +180,12 @@ def test_full_disk_stops_with_one_line_and_keeps_finished_episodes_verifiable(tm
     assert 1 <= kept < 6, f'expected the disk to fill after 1 to 5 episodes; the manifest lists {kept}'
     assert error == (f'robotsim: error: --out {out}: disk full while writing an episode; stopped. The {kept} finished '
                      f'episode(s) are intact (robotsim dataset verify {out}); free space, then rerun with --resume')
-    assert read('full_verify.rc').strip() == '0', read('full_verify.out')
+    # The finished episodes verify; the dataset is reported incomplete (exit 1), with how to complete it.
+    assert read('full_verify.rc').strip() == '1', read('full_verify.out')
+    assert read('full_verify.out').startswith(f'robotsim dataset verify: INCOMPLETE {out}: {kept} of 6 episodes '
+                                              'generated'), read('full_verify.out')
+    assert read('full_verify.out').count('\n') == 1 and '; the listed ones verify; ' in read('full_verify.out')
+    assert read('full_verify.out').rstrip().endswith(f'--out {out} --resume'), read('full_verify.out')
     assert {e['index']: e['sha256'] for e in full['episodes']}.get(0) == file_sha256(reference / 'episode_000000.mcap')
     listed = {e['bag'] for e in full['episodes']}
     assert listed <= set(read('full.ls').split())

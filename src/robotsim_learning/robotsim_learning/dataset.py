@@ -80,6 +80,106 @@ def write_json_atomically(path: Path, document: dict) -> None:
     temporary.replace(path)
 
 
+def _got(value) -> str:
+    """A short rendering of a JSON value for an error line."""
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + '...'
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def load_manifest(path: Path) -> dict:
+    """Read and check ``dataset.json``: a bad one is a DatasetError naming the file and the key."""
+    try:
+        text = path.read_text(encoding='utf-8')
+    except OSError as error:
+        raise DatasetError(f'{path}: cannot read ({error.strerror or error})') from None
+    except UnicodeDecodeError:
+        raise DatasetError(f'{path}: not UTF-8 text; expected a robotsim dataset manifest (JSON)') from None
+    try:
+        manifest = json.loads(text)
+    except (ValueError, RecursionError) as error:  # RecursionError: nested too deep to parse
+        raise DatasetError(f'{path}: not valid JSON ({str(error).splitlines()[0][:120]}); expected a robotsim '
+                           'dataset manifest') from None
+    if not isinstance(manifest, dict):
+        raise DatasetError(f'{path}: expected a JSON object (a robotsim dataset manifest), got {_got(manifest)}')
+    if 'episodes' not in manifest:
+        raise DatasetError(f'{path}: episodes: missing required key (the list of finished episodes)')
+    entries = manifest['episodes']
+    if not isinstance(entries, list):
+        raise DatasetError(f'{path}: episodes: expected a list of episode entries, got {_got(entries)}')
+    seen = set()
+    for position, entry in enumerate(entries):
+        where = f'{path}: episodes[{position}]'
+        if not isinstance(entry, dict):
+            raise DatasetError(f'{where}: expected an object (one episode), got {_got(entry)}')
+        for key in ('index',) if entry.get('pruned') else ('index', 'bag', 'sha256', 'message_counts'):
+            if key not in entry:
+                raise DatasetError(f'{where}.{key}: missing required key')
+        index = entry['index']
+        if not _is_count(index) or index < 0:
+            raise DatasetError(f'{where}.index: expected a whole number >= 0, got {_got(index)}')
+        if index in seen:
+            raise DatasetError(f'{where}.index: episode {index} is listed twice')
+        seen.add(index)
+        if entry.get('pruned'):
+            continue
+        bag = entry['bag']
+        if not isinstance(bag, str) or not bag or bag in ('.', '..') or '/' in bag or '\\' in bag:
+            raise DatasetError(f'{where}.bag: expected a folder name in the dataset such as {episode_name(index)}, '
+                               f'got {_got(bag)}')
+        if not isinstance(entry['sha256'], str):
+            raise DatasetError(f'{where}.sha256: expected a hex string, got {_got(entry["sha256"])}')
+        counts = entry['message_counts']
+        if not isinstance(counts, dict) or not all(_is_count(n) for n in counts.values()):
+            raise DatasetError(f'{where}.message_counts: expected an object of topic: message count, '
+                               f'got {_got(counts)}')
+    settings = manifest.get('settings')
+    if not isinstance(settings, dict):
+        raise DatasetError(f'{path}: settings: expected an object (episodes, seed, driver, ...), got {_got(settings)}'
+                           if 'settings' in manifest else f'{path}: settings: missing required key')
+    if not _is_count(settings.get('episodes')) or settings['episodes'] < 1:
+        raise DatasetError(f'{path}: settings.episodes: expected a whole number >= 1, '
+                           f'got {_got(settings.get("episodes"))}')
+    return manifest
+
+
+def incompleteness(out: str, listed_verify: bool = False) -> str | None:
+    """None for a dataset whose manifest lists every episode its settings ask for; else one line
+    saying how many of how many are done (``listed_verify``: and that those verify) and the command
+    that completes it."""
+    import shlex
+
+    out_dir = Path(out)
+    manifest = load_manifest(out_dir / MANIFEST)
+    settings = manifest['settings']
+    wanted = settings['episodes']
+    done = len({entry['index'] for entry in manifest['episodes']} & set(range(wanted)))
+    if done >= wanted:
+        return None
+    partial = out_dir / PARTIAL
+    half = sorted(p.name for p in partial.glob('episode_*')) if partial.is_dir() else []
+    randomization = manifest.get('randomization')
+    spec = randomization.get('path') if isinstance(randomization, dict) else None
+    command = ['robotsim', 'dataset', 'generate', '--randomization', spec if isinstance(spec, str) else 'SPEC.yaml',
+               '--episodes', str(wanted)]
+    if _is_count(settings.get('seed')):
+        command += ['--seed', str(settings['seed'])]
+    if isinstance(settings.get('driver'), str):
+        command += ['--driver', settings['driver']]
+    if settings.get('cameras') is False:
+        command.append('--no-cameras')
+    if settings.get('prune') is True:
+        command.append('--prune')
+    command += ['--out', str(out), '--resume']
+    return (f'{out}: {done} of {wanted} episodes generated'
+            + (f' ({", ".join(half)} half-written in {PARTIAL}/)' if half else '')
+            + ('; the listed ones verify' if listed_verify else '')
+            + f'; the generation was stopped before the end. Complete it with: {shlex.join(command)}')
+
+
 # ---------------------------------------------------------------------------------------------- one episode
 def generate_episode(spec_path: str, seed: int, index: int, out: str, driver: str, cameras: bool,
                      prune: bool) -> dict:
@@ -195,19 +295,33 @@ def generate(spec_path: str, out: str, episodes: int, seed: int, driver: str, wo
         make_driver(driver)  # here, once: a bad name or policy file is one line before any worker starts
     except ValueError as error:
         raise DatasetError(str(error)) from None
-    if episodes < 1 or workers < 1:
-        raise DatasetError('--episodes and --workers: expected whole numbers >= 1')
+    for option, value in (('--episodes', episodes), ('--workers', workers)):
+        if value < 1:
+            raise DatasetError(f'{option}: expected a whole number >= 1, got {value}')
     if not 0 <= seed < 2**63:
         raise DatasetError(f'--seed: expected 0 ... 2^63-1, got {seed}')
     out_dir = Path(out)
     manifest_path = out_dir / MANIFEST
+    if out_dir.exists() and not out_dir.is_dir():
+        raise DatasetError(f'--out {out}: is a file; expected a new or empty folder, or a dataset folder to --resume')
     if manifest_path.exists() and not resume:
         raise DatasetError(f'--out {out}: holds a dataset already; add --resume to complete it, or choose another folder')
+    if out_dir.is_dir() and not manifest_path.exists():
+        # Not a dataset: generating would replace its episode_* folders. Only a generation killed
+        # before its first episode was finished (nothing but .partial/) is taken over.
+        try:
+            foreign = sorted(p.name for p in out_dir.iterdir() if p.name != PARTIAL)
+        except OSError as error:
+            raise DatasetError(f'--out {out}: cannot read ({error.strerror or error})') from None
+        if foreign:
+            raise DatasetError(f'--out {out}: exists, is not empty ({", ".join(foreign[:3])}'
+                               f'{", ..." if len(foreign) > 3 else ""}) and holds no {MANIFEST}; expected a new or '
+                               'empty folder, or a dataset folder to --resume (nothing was changed)')
     _check_output_dir(out_dir)
     settings = {'episodes': episodes, 'seed': seed, 'driver': driver, 'cameras': cameras, 'prune': prune,
                 'randomization_sha256': spec_hash(spec)}
     if manifest_path.exists():
-        manifest = json.loads(manifest_path.read_text())
+        manifest = load_manifest(manifest_path)
         previous = {key: manifest['settings'].get(key) for key in settings}
         if previous != settings:
             changed = ', '.join(f'{k} {previous[k]!r} -> {settings[k]!r}' for k in settings if previous[k] != settings[k])
@@ -219,11 +333,26 @@ def generate(spec_path: str, out: str, episodes: int, seed: int, driver: str, wo
                                                             'spec': asdict(spec)},
                     'episodes': []}
     done = {entry['index'] for entry in manifest['episodes']}
+    todo = [index for index in range(episodes) if index not in done]
+    for index in todo:
+        # A folder of an episode the manifest does not list is replaced (a run killed between moving
+        # it into place and listing it): only if it holds nothing but what the generator writes.
+        name = episode_name(index)
+        final = out_dir / name
+        if final.exists() or final.is_symlink():
+            ours = {f'{name}.mcap', 'metadata.yaml', 'metadata.yaml.tmp', 'world.yaml', 'robot.yaml'}
+            if final.is_dir() and not final.is_symlink():
+                foreign = sorted(p.name for p in final.iterdir() if p.name not in ours or not p.is_file())
+            else:
+                foreign = [f'{name} itself (not a folder)']
+            if foreign:
+                raise DatasetError(f'--out {out}: {name} is not listed in {manifest_path} and holds '
+                                   f'{", ".join(foreign[:3])}, which the generator does not write; expected only a '
+                                   'generated episode there (nothing was changed: move those files away, then rerun)')
     half_written = sorted(p.name for p in (out_dir / PARTIAL).glob('episode_*')) if (out_dir / PARTIAL).is_dir() else []
     if half_written:
         print(f'robotsim dataset: regenerating {len(half_written)} half-written episode(s): {", ".join(half_written)}',
               file=sys.stderr)
-    todo = [index for index in range(episodes) if index not in done]
     tasks = [(os.path.abspath(spec_path), seed, index, str(out_dir), driver, cameras, prune) for index in todo]
     started = time.monotonic()
     finished: list[dict] = []
@@ -287,11 +416,7 @@ def verify(out: str) -> list[str]:
     manifest_path = out_dir / MANIFEST
     if not manifest_path.is_file():
         raise DatasetError(f'{out}: no {MANIFEST}: expected a dataset folder written by robotsim dataset generate')
-    try:
-        manifest = json.loads(manifest_path.read_text())
-        entries = manifest['episodes']
-    except (ValueError, KeyError) as error:
-        raise DatasetError(f'{manifest_path}: not a robotsim dataset manifest ({error})') from None
+    entries = load_manifest(manifest_path)['episodes']
     typestore = get_typestore(Stores.ROS2_KILTED)
     problems = []
     for entry in entries:
@@ -302,7 +427,12 @@ def verify(out: str) -> list[str]:
         if not mcap.is_file():
             problems.append(f'{name}: bag file {mcap} is missing')
             continue
-        if file_sha256(mcap) != entry['sha256']:
+        try:
+            digest = file_sha256(mcap)
+        except OSError as error:
+            problems.append(f'{name}: bag file {mcap} does not read ({error.strerror or error})')
+            continue
+        if digest != entry['sha256']:
             problems.append(f'{name}: sha256 of {mcap.name} differs from the manifest (the bag was changed or corrupted)')
             continue
         try:

@@ -6,12 +6,57 @@ import sys
 
 from robotsim_core.errors import DescriptionError
 
+# The options each action uses (argparse destinations); any other one given is refused, not ignored.
+# Options default to None in the parser so that "given" can be told from "not given"; their
+# defaults are applied here.
+OPTIONS = {
+    'generate': {'randomization', 'out', 'episodes', 'seed', 'driver', 'workers', 'engine', 'ray_address', 'resume',
+                 'prune', 'no_cameras', 'no_progress'},
+    'verify': {'dataset'},
+    'export': {'dataset', 'out', 'format', 'rate', 'max_skew'},
+}
+DEFAULTS = {'episodes': 10, 'seed': 0, 'driver': 'wander', 'workers': 1, 'engine': 'local', 'format': 'lerobot',
+            'rate': 10.0}
+ALL_OPTIONS = sorted(set().union(*OPTIONS.values()) - {'dataset'})
+
+
+def _flag(dest: str) -> str:
+    return '--' + dest.replace('_', '-')
+
+
+def _check_applicable(args) -> None:
+    """Refuse, in one line, an option or argument the action would silently ignore."""
+    from .dataset import DatasetError
+
+    action = args.action
+    if action == 'generate' and getattr(args, 'dataset', None) is not None:
+        raise DatasetError(f'generate: unexpected argument {args.dataset!r}; expected only options (the dataset '
+                           'folder is --out DIR)')
+    given = [dest for dest in ALL_OPTIONS if getattr(args, dest, None) is not None and getattr(args, dest) is not False]
+    foreign = [dest for dest in given if dest not in OPTIONS[action]]
+    if foreign:
+        owners = sorted({other for dest in foreign for other in OPTIONS if dest in OPTIONS[other]})
+        raise DatasetError(f'{action}: {", ".join(_flag(d) for d in foreign)} '
+                           f'{"does" if len(foreign) == 1 else "do"} not apply to {action} '
+                           f'({" and ".join(owners)} only); nothing was done')
+    if action == 'generate' and args.ray_address is not None:
+        if args.engine != 'ray':
+            raise DatasetError(f'--ray-address: applies only with --engine ray (got --engine {args.engine or "local"});'
+                               ' nothing was done')
+        if args.workers is not None:
+            raise DatasetError('--workers: not used with --ray-address (the Ray cluster schedules the episodes on its '
+                               'CPUs); nothing was done')
+
 
 def run(args) -> int:
-    from .dataset import DatasetError, generate, verify
+    from .dataset import DatasetError, generate, incompleteness, verify
     from .lerobot_export import ExportError, export_lerobot
 
     try:
+        _check_applicable(args)
+        for dest, default in DEFAULTS.items():
+            if getattr(args, dest, None) is None:
+                setattr(args, dest, default)
         if args.action == 'generate':
             if not args.randomization or not args.out:
                 raise DatasetError('generate: expected --randomization SPEC.yaml and --out DIR')
@@ -19,11 +64,18 @@ def run(args) -> int:
                      args.resume, args.prune, cameras=not args.no_cameras, ray_address=args.ray_address,
                      progress=not args.no_progress)
             return 0
+        if args.dataset is None:
+            usage = ' --out DIR (DATASET: a dataset or one bag folder)' if args.action == 'export' else ''
+            raise DatasetError(f'{args.action}: expected the dataset folder: robotsim dataset {args.action} DATASET{usage}')
         if args.action == 'verify':
             problems = verify(args.dataset)
+            missing = incompleteness(args.dataset, listed_verify=not problems)
             if problems:
                 print(f'robotsim dataset verify: FAIL {problems[0]}' + (f' (and {len(problems) - 1} more)'
                                                                        if len(problems) > 1 else ''))
+            if missing:
+                print(f'robotsim dataset verify: INCOMPLETE {missing}')
+            if problems or missing:
                 return 1
             print(f'robotsim dataset verify: OK {args.dataset}')
             return 0
@@ -44,20 +96,22 @@ def add_arguments(parser) -> None:
                              'export: write a LeRobot v2.1 dataset')
     parser.add_argument('dataset', nargs='?', help='verify/export: the dataset folder (export: or one bag folder)')
     parser.add_argument('--randomization', help='generate: the randomisation spec YAML (config/randomization/)')
-    parser.add_argument('--out', help='generate: the dataset folder; export: the LeRobot dataset folder')
-    parser.add_argument('--episodes', type=int, default=10, help='generate: how many episodes')
-    parser.add_argument('--seed', type=int, default=0, help='generate: episode i depends on (seed, i) only')
-    parser.add_argument('--driver', default='wander', help='generate: the episode driver (wander, ...)')
-    parser.add_argument('--workers', type=int, default=1, help='generate: processes (or Ray CPUs) in parallel')
-    parser.add_argument('--engine', choices=['local', 'ray'], default='local',
-                        help='generate: local process pool, or Ray tasks (a local Ray instance, or --ray-address)')
+    parser.add_argument('--out', help='generate: the dataset folder (new, empty, or a dataset to --resume); '
+                                      'export: the LeRobot dataset folder (new or empty)')
+    parser.add_argument('--episodes', type=int, help='generate: how many episodes (default 10)')
+    parser.add_argument('--seed', type=int, help='generate: episode i depends on (seed, i) only (default 0)')
+    parser.add_argument('--driver', help='generate: the episode driver (wander, ...; default wander)')
+    parser.add_argument('--workers', type=int, help='generate: processes (or local Ray CPUs) in parallel (default 1)')
+    parser.add_argument('--engine', choices=['local', 'ray'],
+                        help='generate: local process pool (default), or Ray tasks (a local Ray instance, or '
+                             '--ray-address)')
     parser.add_argument('--ray-address', help='generate --engine ray: an existing Ray cluster')
     parser.add_argument('--resume', action='store_true', help='generate: complete an interrupted generation')
     parser.add_argument('--prune', action='store_true', help="generate: drop episodes the spec's prune rules call useless")
     parser.add_argument('--no-cameras', action='store_true', help='generate: without camera images')
     parser.add_argument('--no-progress', action='store_true', help='generate: no progress bar')
-    parser.add_argument('--format', default='lerobot', help='export: lerobot (LeRobot dataset format v2.1)')
-    parser.add_argument('--rate', type=float, default=10.0, help='export: frames per second')
+    parser.add_argument('--format', help='export: lerobot (LeRobot dataset format v2.1; the default)')
+    parser.add_argument('--rate', type=float, help='export: frames per second (more than 0, at most 1000; default 10)')
     parser.add_argument('--max-skew', type=float, default=None,
                         help='export: reject frames where a stream is further than this from the frame time (s; '
                              'default half a frame period)')

@@ -107,6 +107,9 @@ def read_streams(bag: Path) -> Streams:
             elif topic == '/cmd_vel':
                 # A Twist has no stamp: the bag time (sim time when recorded with sim time) is when it was sent.
                 streams.command.append((timestamp, np.array([message.linear.x, message.angular.z], dtype=np.float32)))
+    except Exception as error:  # a bag that opens but does not read to its end (corrupted chunks, bad records)
+        raise ExportError(f'{bag}: not a readable rosbag2 bag ({type(error).__name__}: '
+                          f'{" ".join(str(error).split())})') from None
     finally:
         reader.close()
     return streams
@@ -212,24 +215,65 @@ def export_lerobot(source: str, out: str, rate: float, max_skew: float | None = 
     import pyarrow.parquet as pq
 
     if not (math.isfinite(rate) and 0 < rate <= 1000):
-        raise ExportError(f'--rate: expected a rate in Hz from 0 to 1000, got {rate:g}')
+        raise ExportError(f'--rate: expected frames per second, more than 0 and at most 1000, got {rate:g}')
     max_skew = 0.5 / rate if max_skew is None else max_skew
     if not (math.isfinite(max_skew) and max_skew >= 0):
         raise ExportError(f'--max-skew: expected seconds >= 0, got {max_skew:g}')
     source_dir, out_dir = Path(source), Path(out)
     if (source_dir / 'dataset.json').is_file():
-        manifest = json.loads((source_dir / 'dataset.json').read_text())
+        from .dataset import DatasetError, load_manifest
+        try:
+            manifest = load_manifest(source_dir / 'dataset.json')
+        except DatasetError as error:
+            raise ExportError(str(error)) from None
         bags = [source_dir / e['bag'] for e in manifest['episodes'] if not e.get('pruned')]
+        if not bags:
+            listed = len(manifest['episodes'])
+            raise ExportError(f'{source_dir / "dataset.json"}: episodes: no episode to export ('
+                              + (f'all {listed} pruned)' if listed else 'the list is empty)'))
     elif (source_dir / 'metadata.yaml').is_file():
         bags = [source_dir]
     else:
         raise ExportError(f'{source}: expected a dataset folder (dataset.json) or a rosbag2 bag folder (metadata.yaml)')
-    if out_dir.exists() and any(out_dir.iterdir()):
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ExportError(f'--out {out}: is a file; expected a new or empty folder (nothing was overwritten)')
+    try:
+        occupied = out_dir.exists() and any(out_dir.iterdir())
+    except OSError as error:
+        raise ExportError(f'--out {out}: cannot read ({error.strerror or error}); expected a new or empty '
+                          'folder') from None
+    if occupied:
         raise ExportError(f'--out {out}: exists and is not empty; choose a new folder (nothing was overwritten)')
+    # What this export creates, removed again if it fails: the folder (and missing parents), or,
+    # in an empty folder that was there, what it writes inside.
+    created = [folder for folder in (out_dir, *out_dir.parents) if not folder.exists()]
     try:
         (out_dir / 'meta').mkdir(parents=True, exist_ok=True)
     except OSError as error:
+        _remove_created(out_dir, created)
         raise ExportError(f'--out {out}: cannot write there ({error.strerror or error})') from None
+    try:
+        return _export(bags, out, out_dir, rate, max_skew, log, pa, pq)
+    except BaseException:
+        _remove_created(out_dir, created)
+        raise
+
+
+def _remove_created(out_dir: Path, created: list[Path]) -> None:
+    import shutil
+    if created:
+        shutil.rmtree(out_dir, ignore_errors=True)
+        for folder in created[1:]:  # parents this export created, innermost first, while empty
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+    else:
+        for name in ('meta', 'data'):
+            shutil.rmtree(out_dir / name, ignore_errors=True)
+
+
+def _export(bags: list[Path], out: str, out_dir: Path, rate: float, max_skew: float, log, pa, pq) -> dict:
     features, total_frames, episodes, episode_stats = None, 0, [], []
     worst_skew, rejected = 0, 0
     for episode_index, bag in enumerate(bags):
