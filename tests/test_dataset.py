@@ -201,24 +201,31 @@ def test_full_disk_stops_with_one_line_and_keeps_finished_episodes_verifiable(tm
 
 
 # ------------------------------------------------------------------------------------------ a corpus end to end
-def _kill_mid_way(out: Path) -> None:
-    """Start a 1-worker generation and SIGKILL it once two episodes are finished and the third is
-    being written (a half-written episode left under .partial/)."""
-    process = subprocess.Popen([sys.executable, '-m', 'robotsim_core.cli', 'dataset', 'generate', '--randomization',
-                                str(SMALL_COURSE), '--episodes', '6', '--seed', '5', '--workers', '1', '--out', str(out),
-                                '--no-progress'], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+def kill_generation_mid_episode(out: Path, arguments: list[str], finished: int) -> None:
+    """Start ``robotsim dataset generate ARGUMENTS --out OUT`` and SIGKILL it once ``finished`` episodes are
+    in the manifest and the next is being written (a half-written episode left under .partial/)."""
+    process = subprocess.Popen([sys.executable, '-m', 'robotsim_core.cli', 'dataset', 'generate', *arguments,
+                                '--out', str(out), '--no-progress'],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
     try:
         while time.monotonic() < deadline and process.poll() is None:
             partial = list((out / '.partial').glob('episode_*/*.mcap')) if (out / '.partial').is_dir() else []
             done = len(manifest(out)['episodes']) if (out / 'dataset.json').is_file() else 0
-            if done >= 2 and partial:
+            if done >= finished and partial:
                 process.send_signal(signal.SIGKILL)
                 break
             time.sleep(0.005)
     finally:
+        process.kill()
         process.wait()
     assert process.returncode == -signal.SIGKILL, f'the generation ended before it could be killed: {process.stderr.read()}'
+
+
+def _kill_mid_way(out: Path) -> None:
+    """A 1-worker generation of 6 episodes killed with two finished and the third being written."""
+    kill_generation_mid_episode(out, ['--randomization', str(SMALL_COURSE), '--episodes', '6', '--seed', '5',
+                                      '--workers', '1'], finished=2)
 
 
 def test_corpus_generate_verify_corrupt_resume_engines_export(tmp_path):

@@ -8,17 +8,14 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from rostest_helpers import WORKSPACE
+from test_dataset import SMALL_COURSE, kill_generation_mid_episode
 
-SMALL_COURSE = WORKSPACE / 'tests' / 'data' / 'datasets' / 'small_course.yaml'
 CLI = [sys.executable, '-m', 'robotsim_core.cli']
 
 
@@ -267,22 +264,8 @@ def test_verify_reports_fewer_episodes_than_the_settings_and_how_to_complete_the
 
 def test_verify_reports_a_killed_generation_as_incomplete(tmp_path):
     out = tmp_path / 'killed'
-    process = subprocess.Popen([*CLI, 'dataset', 'generate', '--randomization', str(SMALL_COURSE), '--episodes', '30',
-                                '--no-cameras', '--no-progress', '--out', str(out)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    try:
-        while time.monotonic() < deadline and process.poll() is None:
-            listed = len(manifest(out)['episodes']) if (out / 'dataset.json').is_file() else 0
-            half = list((out / '.partial').glob('episode_*')) if (out / '.partial').is_dir() else []
-            if listed >= 1 and half:
-                process.send_signal(signal.SIGKILL)
-                break
-            time.sleep(0.005)
-    finally:
-        process.kill()
-        process.wait()
-    assert process.returncode == -signal.SIGKILL, 'the generation ended before it could be killed'
+    kill_generation_mid_episode(out, ['--randomization', str(SMALL_COURSE), '--episodes', '30', '--no-cameras'],
+                                finished=1)
     listed = len(manifest(out)['episodes'])
     assert listed < 30
     checked = robotsim('dataset', 'verify', out)
