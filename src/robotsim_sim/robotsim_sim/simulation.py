@@ -236,10 +236,15 @@ class Simulation:
             self.renderer = CameraRenderer(self.model, world.light.shadows, world.light.reflections)
         bindings = [RobotBinding.bind(self.model, p.model, p.prefix) for p in placements]
         self.geom_labels, self.labels = self._segmentation_labels(placements, bindings)
-        self.robots = [self._make_robot(index, placement, binding)
-                       for index, (placement, binding) in enumerate(zip(placements, bindings))]
-        self.reset(self.seed)
-        self._refuse_overlaps_at_start()
+        self.robots: list[RobotInstance] = []
+        try:
+            for index, (placement, binding) in enumerate(zip(placements, bindings)):
+                self._make_robot(index, placement, binding)
+            self.reset(self.seed)
+            self._refuse_overlaps_at_start()
+        except BaseException:
+            self.close()  # the capture threads and firmware links made so far: a failed start leaks nothing
+            raise
 
     # ------------------------------------------------------------------ construction
     def _segmentation_labels(self, placements, bindings):
@@ -282,6 +287,7 @@ class Simulation:
             joint_names=joints, qpos_index=qpos_index, dof_index=dof_index, binding=binding,
             # A fixed-base robot is welded to the world: no free joint, no root dofs (-1).
             root_body=binding.root_body, root_qpos=binding.root_qpos, root_dof=binding.root_dof)
+        self.robots.append(robot)  # before its threads and links exist: close() frees them if a later step fails
         if model.drive:
             driven = model.drive.driven_wheels
             robot.wheel_actuators = np.array([binding.wheel_motors[w.joint] for w in driven], dtype=int)
@@ -661,7 +667,6 @@ class Simulation:
         overlaps = self._overlaps()
         if overlaps:
             first, second, depth = overlaps[0]
-            self.close()
             raise DescriptionError(self.world.source or 'world', 'spawn',
                                    f'{first!r} starts inside {second!r} ({100 * depth:.1f} cm deep): expected every '
                                    'robot and entity in a free spot (move the world\'s spawn or entities, or the '

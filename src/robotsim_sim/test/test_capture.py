@@ -81,3 +81,21 @@ def test_a_reset_discards_captures_in_flight():
         assert first[0].reading.stamp == 2_000_000  # the new episode's first step's capture, not the old one
     finally:
         sim.close()
+
+
+def test_a_failed_start_leaves_no_capture_thread_or_firmware_link():
+    # The first rover's camera thread and firmware link exist when the racer (Ackermann: no firmware in the
+    # loop) is refused: they must be closed, not left to the process's end.
+    import threading
+
+    from robotsim_core.errors import DescriptionError
+
+    def captures() -> int:
+        return sum(thread.name.startswith('capture') and thread.is_alive() for thread in threading.enumerate())
+    before = captures()
+    world = load_world(resolve_world_path('room'))
+    placements = [RobotPlacement(load_robot('rover'), 'robot1', SpawnSpec((-1.0, 0.0, 0.0), 0.0)),
+                  RobotPlacement(load_robot('racer'), 'robot2', SpawnSpec((1.0, 0.0, 0.0), math.pi))]
+    with pytest.raises(DescriptionError, match='firmware in the loop drives differential bases'):
+        Simulation(world, placements, SimOptions(seed=4, cameras=True, camera_threads=True, firmware=True))
+    assert captures() == before
