@@ -369,7 +369,7 @@ class Simulation:
         """Initial state, zero time, and every noise stream restarted from ``seed``."""
         if seed is not None:
             self.seed = int(seed)
-        for robot in getattr(self, 'robots', ()):
+        for robot in self.robots:
             for item in robot.schedule:
                 if item.capture is not None:
                     item.capture.discard()  # a capture of the old episode: its noise stream is about to restart
@@ -618,26 +618,29 @@ class Simulation:
         half_x, half_y = (size / 2 for size in self.world.floor.size)
         return np.array([-half_x, -half_y, 0.0]), np.array([half_x, half_y, max(self.world.floor.size)])
 
+    def _robot_index(self, body: int) -> int | None:
+        """The index of the robot ``body`` belongs to (None: the world body or a world entity)."""
+        root = int(self.model.body_rootid[body])
+        return next((index for index, robot in enumerate(self.robots)
+                     if body and int(self.model.body_rootid[robot.root_body]) == root), None)
+
     def _body_owner(self, body: int) -> str | None:
         """What a body belongs to, as a user names it: a robot (its namespace or model name) or a world
         entity (its top body's name); None for the world body itself (static geoms)."""
         if body == 0:
             return None
-        root = int(self.model.body_rootid[body])
-        for robot in getattr(self, 'robots', ()):
-            if int(self.model.body_rootid[robot.root_body]) == root:
-                return robot.placement.namespace or robot.model.name
-        return self.model.body(root).name
+        index = self._robot_index(body)
+        if index is not None:
+            robot = self.robots[index]
+            return robot.placement.namespace or robot.model.name
+        return self.model.body(int(self.model.body_rootid[body])).name
 
     def _placed_later(self, body: int, other: int) -> bool:
         """Whether ``body`` came into the scene after ``other``: the world's static geoms, then its
         entities, then the robots in order."""
         def rank(b: int) -> int:
-            if b == 0:
-                return -2
-            root = int(self.model.body_rootid[b])
-            return next((index for index, robot in enumerate(getattr(self, 'robots', ()))
-                         if int(self.model.body_rootid[robot.root_body]) == root), -1)
+            index = self._robot_index(b)
+            return -2 if b == 0 else (-1 if index is None else index)
         return rank(body) > rank(other)
 
     def _owner(self, geom: int) -> str:

@@ -248,7 +248,7 @@ class SimNode(Node):
 
     def total_time_ns(self) -> int:
         """Sim time on /clock now: the episodes before the last reset and this one's time."""
-        return self.stamp_ns(self.sim.time_ns)
+        return self.time_offset_ns + self.sim.time_ns
 
     def publish_clock(self, now_ns: int) -> None:
         if now_ns > self.last_clock_ns:
@@ -258,7 +258,7 @@ class SimNode(Node):
     # ------------------------------------------------------------------ stepping
     def advance(self) -> None:
         events = self.sim.step()
-        now = self.stamp_ns(self.sim.time_ns)
+        now = self.total_time_ns()
         if events or now - self.last_clock_ns >= self.clock_period_ns:
             self.publish_clock(now)  # before data stamped with this time
         if self.sim.instabilities:
@@ -422,7 +422,7 @@ class SimNode(Node):
                 future.set_result(outcome)
 
     def publish_arm_feedback(self) -> None:
-        stamp = stamp_msg(self.stamp_ns(self.sim.time_ns))
+        stamp = stamp_msg(self.total_time_ns())
         for handle, ports, _ in list(self.goals.values()):
             controller = self.sim.robots[ports.index].arm_controller
             if controller is None or controller.active_token is not handle or not handle.is_active:
@@ -443,7 +443,7 @@ class SimNode(Node):
         for ports in self.ports:
             if ports.controller_state is None or not ports.controller_state.get_subscription_count():
                 continue
-            stamp = stamp or stamp_msg(self.stamp_ns(self.sim.time_ns))
+            stamp = stamp or stamp_msg(self.total_time_ns())
             state = self.sim.arm_state(ports.index)
             robot = self.sim.robots[ports.index]
             message = JointTrajectoryControllerState()
@@ -460,7 +460,7 @@ class SimNode(Node):
         if request.paused:
             self.deliver_captures()
         self.paused = request.paused
-        self.publish_clock(self.stamp_ns(self.sim.time_ns))  # while paused, /clock shows where time stopped
+        self.publish_clock(self.total_time_ns())  # while paused, /clock shows where time stopped
         self._pace_origin = (time.monotonic(), self.sim.time_ns)
         response.success, response.paused = True, self.paused
         response.message = 'paused' if self.paused else 'running'
@@ -481,9 +481,9 @@ class SimNode(Node):
                 if time.monotonic() - self.last_status_wall >= STATUS_PERIOD:
                     self.publish_status()  # the status timer cannot fire while this callback runs
             self.deliver_captures()
-            self.publish_clock(self.stamp_ns(self.sim.time_ns))
+            self.publish_clock(self.total_time_ns())
             response.success, response.message = True, f'stepped {request.steps}'
-        response.sim_time = stamp_msg(self.stamp_ns(self.sim.time_ns))
+        response.sim_time = stamp_msg(self.total_time_ns())
         response.step_count = self.sim.step_count
         return response
 
@@ -521,7 +521,7 @@ class SimNode(Node):
             return response
         position, quaternion = found
         response.pose.header.frame_id = 'world'
-        response.pose.header.stamp = stamp_msg(self.stamp_ns(self.sim.time_ns))
+        response.pose.header.stamp = stamp_msg(self.total_time_ns())
         pose = response.pose.pose
         pose.position.x, pose.position.y, pose.position.z = (float(v) for v in position)
         pose.orientation.w, pose.orientation.x, pose.orientation.y, pose.orientation.z = (float(v) for v in quaternion)
