@@ -26,7 +26,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from rclpy.serialization import serialize_message
+from rclpy.serialization import deserialize_message, serialize_message
+from sensor_msgs.msg import JointState
 
 from robotsim_core.description import load_robot
 from robotsim_learning.bag_writer import BagWriter
@@ -102,6 +103,10 @@ def recording(tmp_path_factory):
                     geom_ids[event.reading.stamp] = geoms
                 for name, message in messages.build(event.channel, event.reading, event.reading.stamp):
                     data = message if type(message) is bytes else serialize_message(message)  # bytes: serialized already
+                    if name == 'joint_states':
+                        for part in _two_publishers(data):
+                            bag.write('/joint_states', event.reading.stamp, part)
+                        continue
                     bag.write(f'/{name}', event.reading.stamp, data)
             sim.command_base(0, 0.25, 0.6)  # before the command timeout
     finally:
@@ -109,6 +114,20 @@ def recording(tmp_path_factory):
         sim.close()
         sim.renderer.close()
     return {'bag': bag_path, 'world': world_path, 'robot': robot_path, 'geom_ids': geom_ids, 'labels': sim.labels}
+
+
+def _two_publishers(data: bytes) -> list[bytes]:
+    """One /joint_states message as two publishers send it on a robot with firmware in the loop: the wheels
+    (the motor bridge) and the arm (the simulator), each a subset, the wheels first."""
+    message = deserialize_message(data, JointState)
+    parts = []
+    for wheels in (True, False):
+        keep = [i for i, name in enumerate(message.name) if ('wheel' in name) == wheels]
+        parts.append(serialize_message(JointState(
+            header=message.header, name=[message.name[i] for i in keep],
+            position=[message.position[i] for i in keep], velocity=[message.velocity[i] for i in keep],
+            effort=[message.effort[i] for i in keep])))
+    return parts
 
 
 def robotsim(*args: str, env: dict | None = None, timeout: float = RENDER_TIMEOUT) -> subprocess.CompletedProcess:
@@ -133,6 +152,8 @@ def test_the_recording_holds_what_the_renderer_reads(recording):
     assert len(read.frame_stamps) == round(DURATION * 10) + 1
     assert read.labels == recording['labels']
     assert (read.intrinsics.width, read.intrinsics.height) == (WIDTH, HEIGHT)
+    # /joint_states came from two publishers (wheels, arm), merged by joint name.
+    assert any('wheel' in name for name in read.joints.names) and any('arm' in name for name in read.joints.names)
     assert len(np.unique(np.concatenate([g.ravel() for g in recording['geom_ids'].values()]))) >= 8
 
 

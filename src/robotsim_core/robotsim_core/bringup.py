@@ -68,7 +68,11 @@ class BringupConfig:
     """Start RViz when rviz2 is installed, with the first robot's ``config/rviz/<robot>.rviz`` if there
     is one (the scout's shows its range cones), else ``config/rviz/robotsim.rviz`` (the rover's view)."""
     view: bool = False
-    """Serve the live browser view of the (first) robot on http://127.0.0.1:8080/ (and Foxglove's WebSocket protocol on 8765)."""
+    """Serve the live browser view of the (first) robot on http://127.0.0.1:<view_port>/ (and Foxglove's WebSocket protocol on <foxglove_port>)."""
+    view_port: int = 8080
+    """view:=true: TCP port of the browser view on 127.0.0.1 (1-65535)."""
+    foxglove_port: int = 8765
+    """view:=true: TCP port of the Foxglove WebSocket server on 127.0.0.1 (1-65535; 0 = no Foxglove server)."""
     record: bool = False
     """Record the contract's topics to an MCAP rosbag2 bag."""
     bag: str = ''
@@ -148,6 +152,10 @@ def config_from_arguments(arguments: dict[str, str], source: str = 'launch argum
         except ValueError:
             raise DescriptionError(source, key, f'expected {kind}, got {text!r}') from None
         problem = simulation_value_problem(key, values[key]) if key in ('seed', 'real_time_factor', 'duration') else None
+        if key in ('view_port', 'foxglove_port') and not (key == 'foxglove_port' and values[key] == 0) \
+                and not 1 <= values[key] <= 65535:
+            problem = f'expected a TCP port from 1 to 65535{" (or 0: none)" if key == "foxglove_port" else ""}, ' \
+                      f'got {values[key]}'
         if problem:
             raise DescriptionError(source, key, problem)
     config = BringupConfig(**values)
@@ -203,6 +211,9 @@ def _check_combinations(config: BringupConfig, given: set[str], source: str) -> 
     if config.fleet and 'namespace' in given:
         raise DescriptionError(source, 'namespace', 'a fleet gives each of its robots its namespace: expected fleet:= '
                                                     'or namespace:=, not both')
+    for port in ('view_port', 'foxglove_port'):
+        if port in given and not config.view:
+            raise DescriptionError(source, port, 'expected view:=true with it (no viewer would listen on it)')
     if 'world' in given and not config.use_sim:
         raise DescriptionError(source, 'world', 'sim only: the real robot is in the real world')
     if 'bag' in given and not config.record:
@@ -338,7 +349,8 @@ def node_graph(config: BringupConfig) -> list[NodeSpec]:
         first = fleet.robots[0]
         nodes.append(NodeSpec('robotsim_learning', 'viewer', 'robotsim_viewer', parameters={
             'robot': first.robot, 'world': config.world if config.use_sim else '',
-            'robot_namespace': first.namespace, 'use_sim_time': use_sim_time}))
+            'robot_namespace': first.namespace, 'port': config.view_port, 'foxglove_port': config.foxglove_port,
+            'use_sim_time': use_sim_time}))
     if config.rviz:
         # The first robot's view: its namespace resolves the file's relative topics, the fixed frame
         # gets its prefix, and tf2 (which listens on the absolute /tf) is pointed at the robot's tf.

@@ -26,6 +26,11 @@ SENSOR_QOS = QosSpec('best_effort', 'volatile', 5)
 RELIABLE_QOS = QosSpec('reliable', 'volatile', 10)
 TF_QOS = QosSpec('reliable', 'volatile', 100)
 LATCHED_QOS = QosSpec('reliable', 'transient_local', 1)
+CLOCK_QOS = QosSpec('reliable', 'volatile', 1000)
+"""/clock: reliable with a deep history. It is published hundreds of times a second, so a depth of 10 is
+30 ms: a recorder that a loaded machine holds up longer than that lost /clock messages the reliable
+protocol could not resend. 1000 Clock messages (12 bytes each) are seconds of slack; rclpy and rclcpp
+time sources subscribe best effort (ClockQoS), which a reliable publisher serves."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +78,7 @@ def sensor_qos(spec) -> QosSpec:
 
 def robot_contract(model: RobotModel, joint_state_rate: float = 50.0, odom_rate: float = 50.0) -> Contract:
     topics = [
-        TopicSpec('clock', 'rosgraph_msgs/msg/Clock', '', RELIABLE_QOS, 0.0, sim_only=True),
+        TopicSpec('clock', 'rosgraph_msgs/msg/Clock', '', CLOCK_QOS, 0.0, sim_only=True),
         TopicSpec('joint_states', 'sensor_msgs/msg/JointState', '', RELIABLE_QOS, joint_state_rate),
         TopicSpec('odom', 'nav_msgs/msg/Odometry', 'odom', RELIABLE_QOS, odom_rate),
         TopicSpec('tf', 'tf2_msgs/msg/TFMessage', '', TF_QOS, odom_rate),

@@ -130,7 +130,7 @@ def launch(nodes: list[NodeSpec], stop_timeout: float = 10.0) -> int:
                                        stderr=subprocess.STDOUT, text=True, bufsize=1, preexec_fn=die_with_parent)
             running.append(_Running(spec, process))
             say(f'started {spec.label} ({spec.package}/{spec.executable}, pid {process.pid})')
-        reported = set()
+        reported, failed = set(), []
         while not stop_requested.is_set():
             for item in running:
                 code = item.process.poll()
@@ -143,9 +143,15 @@ def launch(nodes: list[NodeSpec], stop_timeout: float = 10.0) -> int:
                     stop_requested.set()
                 else:
                     say(f'node {item.spec.label} exited with status {code}')
+                    if code != 0:
+                        failed.append(f'{item.spec.label} (status {code})')
             stop_requested.wait(0.1)
     finally:
         _stop_all(running, stop_timeout)
+        if failed:
+            # Said again last, where it is seen: a node that could not start (a viewer whose port is in
+            # use) while the others ran on.
+            say(f'nodes that failed while the bringup ran: {", ".join(failed)}')
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         shutil.rmtree(run_dir, ignore_errors=True)  # the params files, read by the nodes at start

@@ -28,6 +28,7 @@ from rosbags.rosbag2.storage_mcap import decompress, get_qos
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 from .bag_writer import BAG_VERSION
+from .mcap_crc import seal_summary_crc, write_chunk_crcs
 
 MAGIC = b'\x89MCAP0\r\n'
 OP_HEADER, OP_FOOTER, OP_SCHEMA, OP_CHANNEL, OP_MESSAGE, OP_CHUNK, OP_DATA_END = 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x0F
@@ -261,6 +262,7 @@ def _repair(bag: Path) -> str:
     try:
         writer = Writer(work / bag.name, version=BAG_VERSION, storage_plugin=StoragePlugin.MCAP)
         writer.open()
+        write_chunk_crcs(writer.storage)
         connections = {}
         scanner = McapScanner(mcap)
 
@@ -286,6 +288,7 @@ def _repair(bag: Path) -> str:
         scanner.on_channel, scanner.on_message = add_channel, add_message
         scanner.scan()
         writer.close()
+        seal_summary_crc(writer.storage.path)
         backup = _backup_name(mcap)
         mcap.rename(backup)
         rebuilt = work / bag.name

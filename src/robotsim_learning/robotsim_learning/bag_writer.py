@@ -28,6 +28,8 @@ from rosbags.rosbag2.metadata import dump_qos_v9
 from rosbags.rosbag2.storage_mcap import McapWriter
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
+from .mcap_crc import seal_summary_crc, write_chunk_crcs
+
 BAG_VERSION = 9
 """rosbag2 metadata version written (Jazzy and later)."""
 FLUSH_PERIOD = 0.5
@@ -248,6 +250,8 @@ class BagWriter:
         # rosbags' MCAP storage: its pending chunk and file are public attributes of the pinned
         # version (requirements/bare.txt); tests/test_recording_crash.py proves the flushing.
         self.storage = self.writer.storage
+        if isinstance(self.storage, McapWriter):
+            write_chunk_crcs(self.storage)
         self.connections = {}
         self.counts: dict[str, int] = {}
         # Messages go straight into the pending chunk (see _write_message_record) when rosbags would
@@ -342,3 +346,5 @@ class BagWriter:
 
     def close(self) -> None:
         self.writer.close()  # the MCAP summary and footer, and the final metadata.yaml
+        if isinstance(self.storage, McapWriter):
+            seal_summary_crc(self.storage.path)

@@ -207,6 +207,9 @@ def generate_episode(spec_path: str, seed: int, index: int, out: str, driver: st
         return entry
     mcap = partial / f'{name}.mcap'
     entry['sha256'] = file_sha256(mcap)
+    # The scenario beside the bag (world, robot, metadata): verify covers the whole episode.
+    entry['files'] = {path.name: file_sha256(path) for path in sorted(partial.iterdir())
+                      if path.is_file() and path != mcap}
     entry['bytes'] = sum(f.stat().st_size for f in partial.iterdir())
     final = Path(out, name)
     if final.exists():
@@ -274,13 +277,17 @@ def _ray_map(tasks: list[tuple], workers: int, address: str | None):
 
 # ---------------------------------------------------------------------------------------------- generate
 def _check_output_dir(out: Path) -> None:
+    probe = out / '.write-test'
     try:
         out.mkdir(parents=True, exist_ok=True)
-        probe = out / '.write-test'
         probe.write_bytes(b'x')
-        probe.unlink()
     except OSError as error:
         raise DatasetError(f'--out {out}: cannot write there ({error.strerror or error})') from None
+    finally:
+        try:
+            probe.unlink()  # also when the disk was full: a half-written probe is no file of the dataset
+        except OSError:
+            pass
 
 
 def generate(spec_path: str, out: str, episodes: int, seed: int, driver: str, workers: int = 1,
@@ -332,6 +339,9 @@ def generate(spec_path: str, out: str, episodes: int, seed: int, driver: str, wo
                     'settings': settings, 'randomization': {'path': os.path.abspath(spec_path), 'sha256': spec_hash(spec),
                                                             'spec': asdict(spec)},
                     'episodes': []}
+        # Listed before the first episode runs: a generation killed before it finished one is a dataset
+        # of 0 episodes (verify: INCOMPLETE, with the --resume command), not "no dataset".
+        write_json_atomically(manifest_path, manifest)
     done = {entry['index'] for entry in manifest['episodes']}
     todo = [index for index in range(episodes) if index not in done]
     for index in todo:
@@ -412,6 +422,8 @@ def verify(out: str) -> list[str]:
     from rosbags.rosbag2 import Reader
     from rosbags.typesys import Stores, get_typestore
 
+    from .mcap_crc import crc_problem
+
     out_dir = Path(out)
     manifest_path = out_dir / MANIFEST
     if not manifest_path.is_file():
@@ -435,6 +447,14 @@ def verify(out: str) -> list[str]:
         if digest != entry['sha256']:
             problems.append(f'{name}: sha256 of {mcap.name} differs from the manifest (the bag was changed or corrupted)')
             continue
+        changed = _scenario_problem(folder, entry.get('files'))
+        if changed:
+            problems.append(f'{name}: {changed}')
+            continue
+        problem = crc_problem(mcap)
+        if problem:
+            problems.append(f'{name}: {problem}')
+            continue
         try:
             problem = _verify_bag(folder, entry['message_counts'], typestore, Reader)
         except Exception as error:  # a bag rosbags cannot read is the finding, whatever the exception
@@ -442,6 +462,27 @@ def verify(out: str) -> list[str]:
         if problem:
             problems.append(f'{name}: {problem}')
     return problems
+
+
+def _scenario_problem(folder: Path, files) -> str | None:
+    """The episode's files beside its bag against the manifest's sha256 of each (manifests written before
+    the files were listed have none: nothing to compare)."""
+    if files is None:
+        return None
+    if not isinstance(files, dict):
+        return f'files: expected an object of file name -> sha256, got {_got(files)}'
+    for file_name, digest in sorted(files.items()):
+        if not isinstance(file_name, str) or '/' in file_name or file_name in ('', '.', '..'):
+            return f'files: expected file names in the episode folder, got {_got(file_name)}'
+        path = folder / file_name
+        if not path.is_file():
+            return f'{file_name} is missing (the manifest lists it)'
+        try:
+            if file_sha256(path) != digest:
+                return f'sha256 of {file_name} differs from the manifest (the scenario file was changed)'
+        except OSError as error:
+            return f'{file_name} does not read ({error.strerror or error})'
+    return None
 
 
 def _verify_bag(folder: Path, expected_counts: dict, typestore, reader_class) -> str | None:

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..description.model import RobotModel
 from ..geometry import homogeneous, matrix_to_rpy, rpy_to_quat
+from ..joint_series import JointSeries
 
 MAX_POSE_RATE = 30.0
 """Hz: TF edges and joint states are kept at most this often (the page interpolates between samples)."""
@@ -217,8 +218,7 @@ def _read(reader, bag: Path, model, topic, prefix, max_pose_rate, max_image_rate
 
     truth, odom, tf_base = [], [], []
     tf: dict[str, dict] = {}
-    joint_names: list[str] = []
-    joint_rows: list[tuple[float, dict]] = []
+    joints = JointSeries()
     scans: list[tuple[float, str]] = []
     scan_info = None
     images: list[tuple[float, str]] = []
@@ -256,10 +256,8 @@ def _read(reader, bag: Path, model, topic, prefix, max_pose_rate, max_image_rate
                 edge['t'].append(round(t, 6))
                 edge['pose'].append(pose)
         elif name == topic('joint_states'):
-            t = stamp_seconds(message.header) - start
-            if thin.keep('joint_states', t):
-                joint_rows.append((t, dict(zip(message.name, (float(p) for p in message.position)))))
-                joint_names.extend(n for n in message.name if n not in joint_names)
+            joints.add(message.header.stamp.sec * 1_000_000_000 + message.header.stamp.nanosec, message.name,
+                       message.position)
         elif name == topic('scan'):
             scan_info = scan_info or {'frame': strip_prefix(message.header.frame_id, prefix),
                                       'angle_min': float(message.angle_min),
@@ -283,13 +281,13 @@ def _read(reader, bag: Path, model, topic, prefix, max_pose_rate, max_image_rate
     data.tf = {child: edge for child, edge in tf.items() if child != root}
     if model is not None:
         data.joints = joint_table(model)
-    if joint_rows:
-        positions = []
-        previous = {name: 0.0 for name in joint_names}
-        for _, row in joint_rows:
-            previous.update(row)
-            positions.append([_r(previous[name]) for name in joint_names])
-        data.joint_states = {'names': joint_names, 't': [round(t, 6) for t, _ in joint_rows], 'position': positions}
+    if joints:
+        # Merged by joint name across publishers, each joint interpolated on its own stamps, then sampled
+        # on one grid (every stamp of any publisher, thinned) for the page.
+        times = [t for t in (stamp * 1e-9 - start for stamp in joints.stamps()) if thin.keep('joint_states', t)]
+        stamps = [round((t + start) * 1e9) for t in times]
+        positions = [[_r(p) for p in row] for row in joints.resample(stamps)]
+        data.joint_states = {'names': list(joints.names), 't': [round(t, 6) for t in times], 'position': positions}
     if scans:
         data.scan = {**scan_info, 't': [round(t, 6) for t, _ in scans], 'ranges': [r for _, r in scans]}
     if images:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from robotsim_core.joint_series import JointSeries
 
 
 class RecordingError(RuntimeError):
@@ -49,9 +50,7 @@ class Recording:
     truth_positions: np.ndarray               # (N, 3) world
     truth_quaternions: np.ndarray             # (N, 4) w, x, y, z
     truth_frame: str                          # child_frame_id: the robot's root link
-    joint_stamps: np.ndarray                  # ns
-    joint_names: list[str]
-    joint_positions: np.ndarray               # (M, len(joint_names))
+    joints: JointSeries                       # /joint_states merged by joint name across publishers
     labels: dict[int, str] | None = None      # the simulator's label table (segmentation recorded)
     seed: int | None = None                   # /sim/status seed, when recorded
     topics: set[str] = field(default_factory=set)
@@ -93,8 +92,8 @@ def read_recording(bag: Path, camera: str) -> Recording:
                                      '(robotsim dataset generate, or robotsim launch sim record:=true)')
         labels_topic = f'/{camera}/segmentation/labels'
         wanted = {info_topic, '/sim/ground_truth', '/joint_states', labels_topic, '/sim/status'}
-        intrinsics, frames, truth, joints, labels, seed = None, [], [], [], None, None
-        truth_frame, joint_names = '', None
+        intrinsics, frames, truth, joints, labels, seed = None, [], [], JointSeries(), None, None
+        truth_frame = ''
         for connection, _, data in reader.messages(connections=[c for c in reader.connections if c.topic in wanted]):
             message = reader.deserialize(data, connection.msgtype)
             topic = connection.topic
@@ -110,12 +109,7 @@ def read_recording(bag: Path, camera: str) -> Recording:
                 truth.append((_stamp(message.header), p.x, p.y, p.z, q.w, q.x, q.y, q.z))
                 truth_frame = message.child_frame_id
             elif topic == '/joint_states':
-                if joint_names is None:
-                    joint_names = list(message.name)
-                if list(message.name) != joint_names:
-                    raise RecordingError(f'{bag}: /joint_states changes its joint names mid-recording '
-                                         f'({joint_names} then {list(message.name)}); expected one set')
-                joints.append((_stamp(message.header), *message.position))
+                joints.add(_stamp(message.header), message.name, message.position)
             elif topic == labels_topic:
                 labels = {int(key): name for key, name in json.loads(message.data).items()}
             elif topic == '/sim/status' and seed is None:
@@ -128,10 +122,9 @@ def read_recording(bag: Path, camera: str) -> Recording:
         raise RecordingError(f'{bag}: {"/sim/ground_truth" if not truth else "/joint_states"} has no messages')
     _check_intrinsics(bag, info_topic, intrinsics)
     truth_array = np.array(sorted(truth), dtype=float)
-    joint_array = np.array(sorted(joints, key=lambda row: row[0]), dtype=float)
     return Recording(bag, camera, intrinsics, np.array(sorted(frames), dtype=np.int64),
                      truth_array[:, 0].astype(np.int64), truth_array[:, 1:4], truth_array[:, 4:8], truth_frame,
-                     joint_array[:, 0].astype(np.int64), joint_names, joint_array[:, 1:], labels, seed, topics)
+                     joints, labels, seed, topics)
 
 
 def _check_intrinsics(bag: Path, topic: str, k: CameraIntrinsics) -> None:
@@ -160,12 +153,6 @@ def interpolate_pose(recording: Recording, stamp: int) -> tuple[np.ndarray, np.n
     t = (stamp - stamps[before]) / (stamps[after] - stamps[before])
     position = (1 - t) * recording.truth_positions[before] + t * recording.truth_positions[after]
     return position, _slerp(recording.truth_quaternions[before], recording.truth_quaternions[after], t)
-
-
-def interpolate_joints(recording: Recording, stamp: int) -> np.ndarray:
-    stamps = recording.joint_stamps
-    return np.array([np.interp(stamp, stamps, recording.joint_positions[:, j])
-                     for j in range(recording.joint_positions.shape[1])])
 
 
 def _slerp(a: np.ndarray, b: np.ndarray, t: float) -> np.ndarray:

@@ -33,7 +33,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from .recording import Recording, RecordingError, interpolate_joints, interpolate_pose
+from .recording import Recording, RecordingError, interpolate_pose
 
 VARIETY_STREAM = 0x62707931
 """Second entry of the variety stream's SeedSequence: the renderer's own stream of an episode's seed."""
@@ -108,10 +108,9 @@ def build_description(recording: Recording, world, robot, stamps: np.ndarray, va
                        and model.body_rootid[model.jnt_bodyid[j]] != instance.root_body]
         if free_bodies:
             warn(f'free bodies {", ".join(free_bodies)} are not in the recording: drawn at their initial pose')
-        name_to_column = {name: i for i, name in enumerate(recording.joint_names)}
-        joints = [(qpos, name_to_column[name]) for name, qpos in zip(instance.joint_names, instance.qpos_index)
-                  if name in name_to_column]
-        missing = [name for name in instance.joint_names if name not in name_to_column]
+        recorded = set(recording.joints.names)
+        joints = [(qpos, name) for name, qpos in zip(instance.joint_names, instance.qpos_index) if name in recorded]
+        missing = [name for name in instance.joint_names if name not in recorded]
         if missing:
             warn(f'/joint_states has no {", ".join(missing)}: held at their initial position')
         positions = np.zeros((len(stamps), len(geoms), 3))
@@ -124,9 +123,9 @@ def build_description(recording: Recording, world, robot, stamps: np.ndarray, va
                 position, quaternion = interpolate_pose(recording, int(stamp))
                 data.qpos[instance.root_qpos:instance.root_qpos + 3] = position
                 data.qpos[instance.root_qpos + 3:instance.root_qpos + 7] = quaternion
-            values = interpolate_joints(recording, int(stamp))
-            for qpos, column in joints:
-                data.qpos[qpos] = values[column]
+            values = recording.joints.at(int(stamp), [name for _, name in joints]) if joints else ()
+            for (qpos, _), value in zip(joints, values):
+                data.qpos[qpos] = value
             mujoco.mj_kinematics(model, data)
             positions[index] = data.geom_xpos[geoms]
             for slot, geom in enumerate(geoms):

@@ -36,7 +36,7 @@ from rosgraph_msgs.msg import Clock
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robotsim_core.bringup import default_serial_link, simulation_value_problem
-from robotsim_core.contract import RELIABLE_QOS
+from robotsim_core.contract import CLOCK_QOS
 from robotsim_core.description import load_robot
 from robotsim_core.fleet import load_fleet, single_robot
 from robotsim_core.errors import DescriptionError
@@ -166,7 +166,7 @@ class SimNode(Node):
         self.ports = [self.make_ports(index, entry, frame_prefix if len(fleet.robots) == 1 and frame_prefix
                                       else entry.frame_prefix)
                       for index, entry in enumerate(fleet.robots)]
-        self.clock_pub = CountedPublisher(self.create_publisher(Clock, '/clock', qos_profile(RELIABLE_QOS)))
+        self.clock_pub = CountedPublisher(self.create_publisher(Clock, '/clock', qos_profile(CLOCK_QOS)))
         self.clock_layout = FixedLayout(Clock(), ['clock'])  # /clock is sent hundreds of times a second
         self.create_service(Pause, 'sim/pause', self.on_pause)
         self.create_service(Step, 'sim/step', self.on_step)
