@@ -197,9 +197,14 @@ class Launch:
 
 
 def published_counts(run: Launch, timeout: float = 5) -> dict[str, int]:
-    """topic -> messages the simulator says it published (its report line at exit)."""
-    line = run.wait_for(r'published messages: (.*)', timeout).group(1)
-    return {topic: int(count) for topic, count in re.findall(r'(/[\w/]+) (\d+)', line)}
+    """topic -> messages the simulator says it published (its report line at exit), plus what each motor
+    bridge says it published (firmware in the loop: it publishes /joint_states beside the simulator)."""
+    line = run.wait_for(r'robotsim_sim.*published messages: (.*)', timeout).group(1)
+    counts = {topic: int(count) for topic, count in re.findall(r'(/[\w/]+) (\d+)', line)}
+    for bridge in re.findall(r'\[motor_bridge\] published messages: (.*)', run.text):
+        for topic, count in re.findall(r'(/[\w/]+) (\d+)', bridge):
+            counts[topic] = counts.get(topic, 0) + int(count)
+    return counts
 
 
 def assert_recorded_everything_published(recorded: dict[str, int], published: dict[str, int]) -> None:

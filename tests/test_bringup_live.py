@@ -15,7 +15,8 @@ from PIL import Image as PilImage
 from rosbags.highlevel import AnyReader
 from sensor_msgs.msg import Image, LaserScan
 
-from rostest_helpers import (RELIABLE, SENSOR, WORKSPACE, Launch, Observer, assert_recorded_everything_published,
+from bag_readers import foxglove_counts
+from rostest_helpers import (RELIABLE, SENSOR, WORKSPACE, CpuHog, Launch, Observer, assert_recorded_everything_published,
                              published_counts, wait_until_publishing)
 from robotsim_msgs.srv import Pause
 
@@ -165,9 +166,12 @@ def test_two_robots_in_one_world(tmp_path):
 
 
 def test_recording_holds_every_published_message(tmp_path):
+    """The default bringup (firmware in the loop: the simulator and the motor bridge both publish
+    /joint_states) recorded on a loaded machine (one core kept busy): per topic, the bag holds every
+    message the simulator published, /clock's hundreds a second included, and Foxglove's reader
+    decodes the same messages as rosbags."""
     bag = tmp_path / 'bag'
-    run = Launch(['robotsim', 'launch', 'sim', 'record:=true', f'bag:={bag}', 'paused:=true', 'duration:=6',
-                  'firmware:=false'])
+    run = Launch(['robotsim', 'launch', 'sim', 'record:=true', f'bag:={bag}', 'paused:=true', 'duration:=8'])
     try:
         run.wait_for(r'\[robotsim_recorder\].*subscribed to all \d+ topics', 90)
         time.sleep(1.0)  # let the last subscriptions match their publishers
@@ -177,7 +181,8 @@ def test_recording_holds_every_published_message(tmp_path):
             assert response.success
         finally:
             obs.close()
-        assert run.finish(timeout=120) == 0, run.text
+        with CpuHog(300):
+            assert run.finish(timeout=240) == 0, run.text
     finally:
         run.stop()
     published = published_counts(run)
@@ -186,6 +191,8 @@ def test_recording_holds_every_published_message(tmp_path):
         assert reader.connections and all(c.msgcount > 0 for c in reader.connections)
     assert recorded['/scan'][0] == 'sensor_msgs/msg/LaserScan' and recorded['/odom'][0] == 'nav_msgs/msg/Odometry'
     assert recorded['/sim/status'][0] == 'robotsim_msgs/msg/SimStatus'
+    assert foxglove_counts(bag) == {topic: count for topic, (_, count) in recorded.items()}
     assert_recorded_everything_published({topic: count for topic, (_, count) in recorded.items()}, published)
+    assert published['/clock'] >= 8 * 250
     assert recorded['/tf_static'][1] == 1 and recorded['/robot_description'][1] == 1
-    assert published['/camera/image_raw'] >= 80 and published['/scan'] >= 55  # 6 s at 15 Hz and 10 Hz
+    assert published['/camera/image_raw'] >= 110 and published['/scan'] >= 75  # 8 s at 15 Hz and 10 Hz

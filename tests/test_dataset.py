@@ -22,6 +22,7 @@ import yaml
 
 from robotsim_learning.randomization import Randomizer, load_randomization
 from robotsim_sim.scene import load_world
+from bag_readers import foxglove_counts
 from rostest_helpers import WORKSPACE
 
 SMALL_COURSE = WORKSPACE / 'tests' / 'data' / 'datasets' / 'small_course.yaml'
@@ -222,6 +223,21 @@ def kill_generation_mid_episode(out: Path, arguments: list[str], finished: int) 
     assert process.returncode == -signal.SIGKILL, f'the generation ended before it could be killed: {process.stderr.read()}'
 
 
+def test_a_generation_killed_in_its_first_episode_is_incomplete_with_the_resume_command(tmp_path):
+    out = tmp_path / 'killed_in_the_first'
+    kill_generation_mid_episode(out, ['--randomization', str(SMALL_COURSE), '--episodes', '2', '--seed', '5'],
+                                finished=0)
+    verified = robotsim('dataset', 'verify', str(out))
+    assert verified.returncode == 1, verified.stdout + verified.stderr
+    line = verified.stdout.strip()
+    assert line.startswith(f'robotsim dataset verify: INCOMPLETE {out}: 0 of 2 episodes generated (episode_000000 '
+                           'half-written in .partial/)'), line
+    assert line.endswith(f'--out {out} --resume'), line
+    resumed = robotsim(*shlex.split(line.split('Complete it with: ', 1)[1])[1:], check=True)
+    assert '2 episode(s) generated' in resumed.stderr
+    assert robotsim('dataset', 'verify', str(out)).returncode == 0
+
+
 def _kill_mid_way(out: Path) -> None:
     """A 1-worker generation of 6 episodes killed with two finished and the third being written."""
     kill_generation_mid_episode(out, ['--randomization', str(SMALL_COURSE), '--episodes', '6', '--seed', '5',
@@ -250,6 +266,8 @@ def test_corpus_generate_verify_corrupt_resume_engines_export(tmp_path):
         assert counts['/camera/image_raw'] == counts['/camera/depth/image_raw'] > 0
         assert counts['/scan'] > 0 and counts['/cmd_vel'] > 0 and counts['/goal_pose'] > 0
         assert counts['/sim/ground_truth'] == counts['/odom'] == counts['/joint_states']
+        assert foxglove_counts(two / entry['bag']) == counts  # Foxglove's reader decodes every message
+        assert set(entry['files']) == {'metadata.yaml', 'robot.yaml', 'world.yaml'}
     assert robotsim('dataset', 'verify', str(two)).returncode == 0
 
     # Killed mid-way, then resumed: finished episodes are not redone, the half-written one is,
@@ -297,6 +315,14 @@ def test_corpus_generate_verify_corrupt_resume_engines_export(tmp_path):
     failed = robotsim('dataset', 'verify', str(killed))
     assert failed.returncode == 1 and 'FAIL episode_000001: message counts differ' in failed.stdout
     assert '/scan' in failed.stdout
+    # An edited scenario file beside an intact bag is found too.
+    (killed / 'dataset.json').write_text(json.dumps(manifest(two)))  # the truthful manifest (same bytes)
+    with open(killed / 'episode_000002' / 'world.yaml', 'a') as world:
+        world.write('# edited\n')
+    failed = robotsim('dataset', 'verify', str(killed))
+    assert failed.returncode == 1, failed.stdout
+    assert failed.stdout.startswith('robotsim dataset verify: FAIL episode_000002: sha256 of world.yaml differs '
+                                    'from the manifest'), failed.stdout
 
     # Export to LeRobot v2.1 and read every declared feature back with pyarrow.
     lerobot = tmp_path / 'lerobot'

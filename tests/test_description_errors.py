@@ -406,6 +406,11 @@ LAUNCH_COMBINATION_CASES = {
                                                      '(driver is none: nobody would drive to it)'),
     'an argument twice': (['duration:=1', 'duration:=2'], 'duration', 'given twice (duration:=1 and duration:=2)'),
     'a world for the real robot': (['world:=pick'], 'world', 'sim only', 'real'),
+    'a viewer port without the viewer': (['view_port:=9000'], 'view_port', 'expected view:=true with it'),
+    'a Foxglove port without the viewer': (['foxglove_port:=9001'], 'foxglove_port', 'expected view:=true with it'),
+    'a viewer port out of range': (['view:=true', 'view_port:=70000'], 'view_port',
+                                   'expected a TCP port from 1 to 65535, got 70000'),
+    'a viewer port of 0': (['view:=true', 'view_port:=0'], 'view_port', 'expected a TCP port from 1 to 65535, got 0'),
 }
 
 

@@ -35,6 +35,7 @@ from robotsim_core.ros.common import message_class
 from robotsim_learning.bag_repair import repair_bag
 from robotsim_learning.bag_writer import BagWriter
 from robotsim_msgs.srv import Pause
+from bag_readers import foxglove_counts
 from rostest_helpers import (Launch, NodeProcess, Observer, _die_with_parent, assert_recorded_everything_published,
                              published_counts)
 
@@ -284,6 +285,7 @@ def test_a_sigkilled_recorder_leaves_a_bag_that_repair_recovers_to_the_last_seco
     metadata = yaml.safe_load((bag / 'metadata.yaml').read_text())['rosbag2_bagfile_information']
     assert {t['topic_metadata']['name']: t['message_count'] for t in metadata['topics_with_message_count']} == \
         {topic: len(messages) for topic, messages in recorded.items()}
+    assert foxglove_counts(bag) == {topic: len(messages) for topic, messages in recorded.items()}  # the repaired bag
     offered = {t['topic_metadata']['name']: t['topic_metadata']['offered_qos_profiles'][0]
                for t in metadata['topics_with_message_count']}
     assert offered['/scan']['reliability'] == 'best_effort' and offered['/odom']['reliability'] == 'reliable'
@@ -317,6 +319,7 @@ def assert_closed_bag(bag: Path, reached_ns: int) -> None:
     recorded = bag_by_topic(bag)
     metadata = yaml.safe_load((bag / 'metadata.yaml').read_text())['rosbag2_bagfile_information']
     assert metadata['message_count'] == sum(len(m) for m in recorded.values())
+    assert foxglove_counts(bag) == {topic: len(messages) for topic, messages in recorded.items()}
     clocks = [stamp_ns('/clock', 'rosgraph_msgs/msg/Clock', raw) for raw in recorded['/clock']]
     assert clocks[0] == 0 and clocks[-1] >= reached_ns - SECOND, (clocks[0], clocks[-1], reached_ns)
     assert repair_bag(bag).endswith('nothing to repair')

@@ -137,13 +137,21 @@ def test_port_in_use_is_one_line(live):
         assert completed.returncode == 2, (completed.stdout, completed.stderr)
         lines = completed.stderr.strip().splitlines()
         assert len(lines) == 1 and 'is in use' in lines[0] and lines[0].startswith('robotsim: error:'), completed.stderr
+        # It names the option and the launch argument (both exist: test_view_launch_argument_adds_the_viewer).
+        taken = '--port (view_port:=)' if args[1] == str(live['port']) else '--foxglove-port (foxglove_port:=)'
+        assert taken in lines[0], lines[0]
 
 
 def test_view_launch_argument_adds_the_viewer():
     nodes = {(n.package, n.executable): n for n in graph_for('sim', {'view': 'true', 'namespace': 'r1'})}
     viewer = nodes[('robotsim_learning', 'viewer')]
-    assert viewer.parameters == {'robot': 'rover', 'world': 'room', 'robot_namespace': 'r1', 'use_sim_time': True}
+    assert viewer.parameters == {'robot': 'rover', 'world': 'room', 'robot_namespace': 'r1', 'port': 8080,
+                                 'foxglove_port': 8765, 'use_sim_time': True}
     assert not viewer.required
+    ports = {(n.package, n.executable): n for n in graph_for('sim', {'view': 'true', 'view_port': '9080',
+                                                                      'foxglove_port': '0'})}
+    assert {k: ports[('robotsim_learning', 'viewer')].parameters[k] for k in ('port', 'foxglove_port')} == \
+        {'port': 9080, 'foxglove_port': 0}
     assert ('robotsim_learning', 'viewer') not in {(n.package, n.executable) for n in graph_for('sim', {})}
     real = {(n.package, n.executable): n for n in graph_for('real', {'view': 'true'})}
     assert real[('robotsim_learning', 'viewer')].parameters['world'] == ''

@@ -263,7 +263,7 @@ def _repair(bag: Path) -> str:
         writer = Writer(work / bag.name, version=BAG_VERSION, storage_plugin=StoragePlugin.MCAP)
         writer.open()
         write_chunk_crcs(writer.storage)
-        connections = {}
+        rebuilt_mcap = writer.storage.path  # rosbags drops its storage at close        connections = {}
         scanner = McapScanner(mcap)
 
         def add_channel(channel: Channel) -> None:
@@ -288,7 +288,7 @@ def _repair(bag: Path) -> str:
         scanner.on_channel, scanner.on_message = add_channel, add_message
         scanner.scan()
         writer.close()
-        seal_summary_crc(writer.storage.path)
+        seal_summary_crc(rebuilt_mcap)
         backup = _backup_name(mcap)
         mcap.rename(backup)
         rebuilt = work / bag.name

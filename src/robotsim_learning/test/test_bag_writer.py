@@ -24,6 +24,7 @@ from tf2_msgs.msg import TFMessage
 
 from robotsim_learning import bag_writer
 from robotsim_learning.bag_writer import BAG_VERSION, BagWriter, canonical_cdr, canonical_cdr_round_trip
+from robotsim_learning.mcap_crc import crc_problem, seal_summary_crc, write_chunk_crcs
 
 STORE = get_typestore(Stores.ROS2_KILTED)
 
@@ -126,6 +127,8 @@ def test_bag_writer_writes_the_bytes_of_a_plain_rosbags_writer(tmp_path):
         ours.add_topic(topic, msg_type)
     plain = Writer(tmp_path / 'plain' / 'bag', version=BAG_VERSION, storage_plugin=StoragePlugin.MCAP)
     plain.open()
+    write_chunk_crcs(plain.storage)  # what BagWriter adds to rosbags' bytes: the CRCs (checked below)
+    plain_mcap = plain.storage.path
     connections = {topic: plain.add_connection(topic, msg_type, typestore=ours.typestore, offered_qos_profiles=[])
                    for topic, msg_type in topics}
     for topic, time, data in messages:
@@ -133,6 +136,49 @@ def test_bag_writer_writes_the_bytes_of_a_plain_rosbags_writer(tmp_path):
         plain.write(connections[topic], time, data)
     ours.close()
     plain.close()
+    seal_summary_crc(plain_mcap)
     assert ours._direct
     for name in ('bag.mcap', 'metadata.yaml'):
         assert (tmp_path / 'ours' / 'bag' / name).read_bytes() == (tmp_path / 'plain' / 'bag' / name).read_bytes(), name
+    assert crc_problem(tmp_path / 'ours' / 'bag' / 'bag.mcap') is None
+
+
+def _bag_with_crcs(path) -> bytes:
+    writer = BagWriter(str(path), flush_period=math.inf, describe_while_writing=False)
+    writer.add_topic('/text', 'std_msgs/msg/String')
+    for index in range(50):
+        writer.write('/text', index * 1_000_000, serialize_message(String(data=f'message {index:04d}')))
+        if index == 24:
+            writer.flush()  # two chunks
+    writer.close()
+    return (path / f'{path.name}.mcap').read_bytes()
+
+
+def test_chunk_and_summary_crcs_are_written_and_checked_by_foxglove_s_reader(tmp_path):
+    from mcap.reader import make_reader
+    from mcap.records import Chunk, Footer
+    from mcap.stream_reader import StreamReader
+    from mcap_ros2.decoder import DecoderFactory
+
+    mcap = tmp_path / 'bag' / 'bag.mcap'
+    original = _bag_with_crcs(tmp_path / 'bag')
+    records = list(StreamReader(str(mcap), emit_chunks=True).records)
+    chunks = [r for r in records if isinstance(r, Chunk)]
+    assert len(chunks) == 2 and all(c.uncompressed_crc != 0 for c in chunks)
+    assert next(r for r in records if isinstance(r, Footer)).summary_crc != 0
+    assert crc_problem(mcap) is None
+    with open(mcap, 'rb') as stream:
+        decoded = [m.data for _, _, _, m in make_reader(stream, decoder_factories=[DecoderFactory()],
+                                                        validate_crcs=True).iter_decoded_messages()]
+    assert decoded == [f'message {index:04d}' for index in range(50)]
+    # One flipped character inside a message: the chunk's CRC no longer matches (as Foxglove's reader says).
+    at = original.index(b'message 0007')
+    mcap.write_bytes(original[:at] + b'massage 0007' + original[at + 12:])
+    problem = crc_problem(mcap)
+    assert problem and 'crc validation failed in Chunk' in problem, problem
+    # A changed summary (a message count in the statistics): the summary CRC no longer matches.
+    summary_start = next(r for r in records if isinstance(r, Footer)).summary_start
+    tampered = bytearray(original)
+    tampered[summary_start + 20] ^= 0x01
+    mcap.write_bytes(bytes(tampered))
+    assert 'summary CRC' in crc_problem(mcap)

@@ -104,6 +104,7 @@ class MotorBridge(Node):
         self.reported_faults = 0
         self.rejected_commands = 0
         self.reported_lost = 0       # counters at the previous diagnostics message
+        self.published = 0           # messages sent on each of joint_states, odom and tf (reported at exit)
         self.reported_glitches = 0
         self.setpoints = [0.0] * len(self.wheels)
         self.off_setpoint = [0] * len(self.wheels)
@@ -291,6 +292,7 @@ class MotorBridge(Node):
         odometry, tf = self.odometry_encoder.encode(odom.x, odom.y, odom.yaw, odom.linear, odom.angular, sample.stamp_ns)
         self.odom_pub.publish(odometry)
         self.tf_pub.publish(tf)
+        self.published += 1  # one message on each of joint_states, odom and tf
 
     def on_mcu_reset(self) -> None:
         self.get_logger().warning('the MCU has reset; saying hello again')
@@ -402,8 +404,15 @@ class MotorBridge(Node):
         self.diagnostics_pub.publish(array)
 
 
+    def report(self) -> None:
+        """At exit, what a recording of this bridge must hold (as the simulator reports its own)."""
+        topics = (self.joint_pub.topic_name, self.odom_pub.topic_name, self.tf_pub.topic_name)
+        print(f'[{self.get_name()}] published messages: {", ".join(f"{t} {self.published}" for t in topics)}', flush=True)
+
+
 def main(args=None) -> int:
-    return convert.run_node('motor_bridge', MotorBridge, (DescriptionError, ValueError), args)  # ValueError: parameters
+    return convert.run_node('motor_bridge', MotorBridge, (DescriptionError, ValueError), args,  # ValueError: parameters
+                            finish=MotorBridge.report)
 
 
 if __name__ == '__main__':
