@@ -8,6 +8,7 @@ Screenshots are saved in each test's tmp folder (and were looked at when this wa
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 import subprocess
@@ -122,8 +123,9 @@ def test_vendored_three_matches_its_record():
 
 def test_replay_of_a_recording(recording, tmp_path):
     page_file = tmp_path / 'run.html'
-    completed = view(str(recording), '--out', str(page_file), '--world', 'room')
+    completed = view(str(recording), '--out', str(page_file))  # the world comes from the bag (/sim/scenario)
     assert completed.returncode == 0, completed.stderr
+    assert '<title>bag: rover in room</title>' in page_file.read_text()  # the recorded world, drawn
     assert 'base from /sim/ground_truth' in completed.stdout and 'robot rover from /robot_description' in completed.stdout
     with chromium() as browser:
         page, log = open_viewer(browser, page_file.as_uri())
@@ -291,3 +293,17 @@ def test_bags_open_in_foxglove_and_ros2_bag(which, request):
         assert isinstance(topic_metadata['offered_qos_profiles'], list) and topic_metadata['offered_qos_profiles']
         assert entry['message_count'] == counts[channel.id], topic
     assert metadata['files'][0]['path'] == files[0] and metadata['files'][0]['message_count'] == metadata['message_count']
+
+
+def test_render_of_a_default_recording_needs_no_world_or_robot(recording, tmp_path):
+    """`robotsim render BAG` on a default recording (firmware in the loop: /joint_states from the simulator and
+    the motor bridge): the world and robot come from the bag's /sim/scenario, the joints merged by name."""
+    out = tmp_path / 'render'
+    completed = subprocess.run(['robotsim', 'render', str(recording), '--out', str(out), '--engine', 'workbench',
+                                '--passes', 'rgb', '--every', '30', '--limit', '2'],
+                               capture_output=True, text=True, timeout=900)
+    assert completed.returncode == 0, completed.stderr
+    document = json.loads((out / 'render.json').read_text())
+    assert len(document['frames']) == 2
+    assert Path(document['world']).name == 'room.yaml' and Path(document['robot']).name == 'rover.yaml'
+    assert "held at their initial position" not in completed.stderr, completed.stderr  # every joint was recorded

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config_schema import field_docs, load_yaml, parse_spec, spec_field
-from .contract import resolve_topic, robot_contract
+from .contract import ENTITIES_TOPIC, SCENARIO_TOPIC, resolve_topic, robot_contract
 from .errors import DescriptionError
 from .fleet import FleetSpec, load_fleet, single_robot
 
@@ -316,6 +316,9 @@ def recorded_topics(config: BringupConfig, fleet: FleetSpec) -> list[tuple[str, 
             if topic.name.endswith('segmentation/labels') and not config.cameras:
                 continue
             topics[resolve_topic(entry.namespace, topic.name)] = topic.type
+    if config.use_sim:
+        topics[SCENARIO_TOPIC] = 'std_msgs/msg/String'  # the world and robots of the run (robotsim_sim.scenario)
+        topics[ENTITIES_TOPIC] = 'tf2_msgs/msg/TFMessage'  # the world's free bodies as they move
     return sorted(topics.items())
 
 

@@ -54,6 +54,12 @@ class Contract:
         return next(t for t in self.topics if t.name == name)
 
 
+SCENARIO_TOPIC = '/sim/scenario'
+"""The simulator's latched ``std_msgs/String`` describing the run (world and robot files, seed; see
+robotsim_sim.scenario): one per simulation, recorded with it, not a topic of the real robot."""
+ENTITIES_TOPIC = '/sim/entities'
+"""The simulator's ``tf2_msgs/TFMessage`` of every free body of the world (``world`` -> body name), at the
+ground-truth rate: what moved besides the robots (a pushed box, a picked cube), for replays and renders."""
 GLOBAL_TOPICS = ('clock',)  # the world's, shared by every robot: never under a robot namespace
 
 

@@ -62,12 +62,25 @@ def run(args: argparse.Namespace) -> int:
     from robotsim_core.description import load_robot
     from robotsim_core.viewer.replay import bag_folder, write_replay
 
+    from robotsim_sim.scenario import ScenarioError, read_scenario, scenario_files
+
     robot = load_robot(args.robot) if args.robot else None
     world = None
     if args.world:
         world = load_world_arg(args.world)
     elif (bag_folder(args.bag) / 'world.yaml').is_file():
         world = load_world_arg(str(bag_folder(args.bag) / 'world.yaml'))
+    if world is None:
+        # A recording carries its world (/sim/scenario): no --world needed. (Its robot is drawn from the
+        # bag's own /robot_description, as before.)
+        try:
+            recorded = read_scenario(bag_folder(args.bag))
+        except ScenarioError as error:
+            return _error(str(error))
+        except Exception:  # not a readable bag: write_replay says so in its own words
+            recorded = None
+        if recorded is not None:
+            world = load_world_arg(scenario_files(recorded, bag_folder(args.bag), args.namespace or '')[0])
     try:
         print(write_replay(args.bag, Path(args.out), robot, world, args.namespace, args.image_rate))
     except BagSceneError as error:

@@ -599,18 +599,13 @@ class Simulation:
         """Free joint id of every entity SetEntityPose can move: each robot by its namespace (or,
         alone, its model name, which also works in a fleet) and each free body of the world."""
         joints = {}
-        robot_roots = set()
         for robot in self.robots:
             if robot.root_dof < 0:
                 continue  # a fixed-base robot is bolted down: not an entity to teleport
             joint = robot.binding.root_joint
-            robot_roots.add(joint)
             joints[robot.placement.namespace or robot.model.name] = joint
             joints.setdefault(robot.model.name, joint)
-        for joint in range(self.model.njnt):
-            body = self.model.body(self.model.jnt_bodyid[joint]).name
-            if joint not in robot_roots and self.model.joint(joint).name == free_joint_name(body):
-                joints[body] = joint  # a world entity with mass (robotsim_sim.scene names its joint so)
+        joints.update(self._world_entity_joints())
         return joints
 
     def world_bounds(self) -> tuple[np.ndarray, np.ndarray]:
@@ -683,6 +678,24 @@ class Simulation:
         expected = f'one of {", ".join(sorted(entities))}'
         return (f'entity: empty name; expected {expected}' if not name
                 else f'entity: no entity {name!r}; expected {expected}')
+
+    def world_entity_poses(self) -> list[tuple[str, np.ndarray, np.ndarray]]:
+        """(name, position, quaternion w x y z) in the world frame of every free body of the world (not the
+        robots), in model order: the state :meth:`entity_pose` reads, at the current time."""
+        qpos, addresses = self.data.qpos, self.model.jnt_qposadr
+        return [(name, qpos[addresses[joint]:addresses[joint] + 3].copy(),
+                 qpos[addresses[joint] + 3:addresses[joint] + 7].copy())
+                for name, joint in self._world_entity_joints().items()]
+
+    def _world_entity_joints(self) -> dict[str, int]:
+        """Free joint id of every free world body (a world entity with mass), by body name."""
+        robot_roots = {robot.binding.root_joint for robot in self.robots if robot.root_dof >= 0}
+        joints = {}
+        for joint in range(self.model.njnt):
+            body = self.model.body(self.model.jnt_bodyid[joint]).name
+            if joint not in robot_roots and self.model.joint(joint).name == free_joint_name(body):
+                joints[body] = joint  # robotsim_sim.scene names such joints so
+        return joints
 
     def entity_pose(self, name: str) -> tuple[np.ndarray, np.ndarray] | str:
         """(position, quaternion w x y z) in the world frame of a robot (by namespace or model name) or a

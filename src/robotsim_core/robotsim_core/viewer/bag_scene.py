@@ -11,7 +11,8 @@ removed):
   no joint TF);
 - ``/scan`` (LaserScan ranges as 16-bit integers, ``range_max / 65534`` per step, 65535 = no return);
 - ``/camera/image_raw`` (or ``.../compressed``), thinned to ``max_image_rate`` and re-encoded as JPEG;
-- ``/goal_pose`` (the episode goal, PoseStamped in ``odom``) as a marker.
+- ``/goal_pose`` (the episode goal, PoseStamped in ``odom``) as a marker;
+- ``/sim/entities`` (the world's free bodies, ``world`` -> body) moving the world's nodes of those names.
 
 What is missing (no TF, no robot description, no pose of the robot, ...) becomes a line in ``notes``
 that the page shows; only a path that is no bag at all is an error (:class:`BagSceneError`).
@@ -28,6 +29,7 @@ import numpy as np
 
 from ..description.model import RobotModel
 from ..geometry import homogeneous, matrix_to_rpy, rpy_to_quat
+from ..contract import ENTITIES_TOPIC
 from ..joint_series import JointSeries
 
 MAX_POSE_RATE = 30.0
@@ -212,12 +214,13 @@ def _read(reader, bag: Path, model, topic, prefix, max_pose_rate, max_image_rate
     data.duration = max(0.0, (reader.end_time - reader.start_time) * 1e-9)
     camera_names = [topic(camera_topic), topic(camera_topic) + '/compressed']
     wanted = {topic('sim/ground_truth'), topic('odom'), topic('tf'), topic('tf_static'), topic('joint_states'),
-              topic('scan'), topic('robot_description'), topic('goal_pose'), *camera_names}
+              topic('scan'), topic('robot_description'), topic('goal_pose'), ENTITIES_TOPIC, *camera_names}
     present = [connections[name] for name in wanted if name in connections]
     camera_name = next((name for name in camera_names if name in connections), None)
 
     truth, odom, tf_base = [], [], []
     tf: dict[str, dict] = {}
+    entities: dict[str, dict] = {}
     joints = JointSeries()
     scans: list[tuple[float, str]] = []
     scan_info = None
@@ -239,6 +242,14 @@ def _read(reader, bag: Path, model, topic, prefix, max_pose_rate, max_image_rate
         elif name == topic('odom'):
             odom.append((stamp_seconds(message.header) - start, pose7(message.pose.pose.position,
                                                                  message.pose.pose.orientation)))
+        elif name == ENTITIES_TOPIC:
+            # The world's free bodies (world -> body): drawn as TF edges of the world's nodes of that name.
+            for transform in message.transforms:
+                t = stamp_seconds(transform.header) - start
+                if thin.keep(('entity', transform.child_frame_id), t):
+                    edge = entities.setdefault(transform.child_frame_id, {'parent': 'world', 't': [], 'pose': []})
+                    edge['t'].append(round(t, 6))
+                    edge['pose'].append(pose7(transform.transform.translation, transform.transform.rotation))
         elif name in (topic('tf'), topic('tf_static')):
             for transform in message.transforms:
                 parent, child = strip_prefix(transform.header.frame_id, prefix), strip_prefix(transform.child_frame_id, prefix)
@@ -279,6 +290,7 @@ def _read(reader, bag: Path, model, topic, prefix, max_pose_rate, max_image_rate
 
     _base_and_trails(data, truth, odom, tf_base, root, topic)
     data.tf = {child: edge for child, edge in tf.items() if child != root}
+    data.tf.update({name: edge for name, edge in entities.items() if name not in data.tf})
     if model is not None:
         data.joints = joint_table(model)
     if joints:

@@ -71,8 +71,8 @@ def write_replay(bag: str | os.PathLike, out: str | os.PathLike, robot: RobotMod
         except DescriptionError as error:
             scene.notes.append(f'the bag\'s robot description cannot be drawn: {error}')
     if world is None:
-        scene.notes.append('no world description (a record:=true bag does not hold its world): pass --world NAME '
-                           'to draw the room')
+        scene.notes.append('no world description (the bag holds no /sim/scenario and no world.yaml lies beside it): '
+                           'pass --world NAME to draw the world')
     title = f'{Path(bag).name}: {model.name if model else "robot"}' + (f' in {world.name}' if world else '')
     glb = scene_glb(build_scene(model, world)) if model is not None or world is not None else None
     html = render_page(scene_json(scene, model, world, title), glb, title)

@@ -90,15 +90,27 @@ def _passes(text: str) -> list[str]:
 
 
 def _description_paths(args, bag: Path) -> tuple[str, str]:
+    """--world/--robot, else the files beside a dataset episode, else the scenario recorded in the bag."""
+    from robotsim_sim.scenario import ScenarioError, read_scenario, scenario_files
+
     world, robot = args.world, args.robot
     if world is None and (bag / 'world.yaml').is_file():
         world = str(bag / 'world.yaml')
     if robot is None and (bag / 'robot.yaml').is_file():
         robot = str(bag / 'robot.yaml')
     if world is None or robot is None:
+        try:
+            recorded = read_scenario(bag)
+        except ScenarioError as error:
+            raise RenderError(str(error)) from None
+        if recorded is not None:
+            recorded_world, recorded_robot = scenario_files(recorded, bag)
+            world, robot = world or recorded_world, robot or recorded_robot
+    if world is None or robot is None:
         missing = ' and '.join(f'--{name}' for name, value in (('world', world), ('robot', robot)) if value is None)
-        raise RenderError(f'{bag}: no {"world.yaml" if world is None else "robot.yaml"} beside the bag (a dataset '
-                          f'episode has both): expected {missing} naming the description the recording was made with')
+        raise RenderError(f'{bag}: no /sim/scenario in the bag and no {"world.yaml" if world is None else "robot.yaml"} '
+                          f'beside it (a recording made before robotsim recorded its scenario): expected {missing} '
+                          'naming the description the recording was made with')
     return world, robot
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from robotsim_core.contract import ENTITIES_TOPIC
 from robotsim_core.joint_series import JointSeries
 
 
@@ -54,6 +55,8 @@ class Recording:
     labels: dict[int, str] | None = None      # the simulator's label table (segmentation recorded)
     seed: int | None = None                   # /sim/status seed, when recorded
     topics: set[str] = field(default_factory=set)
+    entities: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
+    """/sim/entities: the world's free bodies, name -> (stamps ns, positions (N, 3), quaternions (N, 4) w x y z)."""
 
 
 def _stamp(header) -> int:
@@ -91,7 +94,8 @@ def read_recording(bag: Path, camera: str) -> Recording:
                 raise RecordingError(f'{bag}: no {needed} topic ({what}); expected a recording of the simulator '
                                      '(robotsim dataset generate, or robotsim launch sim record:=true)')
         labels_topic = f'/{camera}/segmentation/labels'
-        wanted = {info_topic, '/sim/ground_truth', '/joint_states', labels_topic, '/sim/status'}
+        wanted = {info_topic, '/sim/ground_truth', '/joint_states', labels_topic, '/sim/status', ENTITIES_TOPIC}
+        entities: dict[str, list] = {}
         intrinsics, frames, truth, joints, labels, seed = None, [], [], JointSeries(), None, None
         truth_frame = ''
         for connection, _, data in reader.messages(connections=[c for c in reader.connections if c.topic in wanted]):
@@ -110,6 +114,11 @@ def read_recording(bag: Path, camera: str) -> Recording:
                 truth_frame = message.child_frame_id
             elif topic == '/joint_states':
                 joints.add(_stamp(message.header), message.name, message.position)
+            elif topic == ENTITIES_TOPIC:
+                for transform in message.transforms:
+                    p, q = transform.transform.translation, transform.transform.rotation
+                    entities.setdefault(transform.child_frame_id, []).append(
+                        (_stamp(transform.header), p.x, p.y, p.z, q.w, q.x, q.y, q.z))
             elif topic == labels_topic:
                 labels = {int(key): name for key, name in json.loads(message.data).items()}
             elif topic == '/sim/status' and seed is None:
@@ -124,7 +133,12 @@ def read_recording(bag: Path, camera: str) -> Recording:
     truth_array = np.array(sorted(truth), dtype=float)
     return Recording(bag, camera, intrinsics, np.array(sorted(frames), dtype=np.int64),
                      truth_array[:, 0].astype(np.int64), truth_array[:, 1:4], truth_array[:, 4:8], truth_frame,
-                     joints, labels, seed, topics)
+                     joints, labels, seed, topics, {name: _pose_series(rows) for name, rows in entities.items()})
+
+
+def _pose_series(rows: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    array = np.array(sorted(rows), dtype=float)
+    return array[:, 0].astype(np.int64), array[:, 1:4], array[:, 4:8]
 
 
 def _check_intrinsics(bag: Path, topic: str, k: CameraIntrinsics) -> None:
@@ -142,17 +156,23 @@ def _check_intrinsics(bag: Path, topic: str, k: CameraIntrinsics) -> None:
 def interpolate_pose(recording: Recording, stamp: int) -> tuple[np.ndarray, np.ndarray]:
     """The root link's world pose at ``stamp``: linear in position, spherical-linear in orientation
     between the two ground-truth samples around it (held at either end)."""
-    stamps = recording.truth_stamps
+    return interpolate_series(recording.truth_stamps, recording.truth_positions, recording.truth_quaternions, stamp)
+
+
+def interpolate_series(stamps: np.ndarray, positions: np.ndarray, quaternions: np.ndarray,
+                       stamp: int) -> tuple[np.ndarray, np.ndarray]:
+    """A pose series (sorted stamps ns, positions, quaternions w x y z) at ``stamp``: linear in position,
+    spherical-linear in orientation between the samples around it, held at either end."""
     after = int(np.searchsorted(stamps, stamp))
     if after == 0 or (after < len(stamps) and stamps[after] == stamp):
         index = min(after, len(stamps) - 1)
-        return recording.truth_positions[index].copy(), recording.truth_quaternions[index].copy()
+        return positions[index].copy(), quaternions[index].copy()
     if after >= len(stamps):
-        return recording.truth_positions[-1].copy(), recording.truth_quaternions[-1].copy()
+        return positions[-1].copy(), quaternions[-1].copy()
     before = after - 1
     t = (stamp - stamps[before]) / (stamps[after] - stamps[before])
-    position = (1 - t) * recording.truth_positions[before] + t * recording.truth_positions[after]
-    return position, _slerp(recording.truth_quaternions[before], recording.truth_quaternions[after], t)
+    position = (1 - t) * positions[before] + t * positions[after]
+    return position, _slerp(quaternions[before], quaternions[after], t)
 
 
 def _slerp(a: np.ndarray, b: np.ndarray, t: float) -> np.ndarray:

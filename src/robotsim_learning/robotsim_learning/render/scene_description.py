@@ -33,7 +33,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from .recording import Recording, RecordingError, interpolate_pose
+from .recording import Recording, RecordingError, interpolate_pose, interpolate_series
 
 VARIETY_STREAM = 0x62707931
 """Second entry of the variety stream's SeedSequence: the renderer's own stream of an episode's seed."""
@@ -103,11 +103,14 @@ def build_description(recording: Recording, world, robot, stamps: np.ndarray, va
                                  f'from the labels of this world and robot {simulation.labels}: expected the '
                                  'world and robot the recording was made with (--world, --robot)')
         geoms = drawn_geoms(model, data)
-        free_bodies = [model.body(model.jnt_bodyid[j]).name for j in range(model.njnt)
+        free_bodies = {model.body(model.jnt_bodyid[j]).name: int(model.jnt_qposadr[j]) for j in range(model.njnt)
                        if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE
-                       and model.body_rootid[model.jnt_bodyid[j]] != instance.root_body]
-        if free_bodies:
-            warn(f'free bodies {", ".join(free_bodies)} are not in the recording: drawn at their initial pose')
+                       and model.body_rootid[model.jnt_bodyid[j]] != instance.root_body}
+        moved = {name: address for name, address in free_bodies.items() if name in recording.entities}
+        unrecorded = sorted(set(free_bodies) - set(moved))
+        if unrecorded:
+            warn(f'free bodies {", ".join(unrecorded)} are not in the recording (/sim/entities): drawn at their '
+                 'initial pose')
         recorded = set(recording.joints.names)
         joints = [(qpos, name) for name, qpos in zip(instance.joint_names, instance.qpos_index) if name in recorded]
         missing = [name for name in instance.joint_names if name not in recorded]
@@ -123,6 +126,10 @@ def build_description(recording: Recording, world, robot, stamps: np.ndarray, va
                 position, quaternion = interpolate_pose(recording, int(stamp))
                 data.qpos[instance.root_qpos:instance.root_qpos + 3] = position
                 data.qpos[instance.root_qpos + 3:instance.root_qpos + 7] = quaternion
+            for name, address in moved.items():  # the world's free bodies where the simulator had them
+                position, quaternion = interpolate_series(*recording.entities[name], int(stamp))
+                data.qpos[address:address + 3] = position
+                data.qpos[address + 3:address + 7] = quaternion
             values = recording.joints.at(int(stamp), [name for _, name in joints]) if joints else ()
             for (qpos, _), value in zip(joints, values):
                 data.qpos[qpos] = value

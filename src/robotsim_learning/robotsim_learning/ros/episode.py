@@ -26,6 +26,7 @@ import numpy as np
 from geometry_msgs.msg import PoseStamped, Twist
 from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import Image
+from std_msgs.msg import String
 
 from robotsim_core.description import load_robot
 from robotsim_core.ros.common import stamp_msg, yaw_quaternion
@@ -361,6 +362,7 @@ def run_episode(randomizer: Randomizer, index: int, folder: str, driver_name: st
     ``commands``: instead of a driver, replay these (stamp_ns, linear, angular) commands (the
     identity test against the ROS graph)."""
     from robotsim_sim.ros.robot_messages import RobotMessages
+    from robotsim_sim.scenario import scenario_text
     from robotsim_sim.scene import RobotPlacement, load_world
     from robotsim_sim.simulation import SimOptions, Simulation
 
@@ -379,9 +381,11 @@ def run_episode(randomizer: Randomizer, index: int, folder: str, driver_name: st
         world = load_world(world_path)
         sim = Simulation(world, [RobotPlacement(load_robot(robot_path))],
                          SimOptions(seed=scenario.sim_seed, cameras=cameras))
+        # The episode's files travel inside its bag too (paths relative to it: bytes independent of --out).
+        described = String(data=scenario_text(world_path, [('', robot_path)], scenario.sim_seed, relative_to=folder))
         try:
             return _loop(sim, RobotMessages(sim.robots[0], '', True, sim.labels), bag, scenario, world,
-                         driver_name, duration, spec.goal_tolerance, commands, started)
+                         driver_name, duration, spec.goal_tolerance, commands, started, described)
         finally:
             sim.close()
             if sim.renderer is not None:
@@ -390,11 +394,15 @@ def run_episode(randomizer: Randomizer, index: int, folder: str, driver_name: st
         bag.close()
 
 
-def _loop(sim, messages, bag, scenario, world, driver_name, duration, tolerance, commands, started) -> EpisodeResult:
+def _loop(sim, messages, bag, scenario, world, driver_name, duration, tolerance, commands, started,
+          described) -> EpisodeResult:
     produced = [topic for topic in messages.topics if topic.name != 'sim/status']  # /sim/status is wall-clock RTF
     for topic in produced:
         bag.add_topic(f'/{topic.name}', topic.type, _qos(topic.qos))
-    from robotsim_core.contract import RELIABLE_QOS
+    from robotsim_core.contract import ENTITIES_TOPIC, LATCHED_QOS, RELIABLE_QOS, SCENARIO_TOPIC
+    from robotsim_sim.ros.robot_messages import world_entities_message
+    bag.add_topic(SCENARIO_TOPIC, 'std_msgs/msg/String', _qos(LATCHED_QOS))
+    bag.add_topic(ENTITIES_TOPIC, 'tf2_msgs/msg/TFMessage', _qos(RELIABLE_QOS))
     bag.add_topic(GOAL_TOPIC, 'geometry_msgs/msg/PoseStamped', _qos(RELIABLE_QOS))
     bag.add_topic(COMMAND_TOPIC, 'geometry_msgs/msg/Twist', _qos(RELIABLE_QOS))
     driver = make_driver(driver_name) if commands is None else None
@@ -418,7 +426,7 @@ def _loop(sim, messages, bag, scenario, world, driver_name, duration, tolerance,
             latest[name] = message
         updated.add(name)
 
-    for name, message in messages.latched():
+    for name, message in [*messages.latched(), (SCENARIO_TOPIC.lstrip('/'), described)]:
         record(name, message, 0)
     goal_odom = goal_in_odom(scenario.spawn, scenario.goal)
     if driver is not None:
@@ -438,6 +446,8 @@ def _loop(sim, messages, bag, scenario, world, driver_name, duration, tolerance,
             for name, message in messages.build(event.channel, event.reading, event.reading.stamp):
                 record(name, message, event.reading.stamp)
             if event.channel == 'base_state':
+                record(ENTITIES_TOPIC[1:], world_entities_message(sim.world_entity_poses(), event.reading.stamp),
+                       event.reading.stamp)
                 truth = latest['sim/ground_truth']
                 xy = event.reading.true_position[:2]
                 travel += 0.0 if last_xy is None else float(np.hypot(*(xy - last_xy)))

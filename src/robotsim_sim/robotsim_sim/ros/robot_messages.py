@@ -12,7 +12,9 @@ import json
 
 import numpy as np
 from nav_msgs.msg import Odometry
+from geometry_msgs.msg import TransformStamped
 from std_msgs.msg import String
+from tf2_msgs.msg import TFMessage
 
 from robotsim_core.contract import TopicSpec
 from robotsim_core.ros.common import JointStateEncoder, message_class, stamp_fields, stamp_msg
@@ -106,3 +108,18 @@ class RobotMessages:
         out.append(('odom', odometry))
         out.append(('tf', tf))
         return out
+
+
+def world_entities_message(poses, stamp_ns: int) -> TFMessage:
+    """/sim/entities: ``world`` -> each free world body, from :meth:`Simulation.world_entity_poses`
+    (shared by the simulator node and the dataset generator, so both write the same messages)."""
+    stamp = stamp_msg(stamp_ns)
+    transforms = []
+    for name, position, quaternion in poses:
+        transform = TransformStamped(child_frame_id=name)
+        transform.header.stamp, transform.header.frame_id = stamp, 'world'
+        translation, rotation = transform.transform.translation, transform.transform.rotation
+        translation.x, translation.y, translation.z = (float(v) for v in position)
+        rotation.w, rotation.x, rotation.y, rotation.z = (float(v) for v in quaternion)
+        transforms.append(transform)
+    return TFMessage(transforms=transforms)

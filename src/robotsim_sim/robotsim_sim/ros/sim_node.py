@@ -33,11 +33,14 @@ from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
 from rclpy.task import Future
 from rosgraph_msgs.msg import Clock
+from std_msgs.msg import String
+from tf2_msgs.msg import TFMessage
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robotsim_core.bringup import default_serial_link, simulation_value_problem
-from robotsim_core.contract import CLOCK_QOS
+from robotsim_core.contract import CLOCK_QOS, ENTITIES_TOPIC, LATCHED_QOS, RELIABLE_QOS
 from robotsim_core.description import load_robot
+from robotsim_core.description.load import resolve_robot_path
 from robotsim_core.fleet import load_fleet, single_robot
 from robotsim_core.errors import DescriptionError
 from robotsim_core.ros.common import (ParameterError, checked_parameter, message_class, qos_profile, run_node,
@@ -53,8 +56,9 @@ from ..arm_controller import (ArmGoal, ArmOutcome, GoalStatus, GripperConfig, Gr
                              TrajectoryConstraints)
 from ..controllers import TrajectoryPoint
 from ..rejections import PerReasonThrottle
-from .robot_messages import RobotMessages
+from .robot_messages import RobotMessages, world_entities_message
 from ..world_spec import SpawnSpec
+from .. import scenario
 from ..scene import RobotPlacement, load_world, resolve_world_path
 from ..simulation import SimOptions, Simulation
 
@@ -168,6 +172,12 @@ class SimNode(Node):
                       for index, entry in enumerate(fleet.robots)]
         self.clock_pub = CountedPublisher(self.create_publisher(Clock, '/clock', qos_profile(CLOCK_QOS)))
         self.clock_layout = FixedLayout(Clock(), ['clock'])  # /clock is sent hundreds of times a second
+        # What the run is made of, latched: a recording carries its world and robots (robotsim_sim.scenario).
+        self.entities_pub = CountedPublisher(self.create_publisher(TFMessage, ENTITIES_TOPIC, qos_profile(RELIABLE_QOS)))
+        self.scenario_pub = CountedPublisher(self.create_publisher(String, scenario.TOPIC, qos_profile(LATCHED_QOS)))
+        self.scenario_pub.publish(String(data=scenario.scenario_text(
+            resolve_world_path(self.world_name), [(e.namespace, resolve_robot_path(e.robot)) for e in fleet.robots],
+            seed)))
         self.create_service(Pause, 'sim/pause', self.on_pause)
         self.create_service(Step, 'sim/step', self.on_step)
         self.create_service(Reset, 'sim/reset', self.on_reset)
@@ -265,6 +275,9 @@ class SimNode(Node):
             self.report_instabilities()
         for event in events:
             self.publish_event(self.ports[event.robot], event.channel, event.reading)
+            if event.robot == 0 and event.channel == 'base_state':  # the world's free bodies with the ground truth
+                self.entities_pub.publish(world_entities_message(self.sim.world_entity_poses(),
+                                                                 self.stamp_ns(event.reading.stamp)))
         if self.sim.controller_outcomes:
             self.dispatch_outcomes()
         sim_ns = self.sim.time_ns
@@ -543,7 +556,7 @@ class SimNode(Node):
     def report(self, wall_seconds: float) -> str:
         sim_seconds = self.total_time_ns() * 1e-9
         rtf = sim_seconds / wall_seconds if wall_seconds > 0 else 0.0
-        publishers = [self.clock_pub] + [p for ports in self.ports for p in ports.pubs.values()]
+        publishers = [self.clock_pub, self.scenario_pub, self.entities_pub] + [p for ports in self.ports for p in ports.pubs.values()]
         counts = ', '.join(f'{p.publisher.topic_name} {p.count}' for p in publishers)
         return (f'simulated {sim_seconds:.3f} s in {wall_seconds:.3f} s wall: real-time factor {rtf:.2f}; '
                 f'published messages: {counts}')
