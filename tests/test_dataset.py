@@ -324,7 +324,7 @@ def test_corpus_generate_verify_corrupt_resume_engines_export(tmp_path):
     assert failed.stdout.startswith('robotsim dataset verify: FAIL episode_000002: sha256 of world.yaml differs '
                                     'from the manifest'), failed.stdout
 
-    # Export to LeRobot v2.1 and read every declared feature back with pyarrow.
+    # Export to LeRobot v3.0 and read every declared feature back with pyarrow.
     lerobot = tmp_path / 'lerobot'
     exported = robotsim('dataset', 'export', str(ray_out), '--format', 'lerobot', '--rate', '10', '--out', str(lerobot),
                         check=True)
@@ -333,47 +333,50 @@ def test_corpus_generate_verify_corrupt_resume_engines_export(tmp_path):
 
 
 def check_lerobot(root: Path, pyarrow, pq, image_module, expected_episodes: int, camera, has_goal=True) -> None:
+    """The LeRobot v3.0 layout read back with pyarrow (tests/test_lerobot.py has the real LeRobot read it)."""
+    import pyarrow.compute as pyarrow_compute
     info = json.loads((root / 'meta' / 'info.json').read_text())
-    assert info['codebase_version'] == 'v2.1' and info['total_episodes'] == expected_episodes
-    episodes = [json.loads(line) for line in (root / 'meta' / 'episodes.jsonl').read_text().splitlines()]
-    stats = [json.loads(line) for line in (root / 'meta' / 'episodes_stats.jsonl').read_text().splitlines()]
-    tasks = [json.loads(line) for line in (root / 'meta' / 'tasks.jsonl').read_text().splitlines()]
-    assert [t['task_index'] for t in tasks] == [0]
+    assert info['codebase_version'] == 'v3.0' and info['total_episodes'] >= expected_episodes
+    episodes = pq.read_table(root / 'meta' / 'episodes' / 'chunk-000' / 'file-000.parquet').to_pylist()
+    tasks = pq.read_table(root / 'meta' / 'tasks.parquet')
+    assert tasks.column('task_index').to_pylist() == list(range(tasks.num_rows)) and tasks.num_rows >= 1
+    assert b'pandas' in tasks.schema.metadata  # the task text is the pandas index, as LeRobot writes it
+    stats = json.loads((root / 'meta' / 'stats.json').read_text())
     features = info['features']
     expected = {'observation.state', 'observation.scan', 'observation.imu', 'action', 'timestamp', 'frame_index',
                 'episode_index', 'index', 'task_index'} | ({'observation.goal'} if has_goal else set())
     if camera:
         expected.add('observation.images.camera')
-    assert set(features) == expected
-    total, next_index = 0, 0
-    for episode, episode_stats in zip(episodes, stats):
-        path = root / info['data_path'].format(episode_chunk=episode['episode_index'] // info['chunks_size'],
-                                               episode_index=episode['episode_index'])
-        table = pq.read_table(path)
-        assert set(table.column_names) == set(features)
-        assert table.num_rows == episode['length'] > 0
-        assert set(episode_stats['stats']) == set(features)
+    assert set(features) == expected and set(stats) == expected
+    assert [e['episode_index'] for e in episodes] == list(range(info['total_episodes']))
+    total = 0
+    for episode in episodes:
+        path = root / info['data_path'].format(chunk_index=episode['data/chunk_index'],
+                                               file_index=episode['data/file_index'])
+        whole = pq.read_table(path)
+        assert set(whole.column_names) == set(features)
+        assert b'huggingface' in whole.schema.metadata  # what makes `datasets` decode the images
+        rows = whole.filter(pyarrow_compute.equal(whole.column('episode_index'), episode['episode_index']))
+        assert rows.num_rows == episode['length'] == episode['dataset_to_index'] - episode['dataset_from_index'] > 0
+        assert rows.column('index').to_pylist() == list(range(episode['dataset_from_index'],
+                                                              episode['dataset_to_index']))
+        # No gaps: the timestamps are the frame indices at the declared rate.
+        assert np.allclose(rows.column('timestamp').to_numpy(), np.arange(rows.num_rows) / info['fps'], atol=1e-6)
         for name, feature in features.items():
-            column = table.column(name).to_pylist()
+            column = rows.column(name).to_pylist()
             if feature['dtype'] == 'image':
                 for cell in column[:3] + column[-1:]:
                     pixels = np.asarray(image_module.open(io.BytesIO(cell['bytes'])))
                     assert list(pixels.shape) == feature['shape'] == list(camera)
-                assert np.array(episode_stats['stats'][name]['mean']).shape == (3, 1, 1)
+                assert np.array(episode[f'stats/{name}/mean']).shape == (3, 1, 1)
             elif feature['dtype'] == 'float32':
-                values = np.array(column, dtype=np.float64).reshape(table.num_rows, -1)  # a scalar per row too
-                assert values.shape == (table.num_rows, feature['shape'][0])
+                values = np.array(column, dtype=np.float64).reshape(rows.num_rows, -1)  # a scalar per row too
+                assert values.shape == (rows.num_rows, feature['shape'][0])
                 assert np.isfinite(values).all(), name
-                assert len(episode_stats['stats'][name]['mean']) == feature['shape'][0]
-                assert np.allclose(episode_stats['stats'][name]['max'], values.max(axis=0), rtol=1e-6)
+                assert np.allclose(episode[f'stats/{name}/max'], values.max(axis=0), rtol=1e-6)
             else:
-                assert feature['dtype'] == 'int64' and pyarrow.types.is_int64(table.schema.field(name).type)
-        timestamps = np.array(table.column('timestamp').to_pylist())
-        assert np.allclose(np.diff(timestamps), 1.0 / info['fps'], atol=1e-4)
-        assert table.column('index').to_pylist() == list(range(next_index, next_index + table.num_rows))
-        assert set(table.column('episode_index').to_pylist()) == {episode['episode_index']}
-        next_index += table.num_rows
-        total += table.num_rows
+                assert feature['dtype'] == 'int64' and pyarrow.types.is_int64(whole.schema.field(name).type)
+        total += rows.num_rows
     assert total == info['total_frames']
 
 

@@ -6,8 +6,10 @@ setup(
     name=package_name,
     version='0.1.0',
     packages=find_packages(exclude=['test']),
-    # robotsim render: bpy's pins (requirements/render.txt links here) and the script run inside bpy's env.
-    package_data={'robotsim_learning.render': ['requirements.txt', 'blender_side.py']},
+    # robotsim render: bpy's pins (requirements/render.txt links here) and the script run inside bpy's env;
+    # the LeRobot reader's likewise (requirements/lerobot.txt).
+    package_data={'robotsim_learning.render': ['requirements.txt', 'blender_side.py'],
+                  'robotsim_learning.lerobot_reader': ['requirements.txt', 'lerobot_side.py']},
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),

@@ -1,23 +1,29 @@
-"""Bags -> a LeRobot dataset, format ``codebase_version`` v2.1 (``robotsim dataset export``).
+"""Bags -> a LeRobot dataset, format ``codebase_version`` v3.0 (``robotsim dataset export --format lerobot``).
 
-Layout written (LeRobot v2.1, as its ``LeRobotDataset`` reads it)::
+Layout written (LeRobot v3.0, as ``lerobot.datasets.lerobot_dataset.LeRobotDataset`` 0.4 reads it)::
 
-    OUT/meta/info.json                   features, fps, counts, path templates
-    OUT/meta/episodes.jsonl              {"episode_index", "tasks", "length"} per episode
-    OUT/meta/tasks.jsonl                 {"task_index", "task"}
-    OUT/meta/episodes_stats.jsonl        {"episode_index", "stats": {feature: {min, max, mean, std, count}}}
-    OUT/data/chunk-000/episode_000000.parquet
+    OUT/meta/info.json                                 features, fps, counts, path templates
+    OUT/meta/stats.json                                min, max, mean, std, count, q01..q99 per feature
+    OUT/meta/tasks.parquet                             task text (the index) -> task_index
+    OUT/meta/episodes/chunk-000/file-000.parquet       one row per episode: length, its rows in the data
+                                                       files, its task, its own stats
+    OUT/data/chunk-000/file-000.parquet                every frame, episodes one after the other (a new
+                                                       file after DATA_FILE_MB, a new chunk after CHUNKS_SIZE files)
 
-Camera frames are stored in the parquet tables as PNG (the ``image`` feature dtype: a struct of
-``bytes`` and ``path``), not as mp4 videos: encoding video needs ffmpeg/PyAV, which the bare
-set-up does not install. Image stats are per channel over [0, 1], shaped (3, 1, 1) as LeRobot's.
+Camera frames are stored in the parquet tables as PNG images (feature dtype ``image``: a struct of
+``bytes`` and ``path``, with the ``huggingface`` schema metadata that makes ``datasets`` decode them),
+not as videos: an image dataset needs no video decoder in the reader's environment. Image stats are
+per channel over [0, 1], shaped (3, 1, 1) as LeRobot's, from a fixed sample of pixels per frame.
 
 Alignment: frames at a fixed rate from the first instant every stream has a message to the last;
-each stream contributes the message whose header stamp is nearest the frame time, and a frame
-where some stream's nearest message is further than ``max_skew`` is rejected (counted). The goal
-and the action are held values: the latest ``/goal_pose`` and ``/cmd_vel`` at or before the frame
-(a command holds until the next one, as the base controller holds it). A bag without ``/cmd_vel``
-(a plain recording) takes the odometry twist as the action, and says so.
+each stream contributes the message whose header stamp is nearest the frame time, and a frame where
+some stream's nearest message is further than ``max_skew`` is rejected. A LeRobot episode has no
+gaps (``timestamp`` is ``frame_index / fps``), so a rejected frame ends the episode there and the
+next kept frame starts a new one (the summary counts these splits). The goal and the action are held
+values: the latest ``/goal_pose`` and ``/cmd_vel`` at or before the frame (a command holds until the
+next one, as the base controller holds it). A bag without ``/cmd_vel`` (a plain recording) takes the
+odometry twist as the action, and says so. The task text comes from the driver (a dataset's
+``settings.driver``; for a single bag, whether it has a goal): a wander run has no goal.
 
 Input: a dataset folder (``dataset.json``; pruned episodes skipped) or one bag folder (e.g. a
 ``robotsim launch sim record:=true`` recording, or one from the real robot: same topics).
@@ -33,10 +39,21 @@ from pathlib import Path
 
 import numpy as np
 
-CODEBASE_VERSION = 'v2.1'
+CODEBASE_VERSION = 'v3.0'
 CHUNKS_SIZE = 1000
-DATA_PATH = 'data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet'
-TASK = 'drive to the goal pose without collisions'
+"""Files per chunk folder (LeRobot's default)."""
+DATA_FILE_MB = 100
+"""A data file is closed once it holds about this many MB (LeRobot's default); the next episode starts another."""
+DATA_PATH = 'data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet'
+EPISODES_PATH = 'meta/episodes/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet'
+GOAL_TASK = 'drive to the goal pose without collisions'
+WANDER_TASK = 'drive around without collisions'
+GOAL_DRIVERS = ('expert', 'policy', 'straight', 'dagger')
+"""Drivers that drive to /goal_pose (robotsim_learning.ros.episode): their episodes get GOAL_TASK."""
+QUANTILES = (('q01', 0.01), ('q10', 0.10), ('q50', 0.50), ('q90', 0.90), ('q99', 0.99))
+IMAGE_SAMPLE_PIXELS = 1024
+"""Pixels per frame (a fixed stride over the image) that image stats are computed from."""
+DEFAULT_FEATURES = ('timestamp', 'frame_index', 'episode_index', 'index', 'task_index')
 
 
 class ExportError(RuntimeError):
@@ -130,7 +147,9 @@ def _held(stamps: np.ndarray, times: np.ndarray) -> np.ndarray:
 
 @dataclass
 class EpisodeFrames:
-    columns: dict
+    """One bag's aligned frames, cut into gap-free segments (each a LeRobot episode)."""
+    segments: list[dict]
+    """Per segment, feature -> per-frame values (``times``: the frames' instants, ns)."""
     rejected: int
     max_skew_ns: int
     action_source: str
@@ -141,15 +160,18 @@ def align(streams: Streams, rate: float, max_skew: float, bag: Path) -> EpisodeF
     if streams.image:
         required['image'] = streams.image
     missing = [name for name, stream in required.items() if not stream]
-    if missing or not (streams.command or streams.odom):
+    if missing:
         raise ExportError(f'{bag}: no {", ".join(missing)} messages: expected /scan, /odom, /imu/data '
                           '(and /camera/image_raw when the robot has a camera)')
     sorted_streams = {name: sorted(stream, key=lambda item: item[0]) for name, stream in required.items()}
     stamps = {name: np.array([s for s, _ in stream], dtype=np.int64) for name, stream in sorted_streams.items()}
     start = max(s[0] for s in stamps.values())
+    if streams.goal:  # frames start once the goal is known: no frame without one
+        start = max(start, min(s for s, _ in streams.goal))
     end = min(s[-1] for s in stamps.values())
     period = 1e9 / rate
-    times = start + np.round(np.arange(int((end - start) / period) + 1) * period).astype(np.int64)
+    count = int((end - start) / period) + 1 if end >= start else 0
+    times = start + np.round(np.arange(count) * period).astype(np.int64)
     limit = round(max_skew * 1e9)
     keep = np.ones(len(times), dtype=bool)
     picks, worst = {}, 0
@@ -158,17 +180,16 @@ def align(streams: Streams, rate: float, max_skew: float, bag: Path) -> EpisodeF
         picks[name] = pick
         keep &= skew <= limit
         worst = max(worst, int(skew[skew <= limit].max()) if (skew <= limit).any() else 0)
-    times = times[keep]
-    columns = {'timestamp': ((times - times[0]) * 1e-9).astype(np.float32) if len(times) else np.zeros(0, np.float32)}
-    columns['observation.state'] = [sorted_streams['odom'][i][1] for i in picks['odom'][keep]]
-    columns['observation.scan'] = [sorted_streams['scan'][i][1] for i in picks['scan'][keep]]
-    columns['observation.imu'] = [sorted_streams['imu'][i][1] for i in picks['imu'][keep]]
+    columns = {'times': times,
+               'observation.state': [sorted_streams['odom'][i][1] for i in picks['odom']],
+               'observation.scan': [sorted_streams['scan'][i][1] for i in picks['scan']],
+               'observation.imu': [sorted_streams['imu'][i][1] for i in picks['imu']]}
     if 'image' in sorted_streams:
-        columns['observation.images.camera'] = [sorted_streams['image'][i][1] for i in picks['image'][keep]]
+        columns['observation.images.camera'] = [sorted_streams['image'][i][1] for i in picks['image']]
     if streams.goal:
         goal = sorted(streams.goal, key=lambda item: item[0])
         held = _held(np.array([s for s, _ in goal], dtype=np.int64), times)
-        columns['observation.goal'] = [goal[i][1] if i >= 0 else np.full(3, np.nan, np.float32) for i in held]
+        columns['observation.goal'] = [goal[i][1] for i in held]
     if streams.command:
         command = sorted(streams.command, key=lambda item: item[0])
         held = _held(np.array([s for s, _ in command], dtype=np.int64), times)
@@ -177,7 +198,16 @@ def align(streams: Streams, rate: float, max_skew: float, bag: Path) -> EpisodeF
     else:
         columns['action'] = [state[3:5].copy() for state in columns['observation.state']]
         source = '/odom twist (the bag has no /cmd_vel)'
-    return EpisodeFrames(columns, int((~keep).sum()), worst, source)
+    segments = []
+    for first, last in _runs(keep):  # a rejected frame ends a segment: no gaps at the declared fps
+        segments.append({key: values[first:last] for key, values in columns.items()})
+    return EpisodeFrames(segments, int((~keep).sum()), worst, source)
+
+
+def _runs(keep: np.ndarray) -> list[tuple[int, int]]:
+    """[first, last) of every run of True in ``keep``."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], keep.astype(np.int8), [0]])))
+    return list(zip(edges[::2].tolist(), edges[1::2].tolist()))
 
 
 FEATURE_NAMES = {
@@ -196,21 +226,29 @@ def _png(pixels: np.ndarray) -> bytes:
 
 
 def _stats(values: np.ndarray) -> dict:
-    return {'min': values.min(axis=0).tolist(), 'max': values.max(axis=0).tolist(),
-            'mean': values.mean(axis=0).tolist(), 'std': values.std(axis=0).tolist(), 'count': [int(len(values))]}
+    """LeRobot's per-feature stats of (frames, width) values: lists of ``width`` numbers, count [frames]."""
+    values = np.asarray(values, dtype=np.float64)
+    stats = {'min': values.min(axis=0), 'max': values.max(axis=0), 'mean': values.mean(axis=0),
+             'std': values.std(axis=0)}
+    stats.update({name: np.quantile(values, q, axis=0) for name, q in QUANTILES})
+    return {**{key: value.tolist() for key, value in stats.items()}, 'count': [int(len(values))]}
 
 
-def _image_stats(images: list[np.ndarray]) -> dict:
-    stack = np.stack([image[::4, ::4] for image in images]).astype(np.float64) / 255.0  # subsampled, as LeRobot does
-    per_channel = stack.reshape(-1, 3)
-    def shaped(values):
-        return [[[float(v)]] for v in values]
-    return {'min': shaped(per_channel.min(axis=0)), 'max': shaped(per_channel.max(axis=0)),
-            'mean': shaped(per_channel.mean(axis=0)), 'std': shaped(per_channel.std(axis=0)), 'count': [len(images)]}
+def _image_sample(image: np.ndarray) -> np.ndarray:
+    """IMAGE_SAMPLE_PIXELS pixels of a frame (a fixed stride), as (pixels, 3) in [0, 1]."""
+    flat = image.reshape(-1, 3)
+    stride = max(1, len(flat) // IMAGE_SAMPLE_PIXELS)
+    return flat[::stride][:IMAGE_SAMPLE_PIXELS].astype(np.float64) / 255.0
+
+
+def _image_stats(samples: np.ndarray, frames: int) -> dict:
+    """Per channel over sampled pixels, each shaped (3, 1, 1) as LeRobot's; count [frames]."""
+    stats = _stats(samples)
+    return {**{key: [[[v]] for v in value] for key, value in stats.items() if key != 'count'}, 'count': [frames]}
 
 
 def export_lerobot(source: str, out: str, rate: float, max_skew: float | None = None, log=print) -> dict:
-    """Write the LeRobot v2.1 dataset; returns info.json's content."""
+    """Write the LeRobot v3.0 dataset; returns info.json's content."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -226,13 +264,15 @@ def export_lerobot(source: str, out: str, rate: float, max_skew: float | None = 
             manifest = load_manifest(source_dir / 'dataset.json')
         except DatasetError as error:
             raise ExportError(str(error)) from None
-        bags = [source_dir / e['bag'] for e in manifest['episodes'] if not e.get('pruned')]
+        driver = manifest['settings'].get('driver')
+        task = GOAL_TASK if driver in GOAL_DRIVERS else WANDER_TASK if driver == 'wander' else None
+        bags = [(source_dir / e['bag'], task) for e in manifest['episodes'] if not e.get('pruned')]
         if not bags:
             listed = len(manifest['episodes'])
             raise ExportError(f'{source_dir / "dataset.json"}: episodes: no episode to export ('
                               + (f'all {listed} pruned)' if listed else 'the list is empty)'))
     elif (source_dir / 'metadata.yaml').is_file():
-        bags = [source_dir]
+        bags = [(source_dir, None)]  # the task from the bag: a goal, or none
     else:
         raise ExportError(f'{source}: expected a dataset folder (dataset.json) or a rosbag2 bag folder (metadata.yaml)')
     if out_dir.exists() and not out_dir.is_dir():
@@ -273,82 +313,190 @@ def _remove_created(out_dir: Path, created: list[Path]) -> None:
             shutil.rmtree(out_dir / name, ignore_errors=True)
 
 
-def _export(bags: list[Path], out: str, out_dir: Path, rate: float, max_skew: float, log, pa, pq) -> dict:
-    features, total_frames, episodes, episode_stats = None, 0, [], []
-    worst_skew, rejected = 0, 0
-    for episode_index, bag in enumerate(bags):
-        frames = align(read_streams(bag), rate, max_skew, bag)
-        columns, length = frames.columns, len(frames.columns['timestamp'])
-        if length == 0:
-            raise ExportError(f'{bag}: no frame within --max-skew {max_skew:g} s of every stream')
-        worst_skew, rejected = max(worst_skew, frames.max_skew_ns), rejected + frames.rejected
-        these = _features(columns)
-        if features is None:
-            features = these
-        elif these != features:
-            raise ExportError(f'{bag}: its features ({", ".join(these)}) differ from the first episode\'s')
-        table = {'timestamp': pa.array(columns['timestamp'], pa.float32())}
-        stats = {'timestamp': _stats(columns['timestamp'][:, None])}
-        for key, spec in features.items():
-            if key in ('timestamp', 'frame_index', 'episode_index', 'index', 'task_index'):
-                continue
-            if spec['dtype'] == 'image':
-                images = columns[key]
-                table[key] = pa.array([{'bytes': _png(image), 'path': None} for image in images],
-                                      pa.struct([('bytes', pa.binary()), ('path', pa.string())]))
-                stats[key] = _image_stats(images)
-            else:
-                values = np.stack(columns[key]).astype(np.float32)
-                table[key] = pa.array(list(values), pa.list_(pa.float32(), values.shape[1]))
-                stats[key] = _stats(values)
-        frame_index = np.arange(length, dtype=np.int64)
-        for key, values in (('frame_index', frame_index), ('episode_index', np.full(length, episode_index, np.int64)),
-                            ('index', total_frames + frame_index), ('task_index', np.zeros(length, np.int64))):
-            table[key] = pa.array(values, pa.int64())
-            stats[key] = _stats(values[:, None])
-        path = out_dir / DATA_PATH.format(episode_chunk=episode_index // CHUNKS_SIZE, episode_index=episode_index)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.table(table), path)
-        episodes.append({'episode_index': episode_index, 'tasks': [TASK], 'length': length})
-        episode_stats.append({'episode_index': episode_index, 'stats': stats})
-        total_frames += length
-        log(f'episode {episode_index} ({bag.name}): {length} frames, {frames.rejected} rejected, max skew '
-            f'{frames.max_skew_ns * 1e-6:.1f} ms, action from {frames.action_source}')
+def _export(bags: list[tuple[Path, str | None]], out: str, out_dir: Path, rate: float, max_skew: float, log,
+            pa, pq) -> dict:
+    writer = _DataWriter(out_dir, pa, pq)
+    features, episodes, tasks = None, [], {}
+    totals = {'frames': 0, 'rejected': 0, 'splits': 0, 'worst_skew': 0}
+    accumulated: dict[str, list] = {}
+    try:
+        for bag, task in bags:
+            streams = read_streams(bag)
+            frames = align(streams, rate, max_skew, bag)
+            if not frames.segments:
+                raise ExportError(f'{bag}: no frame within --max-skew {max_skew:g} s of every stream')
+            task = task or (GOAL_TASK if streams.goal else WANDER_TASK)
+            task_index = tasks.setdefault(task, len(tasks))
+            these = _features(frames.segments[0])
+            if features is None:
+                features = these
+                writer.open_schema(features)
+            elif these != features:
+                raise ExportError(f'{bag}: its features ({", ".join(these)}) differ from the first episode\'s')
+            totals['rejected'] += frames.rejected
+            totals['splits'] += len(frames.segments) - 1
+            totals['worst_skew'] = max(totals['worst_skew'], frames.max_skew_ns)
+            for segment in frames.segments:
+                episode = _episode(segment, features, len(episodes), totals['frames'], task_index, rate,
+                                   accumulated)
+                episode.update(writer.write(episode.pop('table')), tasks=[task])
+                episodes.append(episode)
+                totals['frames'] += episode['length']
+            log(f'{bag.name}: {sum(len(seg["times"]) for seg in frames.segments)} frames in '
+                f'{len(frames.segments)} episode(s), {frames.rejected} rejected, max skew '
+                f'{frames.max_skew_ns * 1e-6:.1f} ms, action from {frames.action_source}')
+    finally:
+        writer.close()
+    _write_episodes(out_dir / EPISODES_PATH.format(chunk_index=0, file_index=0), episodes, pa, pq)
+    _write_tasks(out_dir / 'meta' / 'tasks.parquet', tasks, pa, pq)
+    stats = {key: (_image_stats(np.concatenate(values), totals['frames']) if features[key]['dtype'] == 'image'
+                   else _stats(np.concatenate(values))) for key, values in accumulated.items()}
+    _write_json(out_dir / 'meta' / 'stats.json', stats)
     info = {'codebase_version': CODEBASE_VERSION, 'robot_type': 'robotsim', 'total_episodes': len(episodes),
-            'total_frames': total_frames, 'total_tasks': 1, 'total_videos': 0,
-            'total_chunks': (len(episodes) - 1) // CHUNKS_SIZE + 1, 'chunks_size': CHUNKS_SIZE, 'fps': int(rate) if float(rate).is_integer() else rate,
-            'splits': {'train': f'0:{len(episodes)}'}, 'data_path': DATA_PATH, 'video_path': None,
-            'features': features}
+            'total_frames': totals['frames'], 'total_tasks': len(tasks), 'chunks_size': CHUNKS_SIZE,
+            'data_files_size_in_mb': DATA_FILE_MB, 'video_files_size_in_mb': 200,
+            'fps': int(rate) if float(rate).is_integer() else rate, 'splits': {'train': f'0:{len(episodes)}'},
+            'data_path': DATA_PATH, 'video_path': None, 'features': features}
     _write_json(out_dir / 'meta' / 'info.json', info)
-    _write_jsonl(out_dir / 'meta' / 'episodes.jsonl', episodes)
-    _write_jsonl(out_dir / 'meta' / 'tasks.jsonl', [{'task_index': 0, 'task': TASK}])
-    _write_jsonl(out_dir / 'meta' / 'episodes_stats.jsonl', episode_stats)
-    log(f'wrote LeRobot {CODEBASE_VERSION} dataset {out}: {len(episodes)} episodes, {total_frames} frames at {rate:g} Hz; '
-        f'max skew {worst_skew * 1e-6:.1f} ms (limit {max_skew * 1e3:.1f} ms), {rejected} frames rejected')
+    log(f'wrote LeRobot {CODEBASE_VERSION} dataset {out}: {len(episodes)} episodes from {len(bags)} bag(s) '
+        f'({totals["splits"]} split where frames were rejected), {totals["frames"]} frames at {rate:g} Hz; max skew '
+        f'{totals["worst_skew"] * 1e-6:.1f} ms (limit {max_skew * 1e3:.1f} ms), {totals["rejected"]} frames rejected; '
+        f'tasks: {", ".join(repr(t) for t in tasks)}')
     return info
 
 
-def _features(columns: dict) -> dict:
-    features = {}
-    for key, values in columns.items():
+def _episode(segment: dict, features: dict, episode_index: int, first_index: int, task_index: int, rate: float,
+             accumulated: dict) -> dict:
+    """One gap-free segment as LeRobot columns (``table``), its stats, and its place in the dataset."""
+    length = len(segment['times'])
+    frame_index = np.arange(length, dtype=np.int64)
+    columns = {}
+    values = {'frame_index': frame_index, 'episode_index': np.full(length, episode_index),
+              'index': first_index + frame_index, 'task_index': np.full(length, task_index)}
+    stats = {}
+    for key, feature in features.items():
+        if feature['dtype'] == 'image':
+            images = segment[key]
+            columns[key] = [{'bytes': _png(image), 'path': None} for image in images]
+            sample = np.concatenate([_image_sample(image) for image in images])
+            stats[key] = _image_stats(sample, length)
+            accumulated.setdefault(key, []).append(sample)
+            continue
         if key == 'timestamp':
+            column = (frame_index / rate).astype(np.float32)  # LeRobot's: frame_index / fps, no gaps
+        elif key in values:
+            column = np.asarray(values[key], dtype=np.int64)
+        else:
+            column = np.stack(segment[key]).astype(np.float32)
+        columns[key] = column
+        stats[key] = _stats(column.reshape(length, -1))
+        accumulated.setdefault(key, []).append(column.reshape(length, -1).astype(np.float64))
+    return {'episode_index': episode_index, 'length': length, 'dataset_from_index': first_index,
+            'dataset_to_index': first_index + length, 'stats': stats, 'table': columns}
+
+
+class _DataWriter:
+    """Owns the open data parquet file: episodes appended as row groups, a new file after DATA_FILE_MB."""
+
+    def __init__(self, out_dir: Path, pa, pq):
+        self.out_dir, self.pa, self.pq = out_dir, pa, pq
+        self.schema, self.writer, self.file_number, self.bytes = None, None, -1, 0
+
+    def open_schema(self, features: dict) -> None:
+        pa = self.pa
+        fields, hf = [], {}
+        for key, feature in features.items():
+            if feature['dtype'] == 'image':
+                fields.append(pa.field(key, pa.struct([('bytes', pa.binary()), ('path', pa.string())])))
+                hf[key] = {'_type': 'Image'}
+            elif feature['shape'] == [1]:
+                fields.append(pa.field(key, pa.float32() if feature['dtype'] == 'float32' else pa.int64()))
+                hf[key] = {'dtype': feature['dtype'], '_type': 'Value'}
+            else:
+                fields.append(pa.field(key, pa.list_(pa.float32(), feature['shape'][0])))
+                hf[key] = {'feature': {'dtype': 'float32', '_type': 'Value'}, 'length': feature['shape'][0],
+                           '_type': 'List'}
+        # The `datasets` library's own description of the columns (what makes it decode images as images).
+        self.schema = pa.schema(fields, metadata={'huggingface': json.dumps({'info': {'features': hf}})})
+
+    def write(self, columns: dict) -> dict:
+        """Append one episode; returns where it went (``data/chunk_index``, ``data/file_index``)."""
+        pa = self.pa
+        if self.writer is None or self.bytes >= DATA_FILE_MB * 2**20:
+            self.close()
+            self.file_number += 1
+            path = self.out_dir / DATA_PATH.format(chunk_index=self.file_number // CHUNKS_SIZE,
+                                                   file_index=self.file_number % CHUNKS_SIZE)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.writer, self.bytes = self.pq.ParquetWriter(path, self.schema), 0
+        arrays = []
+        for field in self.schema:
+            values = columns[field.name]
+            if pa.types.is_fixed_size_list(field.type):
+                arrays.append(pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1), pa.float32()),
+                                                                field.type.list_size))
+            else:
+                arrays.append(pa.array(values if isinstance(values, list) else values.reshape(-1), field.type))
+        table = pa.Table.from_arrays(arrays, schema=self.schema)
+        self.writer.write_table(table)
+        self.bytes += table.nbytes
+        return {'data/chunk_index': self.file_number // CHUNKS_SIZE, 'data/file_index': self.file_number % CHUNKS_SIZE}
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
+
+def _write_episodes(path: Path, episodes: list[dict], pa, pq) -> None:
+    """meta/episodes: one row per episode, in episode order (LeRobot reads them by position)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    columns = {key: [episode[key] for episode in episodes]
+               for key in ('episode_index', 'tasks', 'length', 'data/chunk_index', 'data/file_index',
+                           'dataset_from_index', 'dataset_to_index')}
+    for feature, stats in episodes[0]['stats'].items():
+        for name in stats:
+            columns[f'stats/{feature}/{name}'] = [episode['stats'][feature][name] for episode in episodes]
+    columns['meta/episodes/chunk_index'] = [0] * len(episodes)
+    columns['meta/episodes/file_index'] = [0] * len(episodes)
+    table = pa.table({key: pa.array(values, pa.list_(pa.string()) if key == 'tasks' else None)
+                      for key, values in columns.items()})
+    pq.write_table(table, path)
+
+
+def _write_tasks(path: Path, tasks: dict[str, int], pa, pq) -> None:
+    """meta/tasks.parquet as LeRobot writes it: a pandas table whose index is the task text (the pandas
+    metadata says so: without it, a reader gets the row number as the task)."""
+    table = pa.table({'task_index': pa.array(list(tasks.values()), pa.int64()),
+                      'task': pa.array(list(tasks), pa.string())})
+    pandas = {'index_columns': ['task'],
+              'column_indexes': [{'name': None, 'field_name': None, 'pandas_type': 'unicode', 'numpy_type': 'object',
+                                  'metadata': {'encoding': 'UTF-8'}}],
+              'columns': [{'name': 'task_index', 'field_name': 'task_index', 'pandas_type': 'int64',
+                           'numpy_type': 'int64', 'metadata': None},
+                          {'name': 'task', 'field_name': 'task', 'pandas_type': 'unicode', 'numpy_type': 'object',
+                           'metadata': None}],
+              'creator': {'library': 'pyarrow', 'version': pa.__version__}, 'pandas_version': '2.2.3'}
+    pq.write_table(table.replace_schema_metadata({'pandas': json.dumps(pandas)}), path)
+
+
+def _features(segment: dict) -> dict:
+    features = {}
+    for key, values in segment.items():
+        if key == 'times':
             continue
         if key.startswith('observation.images.'):
-            features[key] = {'dtype': 'image', 'shape': list(values[0].shape), 'names': ['height', 'width', 'channel']}
+            features[key] = {'dtype': 'image', 'shape': list(values[0].shape), 'names': ['height', 'width', 'channels']}
         else:
             width = len(values[0])
             features[key] = {'dtype': 'float32', 'shape': [width],
                              'names': FEATURE_NAMES.get(key, [f'beam_{i}' for i in range(width)] if key == 'observation.scan'
                                                         else None)}
     features['timestamp'] = {'dtype': 'float32', 'shape': [1], 'names': None}
-    for key in ('frame_index', 'episode_index', 'index', 'task_index'):
+    for key in DEFAULT_FEATURES[1:]:
         features[key] = {'dtype': 'int64', 'shape': [1], 'names': None}
     return features
 
 
 def _write_json(path: Path, document) -> None:
     path.write_text(json.dumps(document, indent=4) + '\n', encoding='utf-8')
-
-
-def _write_jsonl(path: Path, rows) -> None:
-    path.write_text(''.join(json.dumps(row) + '\n' for row in rows), encoding='utf-8')
