@@ -4,7 +4,7 @@ SHELL := /bin/bash
 ROBOT ?= rover
 OUT ?= out
 
-.PHONY: help setup build sim test describe bench bench-arm evaluate evaluate-table render-setup bench-render clean
+.PHONY: help setup build sim test describe bench bench-arm evaluate evaluate-table render-setup lerobot-setup bench-render clean
 
 help:
 	@echo "make sim      set up if needed, then run the simulator bringup headless (ROBOT= WORLD= FLEET= RTF= DURATION="
@@ -26,6 +26,8 @@ help:
 	@echo "              then the README table (about 1 h; POLICY= EPISODES= SEED= override)"
 	@echo "make evaluate-table  write the README table again from an existing $(OUT)/evaluation (no episodes run)"
 	@echo "make render-setup  install Blender (bpy 5.0.1, its own Python 3.11 env under ~/.cache/robotsim) for robotsim render"
+	@echo "make lerobot-setup  install LeRobot 0.4.4 with PyTorch (its own Python 3.11 env under ~/.cache/robotsim, ~6 GB)"
+	@echo "              for robotsim dataset check-lerobot"
 	@echo "make bench-render  per-frame render times of robotsim render per engine and sample count into $(OUT)/bench-render"
 	@echo "make setup    Debian packages, .venv with pinned ROS 2 Kilted wheels, colcon build"
 	@echo "make clean    remove build/ install/ log/ out/ (keeps .venv)"
@@ -71,6 +73,10 @@ evaluate-table: setup
 # own outside the work tree (requirements/render.txt); robotsim render also installs it on first use.
 render-setup: setup
 	@source scripts/env.sh && scripts/build.sh && robotsim render --setup
+
+lerobot-setup: setup
+	@source scripts/env.sh && scripts/build.sh && python -c 'from robotsim_learning.lerobot_reader import LEROBOT; \
+		print("LeRobot ready:", LEROBOT.ensure())'
 
 bench-render: render-setup
 	@source scripts/env.sh && python bench/bench_render.py --out $(OUT)/bench-render

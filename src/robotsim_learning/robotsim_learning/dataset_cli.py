@@ -1,4 +1,4 @@
-"""``robotsim dataset generate|verify|export`` (the argument parser lives in robotsim_core.cli)."""
+"""``robotsim dataset generate|verify|export|check-lerobot`` (the argument parser lives in robotsim_core.cli)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ OPTIONS = {
                  'prune', 'no_cameras', 'no_progress'},
     'verify': {'dataset'},
     'export': {'dataset', 'out', 'format', 'rate', 'max_skew'},
+    'check-lerobot': {'dataset'},
 }
 DEFAULTS = {'episodes': 10, 'seed': 0, 'driver': 'wander', 'workers': 1, 'engine': 'local', 'format': 'lerobot',
             'rate': 10.0}
@@ -79,6 +80,8 @@ def run(args) -> int:
                 return 1
             print(f'robotsim dataset verify: OK {args.dataset}')
             return 0
+        if args.action == 'check-lerobot':
+            return _check_lerobot(args.dataset)
         if args.format != 'lerobot':
             raise ExportError(f'--format: expected lerobot, got {args.format!r}')
         if not args.out:
@@ -90,11 +93,38 @@ def run(args) -> int:
         return 2
 
 
+def _check_lerobot(export: str) -> int:
+    """Open an export with the real LeRobot (its own environment, installed on first use) and iterate it."""
+    import tempfile
+
+    from pathlib import Path
+
+    from .consumer_env import ConsumerSetupError
+    from .lerobot_reader import read_with_lerobot
+
+    if not (Path(export) / 'meta' / 'info.json').is_file():
+        from .dataset import DatasetError
+        raise DatasetError(f'check-lerobot: {export}: no meta/info.json; expected a LeRobot dataset folder, as '
+                           'robotsim dataset export --format lerobot writes')
+    with tempfile.TemporaryDirectory(prefix='robotsim-lerobot-') as scratch:
+        try:
+            read = read_with_lerobot(export, scratch)
+        except ConsumerSetupError as error:
+            print(f'robotsim dataset check-lerobot: FAIL {error}')
+            return 1
+    print(f'robotsim dataset check-lerobot: OK {export}: lerobot {read["lerobot"]} LeRobotDataset read every frame: '
+          f'{read["episodes"]} episodes, {read["frames"]} frames at {read["fps"]} fps, cameras '
+          f'{", ".join(read["camera_keys"]) or "none"}; tasks {sorted(set(read["tasks"].values()))}')
+    return 0
+
+
 def add_arguments(parser) -> None:
-    parser.add_argument('action', choices=['generate', 'verify', 'export'],
+    parser.add_argument('action', choices=['generate', 'verify', 'export', 'check-lerobot'],
                         help='generate: run randomised episodes into bags; verify: check a dataset; '
-                             'export: write a LeRobot v2.1 dataset')
-    parser.add_argument('dataset', nargs='?', help='verify/export: the dataset folder (export: or one bag folder)')
+                             'export: write a LeRobot dataset (format v3.0); check-lerobot: open an export with the '
+                             'real LeRobot loader (installed on first use into its own environment, about 6 GB)')
+    parser.add_argument('dataset', nargs='?', help='verify/export: the dataset folder (export: or one bag folder); '
+                                                   'check-lerobot: the exported LeRobot dataset')
     parser.add_argument('--randomization', help='generate: the randomisation spec YAML (config/randomization/)')
     parser.add_argument('--out', help='generate: the dataset folder (new, empty, or a dataset to --resume); '
                                       'export: the LeRobot dataset folder (new or empty)')
@@ -110,7 +140,7 @@ def add_arguments(parser) -> None:
     parser.add_argument('--prune', action='store_true', help="generate: drop episodes the spec's prune rules call useless")
     parser.add_argument('--no-cameras', action='store_true', help='generate: without camera images')
     parser.add_argument('--no-progress', action='store_true', help='generate: no progress bar')
-    parser.add_argument('--format', help='export: lerobot (LeRobot dataset format v2.1; the default)')
+    parser.add_argument('--format', help='export: lerobot (LeRobot dataset format v3.0; the default)')
     parser.add_argument('--rate', type=float, help='export: frames per second (more than 0, at most 1000; default 10)')
     parser.add_argument('--max-skew', type=float, default=None,
                         help='export: reject frames where a stream is further than this from the frame time (s; '
