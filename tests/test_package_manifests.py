@@ -20,12 +20,14 @@ ROSDEP_KEYS = {
 """Import name -> rosdep key of libraries rosdep resolves to a system package."""
 PIP_ONLY = {
     'mujoco': 'mujoco', 'ruckig': 'ruckig', 'rosbags': 'rosbags', 'jax': 'jax', 'optax': 'optax', 'onnx': 'onnx',
-    'onnxruntime': 'onnxruntime', 'ray': 'ray', 'pyarrow': 'pyarrow', 'foxglove': 'foxglove-sdk',
+    'onnxruntime': 'onnxruntime', 'ray': 'ray', 'pyarrow': 'pyarrow', 'foxglove': 'foxglove-sdk', 'mcap': 'mcap',
 }
 """Import name -> PyPI distribution of libraries without a rosdep key: pinned in requirements/ (bare.txt; train.txt
 for training and inference; test.txt for Ray, an optional engine its users already have)."""
 RENDER_ONLY = {'bpy': 'bpy', 'bmesh': 'bpy', 'mathutils': 'bpy', 'OpenImageIO': 'bpy'}
 """Blender's modules: its own environment (requirements/render.txt), run as a subprocess."""
+LEROBOT_ONLY = {'lerobot': 'lerobot', 'torch': 'torch'}
+"""The LeRobot reader's modules: its own environment (requirements/lerobot.txt), run as a subprocess."""
 CLI_DISPATCH = {'robotsim_core': {'robotsim_sim', 'robotsim_learning'}}
 """The ``robotsim`` command (robotsim_core/cli.py) loads the packages above it lazily, per subcommand; they
 depend on robotsim_core, so it cannot depend on them (a cycle). The meta-package ``robotsim`` depends on
@@ -61,6 +63,7 @@ def imported_roots(package: str) -> set[str]:
 def test_every_import_is_declared():
     pip = pinned('bare.txt') | pinned('train.txt') | pinned('test.txt')
     render = pinned('render.txt')
+    lerobot = pinned('lerobot.txt')
     problems = []
     for package in PACKAGES:
         have = declared(package)
@@ -68,6 +71,10 @@ def test_every_import_is_declared():
             if root in RENDER_ONLY:
                 if RENDER_ONLY[root] not in render:
                     problems.append(f'{package}: imports {root}; expected {RENDER_ONLY[root]} pinned in requirements/render.txt')
+            elif root in LEROBOT_ONLY:
+                if LEROBOT_ONLY[root] not in lerobot:
+                    problems.append(f'{package}: imports {root}; expected {LEROBOT_ONLY[root]} pinned in '
+                                    'requirements/lerobot.txt')
             elif root in PIP_ONLY:
                 if PIP_ONLY[root] not in pip:
                     problems.append(f'{package}: imports {root}; expected {PIP_ONLY[root]} pinned in requirements/')

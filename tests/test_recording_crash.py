@@ -29,7 +29,7 @@ from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, Qo
 from rosbags.typesys import Stores, get_typestore
 
 from robotsim_core.bringup import config_from_arguments, fleet_of, recorded_topics
-from robotsim_core.contract import resolve_topic, robot_contract
+from robotsim_core.contract import WORLD_TOPICS, resolve_topic, robot_contract
 from robotsim_core.description import load_robot
 from robotsim_core.ros.common import message_class
 from robotsim_learning.bag_repair import repair_bag
@@ -210,7 +210,7 @@ def stamp_ns(topic: str, msg_type: str, raw: bytes) -> int | None:
 def recording_topics(arguments: dict[str, str]) -> dict[str, tuple[str, QoSProfile]]:
     """topic -> (type, a QoS that receives all of it) for what a bringup with ``arguments`` records."""
     config = config_from_arguments(arguments)
-    specs = {resolve_topic('', t.name): t for t in robot_contract(load_robot(config.robot)).topics}
+    specs = {resolve_topic('', t.name): t for t in (*robot_contract(load_robot(config.robot)).topics, *WORLD_TOPICS)}
     out = {}
     for topic, msg_type in recorded_topics(config, fleet_of(config)):
         qos = specs[topic].qos

@@ -298,6 +298,10 @@ def test_pause_step_reset_and_set_pose(observer):
         assert not missing.success and 'unicorn' in missing.message
 
         clock_before_reset = stamp_seconds(obs.messages['/clock'][-1].clock)
+        # One range of seeds: what seed:= refuses (above 2^63-1), the service refuses too, resetting nothing.
+        refused = obs.call(Reset, '/sim/reset', Reset.Request(use_seed=True, seed=2**64 - 1))
+        assert not refused.success and 'expected an integer from 0 to 9223372036854775807' in refused.message
+        assert refused.seed == obs.messages['/sim/status'][-1].seed
         reset = obs.call(Reset, '/sim/reset', Reset.Request(use_seed=True, seed=7))
         assert reset.success and reset.seed == 7
         step(obs, 10)

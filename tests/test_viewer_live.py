@@ -202,3 +202,21 @@ def test_header_stamp_is_read_from_the_serialized_bytes():
         assert header_stamp(serialize_message(message)) == pytest.approx(1234.567, abs=1e-9)
     assert header_stamp(b'\x00\x01\x00') is None
     assert header_stamp(b'\x7f' * 16) is None
+
+
+def test_a_viewer_that_cannot_start_is_named_in_the_launchers_summary():
+    """view:=true with view_port:= a port in use: the viewer says which launch argument to change, the bringup
+    runs on without it (not a required node), and the launcher's last line names it."""
+    with socket.socket() as taken:
+        taken.bind(('127.0.0.1', 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        run = Launch(['robotsim', 'launch', 'sim', 'view:=true', f'view_port:={port}', 'foxglove_port:=0',
+                      'cameras:=false', 'firmware:=false', 'duration:=2'])
+        try:
+            assert run.finish(timeout=300) == 0, run.text
+        finally:
+            run.stop()
+    assert f'port {port} on 127.0.0.1 is in use' in run.text and '(view_port:=)' in run.text, run.text
+    summary = [line for line in run.text.splitlines() if 'nodes that failed while the bringup ran' in line]
+    assert summary == ['[robotsim] nodes that failed while the bringup ran: robotsim_viewer (status 2)'], run.text

@@ -238,7 +238,11 @@ def test_a_bag_without_tf_or_description_says_what_is_missing(tmp_path):
 
 
 def test_bad_input_is_one_line(tmp_path):
+    (tmp_path / 'file.txt').write_text('not a folder')
     for args, expected in (([str(tmp_path / 'nope'), '--out', str(tmp_path / 'x.html')], 'no such bag'),
+                           ([str(tmp_path), '--out', str(tmp_path)], '--out: expected a file to write, got the folder'),
+                           ([str(tmp_path), '--out', str(tmp_path / 'file.txt' / 'x.html')],
+                            '--out: cannot create the folder'),
                            ([str(tmp_path), '--out', str(tmp_path / 'x.html')], 'not a readable rosbag2 bag'),
                            ([str(tmp_path)], 'expected --out FILE.html'),
                            (['--live', str(tmp_path)], 'give no BAG and no --out')):
@@ -307,3 +311,18 @@ def test_render_of_a_default_recording_needs_no_world_or_robot(recording, tmp_pa
     assert len(document['frames']) == 2
     assert Path(document['world']).name == 'room.yaml' and Path(document['robot']).name == 'rover.yaml'
     assert "held at their initial position" not in completed.stderr, completed.stderr  # every joint was recorded
+
+
+def test_render_of_a_dataset_episode(episode, tmp_path):
+    """`robotsim render EPISODE`: the episode's world.yaml and robot.yaml beside its bag (its /sim/scenario
+    holds the same files)."""
+    from robotsim_sim.scenario import read_scenario
+
+    scenario = read_scenario(episode)
+    assert scenario['world']['path'] == 'world.yaml' and scenario['world']['text'] == (episode / 'world.yaml').read_text()
+    out = tmp_path / 'render'
+    completed = subprocess.run(['robotsim', 'render', str(episode), '--out', str(out), '--engine', 'workbench',
+                                '--passes', 'rgb', '--every', '100', '--limit', '2'],
+                               capture_output=True, text=True, timeout=900)
+    assert completed.returncode == 0, completed.stderr
+    assert len(json.loads((out / 'render.json').read_text())['frames']) == 2

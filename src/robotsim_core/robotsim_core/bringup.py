@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config_schema import field_docs, load_yaml, parse_spec, spec_field
-from .contract import ENTITIES_TOPIC, SCENARIO_TOPIC, resolve_topic, robot_contract
+from .contract import WORLD_TOPICS, resolve_topic, robot_contract
 from .errors import DescriptionError
 from .fleet import FleetSpec, load_fleet, single_robot
 
@@ -302,7 +302,8 @@ def firmware_in_the_loop(config: BringupConfig, fleet: FleetSpec) -> bool:
 
 
 def recorded_topics(config: BringupConfig, fleet: FleetSpec) -> list[tuple[str, str]]:
-    """(absolute topic, type) of every contract topic of every robot, /clock once."""
+    """(absolute topic, type) of every contract topic of every robot, /clock once, and in simulation the
+    world's own topics (contract.WORLD_TOPICS)."""
     from .description import load_robot
     topics = {}
     for entry in fleet.robots:
@@ -317,8 +318,7 @@ def recorded_topics(config: BringupConfig, fleet: FleetSpec) -> list[tuple[str, 
                 continue
             topics[resolve_topic(entry.namespace, topic.name)] = topic.type
     if config.use_sim:
-        topics[SCENARIO_TOPIC] = 'std_msgs/msg/String'  # the world and robots of the run (robotsim_sim.scenario)
-        topics[ENTITIES_TOPIC] = 'tf2_msgs/msg/TFMessage'  # the world's free bodies as they move
+        topics.update((resolve_topic('', topic.name), topic.type) for topic in WORLD_TOPICS)
     return sorted(topics.items())
 
 

@@ -29,7 +29,7 @@ from .errors import DescriptionError
 _ROS_NAME = re.compile(r'[A-Za-z][A-Za-z0-9_]*$')
 
 
-def _output_file(path: str, option: str) -> None:
+def check_output_file(path: str, option: str) -> None:
     """Refuse an output file that cannot be written, before anything is written (its folder is
     created when missing)."""
     if os.path.isdir(path):
@@ -45,7 +45,7 @@ def _output_file(path: str, option: str) -> None:
 
 
 def _write(path: str, text: str, option: str) -> None:
-    _output_file(path, option)
+    check_output_file(path, option)
     try:
         with open(path, 'w', encoding='utf-8') as stream:
             stream.write(text)
@@ -62,7 +62,7 @@ def describe(args: argparse.Namespace) -> int:
 
     for option, path in (('--urdf', args.urdf), ('--mjcf', args.mjcf), ('--gltf', args.gltf)):
         if path:
-            _output_file(path, option)  # all checked before the first is written
+            check_output_file(path, option)  # all checked before the first is written
     model = load_robot(args.robot, strict=args.strict)
     urdf_text = tree_to_urdf(model.tree)
     mjcf_text = robot_to_mjcf(model)
@@ -124,7 +124,7 @@ def _load_world(name_or_path: str):
 def import_urdf_command(args: argparse.Namespace) -> int:
     from .description.overlay_draft import draft_overlay
 
-    _output_file(args.out, '--out')
+    check_output_file(args.out, '--out')
     text = draft_overlay(args.urdf, args.out)
     _write(args.out, text, '--out')
     print(f'wrote {args.out}: a starting overlay for {args.urdf}; edit it, then: robotsim describe {args.out}')

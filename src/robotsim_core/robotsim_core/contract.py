@@ -54,13 +54,18 @@ class Contract:
         return next(t for t in self.topics if t.name == name)
 
 
-SCENARIO_TOPIC = '/sim/scenario'
-"""The simulator's latched ``std_msgs/String`` describing the run (world and robot files, seed; see
-robotsim_sim.scenario): one per simulation, recorded with it, not a topic of the real robot."""
-ENTITIES_TOPIC = '/sim/entities'
-"""The simulator's ``tf2_msgs/TFMessage`` of every free body of the world (``world`` -> body name), at the
-ground-truth rate: what moved besides the robots (a pushed box, a picked cube), for replays and renders."""
-GLOBAL_TOPICS = ('clock',)  # the world's, shared by every robot: never under a robot namespace
+ENTITIES = TopicSpec('sim/entities', 'tf2_msgs/msg/TFMessage', 'world', RELIABLE_QOS, 50.0, sim_only=True)
+"""``world`` -> every free body of the world (a pushed box, a picked cube), at the ground-truth rate (empty when
+there is none): what moved besides the robots, for replays and renders."""
+SCENARIO = TopicSpec('sim/scenario', 'std_msgs/msg/String', '', LATCHED_QOS, sim_only=True)
+"""The run described, latched: the world and robot files' text and paths, namespaces, seed (YAML; see
+robotsim_sim.scenario), so a recording says what it recorded."""
+WORLD_TOPICS = (ENTITIES, SCENARIO)
+"""The simulation's own topics: one per world (not per robot, never under a namespace), not topics of the real
+robot; the simulator publishes them and a recording keeps them."""
+ENTITIES_TOPIC, SCENARIO_TOPIC = (f'/{topic.name}' for topic in WORLD_TOPICS)
+GLOBAL_TOPICS = ('clock', *(topic.name for topic in WORLD_TOPICS))
+"""The world's, shared by every robot: never under a robot namespace."""
 
 
 def resolve_topic(namespace: str, name: str) -> str:

@@ -263,7 +263,8 @@ def _repair(bag: Path) -> str:
         writer = Writer(work / bag.name, version=BAG_VERSION, storage_plugin=StoragePlugin.MCAP)
         writer.open()
         write_chunk_crcs(writer.storage)
-        rebuilt_mcap = writer.storage.path  # rosbags drops its storage at close        connections = {}
+        rebuilt_mcap = writer.storage.path  # rosbags drops its storage at close
+        connections = {}
         scanner = McapScanner(mcap)
 
         def add_channel(channel: Channel) -> None:

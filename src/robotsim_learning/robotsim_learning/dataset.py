@@ -31,6 +31,11 @@ from pathlib import Path
 MANIFEST = 'dataset.json'
 PARTIAL = '.partial'
 GENERATOR_VERSION = '1.0'
+MAX_EPISODES = 100_000
+"""Episodes one dataset may ask for (checked before anything is allocated; at 20 s and 166 MB an episode with
+cameras, already 16 TB): a larger corpus is several datasets."""
+MAX_WORKERS = 256
+"""Worker processes (or local Ray CPUs) one generation may start."""
 """Bumped when the same (spec, seed, index) would give different bytes."""
 
 
@@ -140,8 +145,8 @@ def load_manifest(path: Path) -> dict:
     if not isinstance(settings, dict):
         raise DatasetError(f'{path}: settings: expected an object (episodes, seed, driver, ...), got {_got(settings)}'
                            if 'settings' in manifest else f'{path}: settings: missing required key')
-    if not _is_count(settings.get('episodes')) or settings['episodes'] < 1:
-        raise DatasetError(f'{path}: settings.episodes: expected a whole number >= 1, '
+    if not _is_count(settings.get('episodes')) or not 1 <= settings['episodes'] <= MAX_EPISODES:
+        raise DatasetError(f'{path}: settings.episodes: expected a whole number from 1 to {MAX_EPISODES}, '
                            f'got {_got(settings.get("episodes"))}')
     return manifest
 
@@ -302,9 +307,9 @@ def generate(spec_path: str, out: str, episodes: int, seed: int, driver: str, wo
         make_driver(driver)  # here, once: a bad name or policy file is one line before any worker starts
     except ValueError as error:
         raise DatasetError(str(error)) from None
-    for option, value in (('--episodes', episodes), ('--workers', workers)):
-        if value < 1:
-            raise DatasetError(f'{option}: expected a whole number >= 1, got {value}')
+    for option, value, most in (('--episodes', episodes, MAX_EPISODES), ('--workers', workers, MAX_WORKERS)):
+        if not 1 <= value <= most:
+            raise DatasetError(f'{option}: expected a whole number from 1 to {most}, got {value}')
     if not 0 <= seed < 2**63:
         raise DatasetError(f'--seed: expected 0 ... 2^63-1, got {seed}')
     out_dir = Path(out)

@@ -59,8 +59,15 @@ def run(args: argparse.Namespace) -> int:
         return _error('view: expected --out FILE.html (the page to write)')
     if not args.image_rate > 0:
         return _error(f'view: --image-rate: expected a rate > 0 frames per second, got {args.image_rate:g}')
+    from robotsim_core.cli import check_output_file
     from robotsim_core.description import load_robot
+    from robotsim_core.errors import DescriptionError
     from robotsim_core.viewer.replay import bag_folder, write_replay
+
+    try:
+        check_output_file(args.out, '--out')  # before reading the bag: a folder or an unwritable place is one line
+    except DescriptionError as error:
+        return _error(str(error))
 
     from robotsim_sim.scenario import ScenarioError, read_scenario, scenario_files
 
@@ -85,4 +92,6 @@ def run(args: argparse.Namespace) -> int:
         print(write_replay(args.bag, Path(args.out), robot, world, args.namespace, args.image_rate))
     except BagSceneError as error:
         return _error(str(error))
+    except OSError as error:  # the disk filled, or the folder became read-only, while writing
+        return _error(f'--out {args.out}: cannot write ({error.strerror or error})')
     return 0

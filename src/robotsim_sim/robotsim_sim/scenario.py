@@ -51,6 +51,8 @@ def read_scenario(bag: Path) -> dict | None:
 
     with AnyReader([Path(bag)]) as reader:
         connections = [c for c in reader.connections if c.topic == TOPIC]
+        if not connections:  # (rosbags reads every topic when given none)
+            return None
         for connection, _, raw in reader.messages(connections=connections):
             text = reader.deserialize(raw, connection.msgtype).data
             return parse_scenario(text, f'{bag}: {TOPIC}')

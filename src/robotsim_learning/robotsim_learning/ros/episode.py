@@ -399,10 +399,10 @@ def _loop(sim, messages, bag, scenario, world, driver_name, duration, tolerance,
     produced = [topic for topic in messages.topics if topic.name != 'sim/status']  # /sim/status is wall-clock RTF
     for topic in produced:
         bag.add_topic(f'/{topic.name}', topic.type, _qos(topic.qos))
-    from robotsim_core.contract import ENTITIES_TOPIC, LATCHED_QOS, RELIABLE_QOS, SCENARIO_TOPIC
+    from robotsim_core.contract import ENTITIES_TOPIC, RELIABLE_QOS, SCENARIO_TOPIC, WORLD_TOPICS
     from robotsim_sim.ros.robot_messages import world_entities_message
-    bag.add_topic(SCENARIO_TOPIC, 'std_msgs/msg/String', _qos(LATCHED_QOS))
-    bag.add_topic(ENTITIES_TOPIC, 'tf2_msgs/msg/TFMessage', _qos(RELIABLE_QOS))
+    for topic in WORLD_TOPICS:
+        bag.add_topic(f'/{topic.name}', topic.type, _qos(topic.qos))
     bag.add_topic(GOAL_TOPIC, 'geometry_msgs/msg/PoseStamped', _qos(RELIABLE_QOS))
     bag.add_topic(COMMAND_TOPIC, 'geometry_msgs/msg/Twist', _qos(RELIABLE_QOS))
     driver = make_driver(driver_name) if commands is None else None

@@ -38,7 +38,7 @@ from tf2_msgs.msg import TFMessage
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robotsim_core.bringup import default_serial_link, simulation_value_problem
-from robotsim_core.contract import CLOCK_QOS, ENTITIES_TOPIC, LATCHED_QOS, RELIABLE_QOS
+from robotsim_core.contract import CLOCK_QOS, ENTITIES, SCENARIO
 from robotsim_core.description import load_robot
 from robotsim_core.description.load import resolve_robot_path
 from robotsim_core.fleet import load_fleet, single_robot
@@ -173,8 +173,8 @@ class SimNode(Node):
         self.clock_pub = CountedPublisher(self.create_publisher(Clock, '/clock', qos_profile(CLOCK_QOS)))
         self.clock_layout = FixedLayout(Clock(), ['clock'])  # /clock is sent hundreds of times a second
         # What the run is made of, latched: a recording carries its world and robots (robotsim_sim.scenario).
-        self.entities_pub = CountedPublisher(self.create_publisher(TFMessage, ENTITIES_TOPIC, qos_profile(RELIABLE_QOS)))
-        self.scenario_pub = CountedPublisher(self.create_publisher(String, scenario.TOPIC, qos_profile(LATCHED_QOS)))
+        self.entities_pub = CountedPublisher(self.create_publisher(TFMessage, f'/{ENTITIES.name}', qos_profile(ENTITIES.qos)))
+        self.scenario_pub = CountedPublisher(self.create_publisher(String, f'/{SCENARIO.name}', qos_profile(SCENARIO.qos)))
         self.scenario_pub.publish(String(data=scenario.scenario_text(
             resolve_world_path(self.world_name), [(e.namespace, resolve_robot_path(e.robot)) for e in fleet.robots],
             seed)))
@@ -501,6 +501,12 @@ class SimNode(Node):
         return response
 
     def on_reset(self, request, response):
+        problem = simulation_value_problem('seed', int(request.seed)) if request.use_seed else None
+        if problem:
+            # One range of seeds everywhere: a seed the launch argument refuses cannot be replayed from it.
+            response.success, response.seed = False, self.sim.seed
+            response.message = f'seed: {problem}; nothing was reset'
+            return response
         # Images of the ending episode still rendering were due (their stamps are at most now): out
         # with them first, as a capture in the physics thread would have been.
         self.deliver_captures()
