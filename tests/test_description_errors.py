@@ -427,3 +427,25 @@ def test_launch_arguments_that_would_be_ignored_or_fail_late(case, tmp_path):
     lines = completed.stderr.strip().splitlines()
     prefix = f'robotsim: error: command line: {key}: {expected.replace("{tmp}", str(tmp_path))}'
     assert len(lines) == 1 and lines[0].startswith(prefix), lines
+
+
+def test_a_huge_config_file_is_refused_by_its_size_before_it_is_parsed(tmp_path):
+    """A 10 MB robot or world YAML holding one long list used to take minutes and GBs to be refused: the size
+    bound refuses it before any parsing, in one line (asserted on the message and the peak memory, not on time)."""
+    huge = 'walls: [' + ', '.join(['1.5'] * 2_000_000) + ']\n'
+    for name, arguments in (('robot.yaml', lambda path: ['describe', path, '--urdf', str(tmp_path / 'r.urdf')]),
+                            ('world.yaml', lambda path: ['describe', 'rover', '--gltf', str(tmp_path / 'w.glb'),
+                                                         '--world', path])):
+        path = tmp_path / name
+        path.write_text(huge)
+        wrapper = ('import resource, subprocess, sys\n'
+                   'done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n'
+                   'print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n'
+                   'sys.stderr.write(done.stderr)\n'
+                   'sys.exit(done.returncode)\n')
+        completed = subprocess.run([sys.executable, '-c', wrapper, sys.executable, '-m', 'robotsim_core.cli',
+                                    *arguments(str(path))], capture_output=True, text=True, timeout=300)
+        assert completed.returncode == 2, completed.stderr
+        lines = completed.stderr.strip().splitlines()
+        assert len(lines) == 1 and f'{path}: expected a YAML config file of at most 256 KiB, got ' in lines[0], lines
+        assert int(completed.stdout) < 600 * 1024, f'peak RSS {int(completed.stdout) / 1024:.0f} MiB'

@@ -121,12 +121,16 @@ def goal_features(goal_in_base: tuple[float, float]) -> np.ndarray:
     return np.array([distance, math.cos(bearing), math.sin(bearing)])
 
 
+MAX_GOAL_DISTANCE = 1e4
+"""m: the farthest goal coordinate a driver takes (10 km; (1e300, 1e300) is no place to drive to)."""
+
+
 def goal_problem(frame_id: str, point, frame_prefix: str, other_frames: tuple[str, ...] = ()) -> str:
     """'' when a goal_pose can be used: finite x and y in the robot's odom frame (or one of ``other_frames``);
     otherwise why it is refused (a goal in another frame is never silently misread)."""
     frames = tuple(dict.fromkeys((f'{frame_prefix}odom', 'odom', *other_frames)))
-    if not all(math.isfinite(v) for v in point):
-        return f'expected finite x and y, got {tuple(point)}'
+    if not all(math.isfinite(v) and abs(v) <= MAX_GOAL_DISTANCE for v in point):
+        return f'expected finite x and y within +-{MAX_GOAL_DISTANCE:g} m, got {tuple(point)}'
     if frame_id not in frames:
         return f'expected frame_id {" or ".join(repr(f) for f in frames)}, got {frame_id!r}'
     return ''

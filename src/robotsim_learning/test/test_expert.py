@@ -60,3 +60,14 @@ def test_plans_are_deterministic_and_keep_the_footprint_clear():
     assert all(np.array_equal(p, q) for p, q in zip(a, b)) and len(a) == len(b)
     # Every segment stays in free cells of the inflated grid (footprint radius + clearance from obstacles).
     assert all(first.grid.free_line(p, q) for p, q in zip(a, a[1:]))
+
+
+def test_a_goal_is_taken_only_finite_nearby_and_in_odom():
+    from robotsim_learning.observation import MAX_GOAL_DISTANCE, goal_problem
+
+    assert goal_problem('odom', (2.0, -1.0), '') == ''
+    assert goal_problem('r1/odom', (2.0, -1.0), 'r1/') == ''
+    assert 'expected frame_id' in goal_problem('map', (2.0, -1.0), '')
+    assert 'expected finite x and y' in goal_problem('odom', (float('nan'), 0.0), '')
+    far = goal_problem('odom', (1e300, 1e300), '')  # no place to drive to: refused, not planned for
+    assert far == f'expected finite x and y within +-{MAX_GOAL_DISTANCE:g} m, got (1e+300, 1e+300)', far

@@ -661,7 +661,22 @@ class Simulation:
             found[key] = max(found.get(key, 0.0), -float(contact.dist))
         return sorted(((a, b, depth) for (a, b), depth in found.items()), key=lambda item: -item[2])
 
+    def _refuse_outside_at_start(self) -> None:
+        """One rule for where things may be: what set_entity_pose refuses (outside the floor's rectangle or
+        above it) is refused at the start too, naming the spawn."""
+        low, high = self.world_bounds()
+        for name, joint in self.entity_joints().items():
+            address = self.model.jnt_qposadr[joint]
+            position = self.data.qpos[address:address + 3]
+            if not np.all((position >= low - 1e-9) & (position <= high)):
+                raise DescriptionError(self.world.source or 'world', 'spawn',
+                                       f'{name!r} starts at ({", ".join(f"{v:g}" for v in position)}), outside the '
+                                       f'world: expected x in [{low[0]:g}, {high[0]:g}], y in [{low[1]:g}, '
+                                       f'{high[1]:g}], z in [{low[2]:g}, {high[2]:g}] m (the floor of world '
+                                       f'{self.world.name}; move the spawn, the entity or the fleet\'s xyz)')
+
     def _refuse_overlaps_at_start(self) -> None:
+        self._refuse_outside_at_start()
         overlaps = self._overlaps()
         if overlaps:
             first, second, depth = overlaps[0]

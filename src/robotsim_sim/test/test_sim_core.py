@@ -189,6 +189,12 @@ def test_things_put_inside_others_are_refused(tmp_path):
         {'name': 'toy', 'position': [1.6, 0.9, 0.1], 'size': [0.1, 0.1, 0.2], 'mass': 0.3}]}))
     with pytest.raises(DescriptionError, match=r"spawn: 'toy' starts inside 'crate'"):
         make_sim(stacked, cameras=False)
+    # Off the floor (x = 100 on the room's 12 m floor): refused at the start as set_entity_pose refuses it.
+    with pytest.raises(DescriptionError, match=r"spawn: 'robot1' starts at \(100, 0\.5, [0-9.]+\), outside the world: "
+                                               r"expected x in \[-6, 6\], y in \[-6, 6\]"):
+        Simulation(load_world(resolve_world_path('room')),
+                   [RobotPlacement(rover, 'robot1', SpawnSpec((100.0, 0.5, 0.0), 0.0))], SimOptions(cameras=False))
+    assert 'outside the world' in make_sim(cameras=False).set_entity_pose('rover', (100.0, 0.5, 0.0), (1, 0, 0, 0))
     # Side by side, 1 m apart: accepted.
     Simulation(load_world(resolve_world_path('room')),
                [RobotPlacement(rover, 'robot1', SpawnSpec((0.5, 0.5, 0.0), 0.0)),
