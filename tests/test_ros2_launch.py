@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 import uuid
@@ -246,3 +247,31 @@ def test_ros2_launch_runs_the_simulator_and_ros2_topic_hz_measures_it():
     assert launch.finish(timeout=60) == 0, launch.text
     assert_nothing_left(marker)
 
+
+
+@needs_ros2
+def test_an_argument_given_twice_stops_ros2_launch_as_the_launcher_refuses_it():
+    launch, marker = ros2_launch('sim.launch.py', 'seed:=1', 'seed:=2')
+    assert launch.finish(timeout=120) != 0, launch.text
+    errors = _error_lines(launch.text)
+    assert len(errors) == 1 and 'argument(s) seed given twice' in errors[0], launch.text
+    assert 'process started' not in launch.text
+    assert_nothing_left(marker)
+
+
+@needs_ros2
+def test_sigkill_of_ros2_launch_leaves_no_node_running():
+    """ros2 launch killed outright runs no shutdown of its own: every node process still dies with it (each
+    started under setpriv --pdeathsig TERM), within 10 s."""
+    launch, marker = ros2_launch('sim.launch.py', 'cameras:=false', 'firmware:=false', 'demo:=true')
+    try:
+        launch.wait_for(r'robotsim_sim.*real_time_factor', 120)  # the simulator is up and the others started
+        assert len(_our_processes(marker)) >= 4, _our_processes(marker)  # ros2 launch and its nodes
+        launch.process.send_signal(signal.SIGKILL)
+        launch.process.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while (left := _our_processes(marker)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not left, f'left running 10 s after the SIGKILL: {left}'
+    finally:
+        launch.stop()

@@ -12,7 +12,11 @@ the graph and turns each node into a ``launch_ros`` Node. It behaves like the ba
 * a required node's exit shuts the launch down, and a *failed* required node (non-zero status)
   makes ``ros2 launch`` exit non-zero (it knows only 0 and 1);
 * output lines are labelled with the node's namespace and name (``[robot1/motor_bridge-3]``), not
-  its executable, so the robots of a fleet can be told apart.
+  its executable, so the robots of a fleet can be told apart;
+* an argument given twice (``seed:=1 seed:=2``) is an error, not the last one silently winning;
+* every node dies with ``ros2 launch``, also when it is SIGKILLed (which runs no shutdown): each node
+  process starts under ``setpriv --pdeathsig TERM`` (util-linux), so the kernel sends it SIGTERM (a
+  normal stop: a recorder closes its bag) when the launch process is gone.
 
 Errors are raised as :class:`LaunchSetupError`, which ``ros2 launch`` prints as one line
 ("Caught exception in launch ...: <message>") before exiting with status 1.
@@ -21,8 +25,17 @@ Errors are raised as :class:`LaunchSetupError`, which ``ros2 launch`` prints as 
 from __future__ import annotations
 
 import os
+import shutil
+import sys
 
 from ..bringup import NodeSpec, graph_for, launch_arguments
+
+DIE_WITH_LAUNCH = ['setpriv', '--pdeathsig', 'TERM', '--']
+"""The command prefix of every node: SIGTERM to it when its parent (``ros2 launch``) dies."""
+
+
+def _prefix() -> str | None:
+    return ' '.join(DIE_WITH_LAUNCH) if shutil.which(DIE_WITH_LAUNCH[0]) else None
 
 
 class LaunchSetupError(RuntimeError):
@@ -43,6 +56,8 @@ def node_kwargs(spec: NodeSpec) -> dict:
         kwargs['namespace'] = spec.namespace
     if spec.arguments:
         kwargs['arguments'] = list(spec.arguments)
+    if _prefix():
+        kwargs['prefix'] = _prefix()
     return kwargs
 
 
@@ -82,7 +97,8 @@ def launch_action(spec: NodeSpec):
 
     on_exit = _on_required_exit(spec) if spec.required else None
     if spec.full_install_command and rosbag2_installed():
-        return ExecuteProcess(cmd=list(spec.full_install_command), name=spec.label, output='screen', on_exit=on_exit)
+        command = (DIE_WITH_LAUNCH if _prefix() else []) + list(spec.full_install_command)
+        return ExecuteProcess(cmd=command, name=spec.label, output='screen', on_exit=on_exit)
     return Node(**node_kwargs(spec), on_exit=on_exit)
 
 
@@ -95,6 +111,10 @@ def _actions(context, mode: str):
     if unknown:
         raise LaunchSetupError(f'{mode}.launch.py: unknown launch argument(s) {", ".join(unknown)}; '
                                f'expected one of: {", ".join(names)}')
+    given = [word.split(':=', 1)[0] for word in sys.argv if ':=' in word and word.split(':=', 1)[0] in names]
+    twice = sorted({name for name in given if given.count(name) > 1})
+    if twice:  # launch keeps the last value; the bare launcher refuses: so does this
+        raise LaunchSetupError(f'{mode}.launch.py: argument(s) {", ".join(twice)} given twice; expected each once')
     arguments = {name: LaunchConfiguration(name).perform(context) for name in names}
     actions, missing = [], []
     for spec in graph_for(mode, arguments, source=f'{mode}.launch.py'):
