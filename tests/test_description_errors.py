@@ -449,3 +449,15 @@ def test_a_huge_config_file_is_refused_by_its_size_before_it_is_parsed(tmp_path)
         lines = completed.stderr.strip().splitlines()
         assert len(lines) == 1 and f'{path}: expected a YAML config file of at most 256 KiB, got ' in lines[0], lines
         assert int(completed.stdout) < 600 * 1024, f'peak RSS {int(completed.stdout) / 1024:.0f} MiB'
+
+
+def test_a_list_longer_than_its_bound_is_refused_before_its_items_are_built(tmp_path):
+    world = tmp_path / 'crowded.yaml'
+    world.write_text(yaml.safe_dump({'name': 'crowded', 'boxes': [
+        {'name': f'box{i}', 'position': [0.01 * i, 2.0, 0.1], 'size': [0.01, 0.01, 0.01]} for i in range(300)]}))
+    completed = subprocess.run([sys.executable, '-m', 'robotsim_core.cli', 'describe', 'rover', '--gltf',
+                                str(tmp_path / 'w.glb'), '--world', str(world)], capture_output=True, text=True,
+                               timeout=120)
+    assert completed.returncode == 2
+    assert completed.stderr.strip() == f'robotsim: error: {world}: boxes: expected at most 256 items, got 300'
+    assert not (tmp_path / 'w.glb').exists()

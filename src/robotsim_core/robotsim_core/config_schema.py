@@ -31,6 +31,9 @@ from .errors import DescriptionError
 
 MAX_MAGNITUDE = 1e6
 """Largest absolute value of any number in a config file (see the module docstring)."""
+MAX_LIST_ITEMS = 256
+"""Items a list in a config file may hold (walls, boxes, sensors, joints, ...): checked before any item is
+built; a world of 256 boxes or a robot of 256 sensors is far beyond what the simulator is made for."""
 MAX_CONFIG_BYTES = 256 * 1024
 """Config files are hand-written or generated YAML of a few kB (the largest shipped one: 4 kB); anything bigger
 is the wrong file. Parsing is about 4 s per MB (Python builds every value), so the bound also keeps a refusal
@@ -298,6 +301,9 @@ def _parse_value(hint: Any, value: Any, source: str, path: str, metadata: dict) 
             raise DescriptionError(source, path, f'expected a list, got {_describe(value)}')
         if metadata.get('non_empty') and not value:
             raise DescriptionError(source, path, 'expected a non-empty list')
+        most = metadata.get('max_items') or MAX_LIST_ITEMS
+        if len(value) > most:
+            raise DescriptionError(source, path, f'expected at most {most} items, got {len(value)}')
         return [_parse_value(item, element, source, _join(path, index), {}) for index, element in enumerate(value)]
     if origin is dict:
         key_type, value_type = typing.get_args(hint)
