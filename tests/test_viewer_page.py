@@ -320,6 +320,8 @@ def test_render_of_a_dataset_episode(episode, tmp_path):
 
     scenario = read_scenario(episode)
     assert scenario['world']['path'] == 'world.yaml' and scenario['world']['text'] == (episode / 'world.yaml').read_text()
+    manifest = json.loads((episode.parent / 'dataset.json').read_text())['episodes'][0]
+    assert scenario['randomization']['drawn'] == manifest['drawn'] and scenario['seed'] == manifest['sim_seed']
     out = tmp_path / 'render'
     completed = subprocess.run(['robotsim', 'render', str(episode), '--out', str(out), '--engine', 'workbench',
                                 '--passes', 'rgb', '--every', '100', '--limit', '2'],

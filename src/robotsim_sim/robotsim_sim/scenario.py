@@ -32,16 +32,20 @@ class ScenarioError(ValueError):
     """One line: the bag, the field, and what was expected."""
 
 
-def scenario_text(world_path: str, robots: list[tuple[str, str]], seed: int, relative_to: str | None = None) -> str:
+def scenario_text(world_path: str, robots: list[tuple[str, str]], seed: int, relative_to: str | None = None,
+                  randomization: dict | None = None) -> str:
     """The scenario of a run: ``robots`` is (namespace, robot file path) per robot, in fleet order. Paths
     are stored absolute, or relative to ``relative_to`` (a dataset episode: its files lie beside its bag,
-    and its bytes must not depend on where the dataset is)."""
+    and its bytes must not depend on where the dataset is). ``randomization``: for a dataset episode, its
+    draw (index, spawn, goal, every drawn value), kept under that key."""
     def entry(path: str) -> dict:
         stored = os.path.relpath(path, relative_to) if relative_to else os.path.abspath(path)
         return {'path': stored, 'text': Path(path).read_text(encoding='utf-8')}
 
     document = {'format': FORMAT, 'version': VERSION, 'seed': int(seed), 'world': entry(world_path),
                 'robots': [{'namespace': namespace, **entry(path)} for namespace, path in robots]}
+    if randomization is not None:
+        document['randomization'] = randomization
     return yaml.safe_dump(document, sort_keys=False, width=1000)
 
 

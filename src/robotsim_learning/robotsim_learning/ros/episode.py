@@ -382,7 +382,10 @@ def run_episode(randomizer: Randomizer, index: int, folder: str, driver_name: st
         sim = Simulation(world, [RobotPlacement(load_robot(robot_path))],
                          SimOptions(seed=scenario.sim_seed, cameras=cameras))
         # The episode's files travel inside its bag too (paths relative to it: bytes independent of --out).
-        described = String(data=scenario_text(world_path, [('', robot_path)], scenario.sim_seed, relative_to=folder))
+        draw = {'index': scenario.index, 'spawn': list(scenario.spawn), 'goal': list(scenario.goal),
+                'drawn': scenario.drawn}
+        described = String(data=scenario_text(world_path, [('', robot_path)], scenario.sim_seed, relative_to=folder,
+                                              randomization=draw))
         try:
             return _loop(sim, RobotMessages(sim.robots[0], '', True, sim.labels), bag, scenario, world,
                          driver_name, duration, spec.goal_tolerance, commands, started, described)
