@@ -46,7 +46,7 @@ from robotsim_core.description import load_robot  # noqa: E402
 from robotsim_core.statistics import wilson_interval  # noqa: E402
 from robotsim_sim.arm_planning import PlannerOptions, PlanningScene, dense_path_collision, plan  # noqa: E402
 from robotsim_sim.scene import RobotPlacement  # noqa: E402
-from robotsim_sim.world_spec import WorldSpec  # noqa: E402
+from robotsim_core.description.world_spec import WorldSpec  # noqa: E402
 
 CSV_NAME = 'planning.csv'
 COLUMNS = ('arm', 'seed', 'query', 'success', 'reason', 'planning_time_ms', 'cpu_time_ms', 'iterations',

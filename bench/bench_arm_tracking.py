@@ -52,7 +52,7 @@ from robotsim_sim.arm_planning import PlannerOptions, plan  # noqa: E402
 from robotsim_sim.controllers import TrajectoryPoint  # noqa: E402
 from robotsim_sim.scene import RobotPlacement  # noqa: E402
 from robotsim_sim.simulation import SimOptions, Simulation  # noqa: E402
-from robotsim_sim.world_spec import WorldSpec  # noqa: E402
+from robotsim_core.description.world_spec import WorldSpec  # noqa: E402
 
 ARMS = tuple(CLUTTERED_WORLDS)
 TRACKING_TARGET = 0.005

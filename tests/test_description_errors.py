@@ -406,6 +406,10 @@ LAUNCH_COMBINATION_CASES = {
                                                      '(driver is none: nobody would drive to it)'),
     'an argument twice': (['duration:=1', 'duration:=2'], 'duration', 'given twice (duration:=1 and duration:=2)'),
     'a world for the real robot': (['world:=pick'], 'world', 'sim only', 'real'),
+    'a world that does not exist': (['world:={tmp}/nope.yaml'], 'world', '{tmp}/nope.yaml: file not found'),
+    'a world that is a text file': (['world:={tmp}/file.txt'], 'world', '{tmp}/file.txt: (top level): expected a mapping'),
+    'a world with a bad key': (['world:={tmp}/bad_world.yaml'], 'world', '{tmp}/bad_world.yaml: timestep: expected a '
+                                                                        'number >= 0.0001'),
     'a viewer port without the viewer': (['view_port:=9000'], 'view_port', 'expected view:=true with it'),
     'a Foxglove port without the viewer': (['foxglove_port:=9001'], 'foxglove_port', 'expected view:=true with it'),
     'a viewer port out of range': (['view:=true', 'view_port:=70000'], 'view_port',
@@ -419,6 +423,7 @@ def test_launch_arguments_that_would_be_ignored_or_fail_late(case, tmp_path):
     """Refused before any node starts, in one line, instead of ignored or failing at the end of the run."""
     arguments, key, expected, *mode = LAUNCH_COMBINATION_CASES[case]
     (tmp_path / 'file.txt').write_text('not a folder')
+    (tmp_path / 'bad_world.yaml').write_text('name: bad\ntimestep: 1.0e-9\n')
     arguments = [a.replace('{tmp}', str(tmp_path)) for a in arguments]
     completed = subprocess.run([sys.executable, '-m', 'robotsim_core.cli', 'launch', *(mode or ['sim']), *arguments],
                                capture_output=True, text=True, timeout=60)

@@ -178,6 +178,7 @@ def test_missing_drivers_start_nothing_and_are_all_named(launch_file, arguments)
     (['namspace:=r1'], 'unknown launch argument(s) namspace'),
     (['use_sim:=false'], 'unknown launch argument(s) use_sim'),
     (['real_time_factor:=fast'], 'real_time_factor: expected float'),
+    (['world:=nope'], 'nope.yaml: file not found'),  # the world checked before any node starts
 ])
 def test_bad_arguments_stop_ros2_launch_with_one_line(arguments, expected):
     launch, marker = ros2_launch('sim.launch.py', *arguments)
@@ -189,10 +190,13 @@ def test_bad_arguments_stop_ros2_launch_with_one_line(arguments, expected):
 
 
 @needs_ros2
-def test_a_failed_required_node_fails_the_launch_and_stops_the_rest():
-    launch, marker = ros2_launch('sim.launch.py', 'world:=nope')
+def test_a_failed_required_node_fails_the_launch_and_stops_the_rest(tmp_path):
+    # A world the launch file reads fine, whose MJCF include only the simulator compiles: it exits 2.
+    world = tmp_path / 'world.yaml'
+    world.write_text('name: with_include\ninclude: missing.xml\n')
+    launch, marker = ros2_launch('sim.launch.py', f'world:={world}')
     assert launch.finish(timeout=120) != 0, launch.text
-    assert 'nope.yaml: file not found' in launch.text
+    assert 'include: MJCF file not found' in launch.text
     errors = _error_lines(launch.text)
     assert len(errors) == 1 and 'required node robotsim_sim exited with status 2' in errors[0], launch.text
     assert_nothing_left(marker)

@@ -216,6 +216,14 @@ def _check_combinations(config: BringupConfig, given: set[str], source: str) -> 
             raise DescriptionError(source, port, 'expected view:=true with it (no viewer would listen on it)')
     if 'world' in given and not config.use_sim:
         raise DescriptionError(source, 'world', 'sim only: the real robot is in the real world')
+    if config.use_sim:
+        # The world file read and checked here, before any node starts (the simulator would refuse it only after
+        # the others started); MuJoCo compiles an MJCF include in the simulator.
+        from .description.load import parse_world, resolve_world_path
+        try:
+            parse_world(resolve_world_path(config.world))
+        except DescriptionError as error:
+            raise DescriptionError(source, 'world', str(error)) from None
     if 'bag' in given and not config.record:
         raise DescriptionError(source, 'bag', 'expected record:=true with it (bag:= names the recording\'s folder)')
     if config.record and config.bag:

@@ -41,7 +41,7 @@ from robotsim_core.arm.timing import TimedTrajectory, TrajectoryInputError, join
 from .arm_planning import DEFAULT_MARGIN, PlannerOptions, PlanningScene, plan
 from .binding import entity_free_joint
 from .scene import RobotPlacement
-from .world_spec import WorldSpec
+from robotsim_core.description.world_spec import WorldSpec
 
 FAILURE_CODES = {
     'bad_request': 'the request itself is malformed (a field out of range, a non-finite number)',

@@ -39,7 +39,7 @@ import numpy as np
 
 from .binding import RobotBinding
 from .scene import RobotPlacement, build_scene, compile_scene
-from .world_spec import WorldSpec
+from robotsim_core.description.world_spec import WorldSpec
 
 DEFAULT_MARGIN = 0.005
 """Clearance (m) below which an arm body counts as touching something: keeps the arm this far from

@@ -16,7 +16,7 @@ from robotsim_core.odometry_calibration import (CALIBRATION_MANOEUVRES, Manoeuvr
 
 from .scene import RobotPlacement
 from .simulation import SimOptions, Simulation
-from .world_spec import FloorSpec, WorldSpec
+from robotsim_core.description.world_spec import FloorSpec, WorldSpec
 
 
 def open_floor(friction: float = 1.0, timestep: float = 0.002) -> WorldSpec:

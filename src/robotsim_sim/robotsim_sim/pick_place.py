@@ -54,7 +54,7 @@ import numpy as np
 from robotsim_core.arm.timing import TimedTrajectory
 
 from .arm_motion import ArmMotionPlanner, MotionPlan
-from .world_spec import BoxSpec, WorldSpec
+from robotsim_core.description.world_spec import BoxSpec, WorldSpec
 
 FAILURE_CODES = {
     'bad_world': 'the world has no cube or no bin as the task expects',

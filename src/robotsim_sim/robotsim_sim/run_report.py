@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .world_spec import WorldSpec
+from robotsim_core.description.world_spec import WorldSpec
 
 
 @dataclass

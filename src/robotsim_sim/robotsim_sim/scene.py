@@ -17,14 +17,14 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from robotsim_core.config_schema import load_yaml, parse_spec
+from robotsim_core.description.load import parse_world, resolve_world_path  # noqa: F401 (re-exported)
 from robotsim_core.description.model import RobotModel
+from robotsim_core.description.world_spec import SpawnSpec, WorldSpec
 from robotsim_core.errors import DescriptionError
 from robotsim_core.geometry import rpy_to_quat
 from robotsim_core.mjcf import free_joint_name, robot_to_mjcf
 from robotsim_core.sensor_kinds import sensor_kind
 
-from .world_spec import SpawnSpec, WorldSpec
 
 WORLD_GROUP = 0
 FIRST_ROBOT_GROUP = 2
@@ -42,18 +42,10 @@ class RobotPlacement:
         return f'{self.namespace}/' if self.namespace else ''
 
 
-def resolve_world_path(name_or_path: str) -> str:
-    """A path, or a world name looked up as ``config/worlds/<name>.yaml`` next to the robots."""
-    from robotsim_core.description.load import robot_config_dir
-    if os.path.exists(name_or_path) or name_or_path.endswith(('.yaml', '.yml')):
-        return name_or_path
-    return os.path.join(os.path.dirname(robot_config_dir()), 'worlds', f'{name_or_path}.yaml')
-
-
 def load_world(path: str) -> WorldSpec:
-    world = parse_spec(WorldSpec, load_yaml(path), path)
+    """A world file, checked (robotsim_core.description.load.parse_world) and its MJCF include compiled."""
+    world = parse_world(path)
     if world.include is not None:
-        world.include = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(path)), world.include))
         _check_include(world.include, path)
     return world
 

@@ -34,7 +34,7 @@ from .controllers import (BaseController, PositionServoFeedForward, TrajectoryFo
 from .binding import RobotBinding
 from .capture import CaptureThread
 from .scene import FIRST_ROBOT_GROUP, RobotPlacement, build_scene, compile_scene
-from .world_spec import WorldSpec
+from robotsim_core.description.world_spec import WorldSpec
 
 
 @dataclass

@@ -11,7 +11,7 @@ from robotsim_core.description import load_robot
 from robotsim_sim.arm_planning import PlannerOptions, PlanningScene, dense_path_collision, plan
 from robotsim_sim.scene import RobotPlacement
 from robotsim_sim.simulation import SimOptions, Simulation
-from robotsim_sim.world_spec import WorldSpec
+from robotsim_core.description.world_spec import WorldSpec
 from rostest_helpers import WORKSPACE
 
 DENSE = 0.001  # rad: the independent re-check samples edges ten times finer than the planner

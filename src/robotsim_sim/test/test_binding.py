@@ -13,7 +13,7 @@ from robotsim_core.description import load_robot
 from robotsim_core.mjcf import free_joint_name, position_servo_name, wheel_motor_name
 from robotsim_sim.binding import RobotBinding, entity_free_joint
 from robotsim_sim.scene import RobotPlacement, build_scene, compile_scene, load_world, resolve_world_path
-from robotsim_sim.world_spec import SpawnSpec
+from robotsim_core.description.world_spec import SpawnSpec
 from test_layering import python_modules
 
 NAMING_SUFFIXES = ('_freejoint', '_motor', '_position')

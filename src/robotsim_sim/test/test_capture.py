@@ -13,7 +13,7 @@ import pytest
 from robotsim_core.description import load_robot
 from robotsim_sim.scene import RobotPlacement, load_world, resolve_world_path
 from robotsim_sim.simulation import SimOptions, Simulation
-from robotsim_sim.world_spec import SpawnSpec
+from robotsim_core.description.world_spec import SpawnSpec
 
 SECONDS = 1.0
 

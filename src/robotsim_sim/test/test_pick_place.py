@@ -19,7 +19,7 @@ from robotsim_sim.pick_place import (PickAndPlace, PickPlaceOptions, PickSetupEr
                                      SimulationExecutor, run_in_simulation, sample_placements)
 from robotsim_sim.scene import RobotPlacement, load_world
 from robotsim_sim.simulation import SimOptions, Simulation
-from robotsim_sim.world_spec import WorldSpec
+from robotsim_core.description.world_spec import WorldSpec
 from rostest_helpers import WORKSPACE
 
 PICK_WORLD = WORKSPACE / 'config' / 'worlds' / 'pick.yaml'

@@ -172,7 +172,7 @@ def test_world_mjcf_include(tmp_path):
 def test_things_put_inside_others_are_refused(tmp_path):
     # A spawn inside a box, two robots on one spot, a free box inside a fixed one: refused in one line
     # naming the world file, the key and both things (MuJoCo would fling them apart at the first step).
-    from robotsim_sim.world_spec import SpawnSpec
+    from robotsim_core.description.world_spec import SpawnSpec
     inside = tmp_path / 'inside.yaml'
     inside.write_text(yaml.safe_dump({'name': 'inside', 'boxes': [{'name': 'crate', 'position': [0.3, 0.0, 0.2],
                                                                      'size': [0.4, 0.4, 0.4]}]}))

@@ -31,6 +31,23 @@ def resolve_robot_path(name_or_path: str) -> str:
     return os.path.join(robot_config_dir(), f'{name_or_path}.yaml')
 
 
+def resolve_world_path(name_or_path: str) -> str:
+    """A path, or a world name looked up as ``config/worlds/<name>.yaml`` next to the robots."""
+    if os.path.exists(name_or_path) or name_or_path.endswith(('.yaml', '.yml')):
+        return name_or_path
+    return os.path.join(os.path.dirname(robot_config_dir()), 'worlds', f'{name_or_path}.yaml')
+
+
+def parse_world(path: str):
+    """A world YAML file -> its checked ``WorldSpec`` (``include`` made absolute, not yet compiled: the
+    simulator's robotsim_sim.scene.load_world also has MuJoCo check the included MJCF)."""
+    from .world_spec import WorldSpec
+    world = parse_spec(WorldSpec, load_yaml(path), path)
+    if world.include is not None:
+        world.include = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(path)), world.include))
+    return world
+
+
 def load_robot(name_or_path: str, strict: bool = False) -> RobotModel:
     """Load a robot YAML (generated robot) or URDF overlay YAML (has a ``urdf`` key); ``strict``
     refuses URDF inertials that need repair, as the overlay's ``strict: true`` does."""

@@ -57,7 +57,7 @@ from robotsim_msgs.srv import ArmReach, GetEntityPose, SetEntityPose
 from ..arm_motion import ArmMotionPlanner, MotionPlan
 from ..pick_place import PickAndPlace, PickPlaceOptions, PickSetupError, PickWorld, sample_placements
 from ..scene import RobotPlacement, load_world, resolve_world_path
-from ..world_spec import SpawnSpec
+from robotsim_core.description.world_spec import SpawnSpec
 
 POINT_SPACING = 0.05
 """Seconds between the trajectory points sent in a goal (the planner samples at 0.01 s; the

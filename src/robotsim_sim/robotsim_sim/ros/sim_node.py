@@ -57,7 +57,7 @@ from ..arm_controller import (ArmGoal, ArmOutcome, GoalStatus, GripperConfig, Gr
 from ..controllers import TrajectoryPoint
 from ..rejections import PerReasonThrottle
 from .robot_messages import RobotMessages, world_entities_message
-from ..world_spec import SpawnSpec
+from robotsim_core.description.world_spec import SpawnSpec
 from .. import scenario
 from ..scene import RobotPlacement, load_world, resolve_world_path
 from ..simulation import SimOptions, Simulation
