@@ -113,6 +113,29 @@ def test_urdf_with_kinematic_loop(tmp_path, case):
     assert_clean_error(describe(robot / 'trike_overlay.yaml'), urdf, key_path, expected)
 
 
+URDF_NUMBERS = {
+    'nan mass': ('<mass value="4.0"/>', '<mass value="nan"/>', 'link[base_link].inertial.mass',
+                 "expected finite numbers, got 'nan'"),
+    'negative mass': ('<mass value="4.0"/>', '<mass value="-2"/>', 'link[base_link].inertial.mass',
+                      'expected a mass >= 0 kg, got -2'),
+    'inf origin': ('<origin xyz="0.01 0 0.02" rpy="0.1 0 0.2"/>', '<origin xyz="0.01 inf 0.02" rpy="0.1 0 0.2"/>',
+                   'link[base_link].inertial.origin.xyz', "expected finite numbers, got '0.01 inf 0.02'"),
+    'huge mesh scale': ('scale="0.5 0.4 0.1"', 'scale="1e12 0.4 0.1"', 'link[base_link].visual[0].mesh.scale',
+                        "expected factors of magnitude 1e-06 to 1000, got '1e12 0.4 0.1'"),
+}
+
+
+@pytest.mark.parametrize('case', sorted(URDF_NUMBERS))
+def test_urdf_numbers_that_are_no_measure_are_refused_naming_link_and_attribute(tmp_path, case):
+    original, replacement, key_path, expected = URDF_NUMBERS[case]
+    robot = copy_external(tmp_path)
+    urdf = robot / 'urdf' / 'trike.urdf'
+    text = urdf.read_text()
+    assert original in text
+    urdf.write_text(text.replace(original, replacement, 1))
+    assert_clean_error(describe(robot / 'trike_overlay.yaml'), urdf, key_path, expected)
+
+
 def test_urdf_with_missing_mesh(tmp_path):
     robot = copy_external(tmp_path)
     (robot / 'meshes' / 'mast.stl').unlink()

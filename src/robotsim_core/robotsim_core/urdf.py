@@ -8,6 +8,7 @@ accepts for fixed/revolute/continuous/prismatic joints and resolves mesh paths
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import xml.etree.ElementTree as ET
@@ -18,6 +19,9 @@ from .description.model import (Geometry, Inertial, Joint, JointLimit, Kinematic
                                 Mimic, Shape)
 from .errors import DescriptionError
 from .geometry import Pose
+
+MIN_MESH_SCALE, MAX_MESH_SCALE = 1e-6, 1e3
+"""Magnitude of a mesh's scale factors: a millionth (a mesh in micrometres) to a thousand; 1e12 is a typo."""
 
 
 def _num(value: float) -> str:
@@ -159,6 +163,8 @@ def _floats(text: str | None, count: int, source: str, key: str, default=None) -
         raise DescriptionError(source, key, f'expected {count} numbers, got {text!r}') from None
     if len(values) != count:
         raise DescriptionError(source, key, f'expected {count} numbers, got {text!r}')
+    if not all(math.isfinite(v) for v in values):  # NaN or inf would reach the MJCF and the physics
+        raise DescriptionError(source, key, f'expected finite numbers, got {text!r}')
     return values
 
 
@@ -188,6 +194,9 @@ def _parse_geometry(element: ET.Element, source: str, key: str, base_dir: str,
         filename = shape.get('filename') or ''
         path = resolve_mesh_path(filename, base_dir, resolve_package, source, key + '.mesh.filename')
         scale = _floats(shape.get('scale'), 3, source, key + '.mesh.scale', (1.0, 1.0, 1.0))
+        if not all(MIN_MESH_SCALE <= abs(v) <= MAX_MESH_SCALE for v in scale):
+            raise DescriptionError(source, key + '.mesh.scale', f'expected factors of magnitude {MIN_MESH_SCALE:g} to '
+                                                                f'{MAX_MESH_SCALE:g}, got {shape.get("scale")!r}')
         ready = mujoco_mesh(path, source, key + '.mesh.filename')
         return Geometry('mesh', filename=path, scale=scale, mujoco_file=ready.path if ready.converted else ''), ready.rgba
     raise DescriptionError(source, key + '.geometry', f'expected box, cylinder, sphere or mesh, got <{shape.tag}>')
@@ -242,6 +251,8 @@ def urdf_to_tree(text: str, source: str = '<urdf>', base_dir: str = '.',
             mass_element = inertial_element.find('mass')
             mass = _floats(mass_element.get('value') if mass_element is not None else None,
                            1, source, key + '.inertial.mass')[0]
+            if mass < 0:  # no data to repair: a wrong number
+                raise DescriptionError(source, key + '.inertial.mass', f'expected a mass >= 0 kg, got {mass:g}')
             inertia_element = inertial_element.find('inertia')
             if inertia_element is None:
                 raise DescriptionError(source, key + '.inertial.inertia', 'expected an <inertia> element')
