@@ -74,7 +74,7 @@ def _random_string(rng: random.Random) -> str:
 def _mutate_tree(tree, rng: random.Random) -> tuple[object, str]:
     paths = list(_paths(tree))
     operator = rng.choice(['delete', 'type', 'extreme', 'extreme', 'scale', 'scale', 'scale', 'nest', 'unnest',
-                           'duplicate', 'string'])
+                           'duplicate', 'string', 'huge_list', 'deep', 'nan_text'])
     numbers = [(p, v) for p, v in paths if isinstance(v, (int, float)) and not isinstance(v, bool)]
     # Numbers get most of the attention: a number that is still a number reaches the physics.
     path, value = rng.choice(numbers if operator in ('extreme', 'scale') and numbers else paths)
@@ -101,6 +101,20 @@ def _mutate_tree(tree, rng: random.Random) -> tuple[object, str]:
             list_path, items = rng.choice(lists)
             items.append(copy.deepcopy(rng.choice(items)))
             return tree, f'duplicate an item of {".".join(map(str, list_path)) or "(top level)"}'
+    if operator == 'huge_list':
+        # A list far beyond any bound (config lists hold at most 256 items): refused before it is built.
+        count = rng.choice([257, 1000, 5000])
+        item = value[0] if isinstance(value, list) and value else value
+        return _set(tree, path, [copy.deepcopy(item) for _ in range(count)]), f'{where} = {count} copies'
+    if operator == 'deep':
+        depth = rng.choice([40, 120])
+        for _ in range(depth):
+            value = [value] if rng.random() < 0.5 else {'v': value}
+        return _set(tree, path, value), f'{where} nested {depth} deep'
+    if operator == 'nan_text' and numbers:
+        number_path, _ = rng.choice(numbers)
+        text = rng.choice(['nan', 'NaN', '.nan', '-.inf', 'inf', '1e999', '-1e999', '0x1p1024'])
+        return _set(tree, number_path, text), f'{".".join(map(str, number_path))} = {text!r}'
     if operator == 'string':
         text = _random_string(rng)
         return _set(tree, path, text), f'{where} = {text!r}'
