@@ -430,6 +430,12 @@ LAUNCH_COMBINATION_CASES = {
     'an argument twice': (['duration:=1', 'duration:=2'], 'duration', 'given twice (duration:=1 and duration:=2)'),
     'a world for the real robot': (['world:=pick'], 'world', 'sim only', 'real'),
     'a world that does not exist': (['world:={tmp}/nope.yaml'], 'world', '{tmp}/nope.yaml: file not found'),
+    'a policy that is no ONNX model': (['driver:=policy', 'policy:={tmp}/file.txt'], 'policy',
+                                       '{tmp}/file.txt: not a readable ONNX model'),
+    'a policy for another robot': (['driver:=policy', f'policy:={CONFIG.parent / "policies" / "rover_goal_reaching.onnx"}',
+                                    'robot:=racer'], 'policy',
+                                   f'{CONFIG.parent / "policies" / "rover_goal_reaching.onnx"}: robot racer has no 1-channel '
+                                   'lidar'),
     'a world that is a text file': (['world:={tmp}/file.txt'], 'world', '{tmp}/file.txt: (top level): expected a mapping'),
     'a world with a bad key': (['world:={tmp}/bad_world.yaml'], 'world', '{tmp}/bad_world.yaml: timestep: expected a '
                                                                         'number >= 0.0001'),

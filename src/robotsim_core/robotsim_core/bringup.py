@@ -167,6 +167,8 @@ def config_from_arguments(arguments: dict[str, str], source: str = 'launch argum
     if config.driver == 'policy' and not os.path.isfile(config.policy):
         raise DescriptionError(source, 'policy', f'driver:=policy needs an ONNX policy file, got {config.policy!r}'
                                                  + (' (not found)' if config.policy else ''))
+    if config.driver == 'policy':
+        _check_policy(config, source)
     if config.driver == 'expert' and not config.use_sim:
         raise DescriptionError(source, 'driver', 'expert reads the simulator\'s ground truth: sim only')
     if config.driver == 'pick' and not config.use_sim:
@@ -203,6 +205,21 @@ def _output_path_problem(path: str) -> str | None:
     if not os.access(parent, os.W_OK):
         return f'cannot write into {parent}'
     return None
+
+
+def _check_policy(config: BringupConfig, source: str) -> None:
+    """The policy file loads and fits every robot it would drive, before any node starts (the policy node
+    would find out only after the others started). The bringup sits on top of every package: it asks the
+    learning package, when installed, as the policy node itself does."""
+    try:
+        from robotsim_learning.policy_runtime import PolicyFileError, policy_for_robot
+    except ImportError:
+        return  # no learning package (or no onnxruntime) here: the policy node checks the file at its start
+    for entry in fleet_of(config).robots:
+        try:
+            policy_for_robot(config.policy, entry.robot)
+        except (PolicyFileError, DescriptionError) as error:
+            raise DescriptionError(source, 'policy', str(error)) from None
 
 
 def _check_combinations(config: BringupConfig, given: set[str], source: str) -> None:

@@ -128,3 +128,20 @@ class PolicyRuntime:
 
     def act_batch(self, observations: np.ndarray) -> np.ndarray:
         return self.session.run([ONNX_OUTPUT], {ONNX_INPUT: np.asarray(observations, dtype=np.float32)})[0]
+
+
+def policy_for_robot(path: str, robot: str, providers: tuple[str, ...] = ('CPUExecutionProvider',)) -> PolicyRuntime:
+    """The policy in ``path`` loaded and checked against ``robot`` (a name or YAML path): what the policy
+    node does at its start, and what both launchers do before any node starts."""
+    from robotsim_core.description import load_robot
+
+    from .observation import spec_for_robot
+
+    runtime = PolicyRuntime(path, providers)
+    try:
+        robot_spec = spec_for_robot(load_robot(robot), runtime.spec.sectors, image=runtime.spec.uses_image,
+                                    heading=runtime.spec.heading)
+    except ValueError as error:  # the robot has no lidar to feed the policy
+        raise PolicyFileError(f'{path}: {error}') from None
+    runtime.check_fits(robot_spec)
+    return runtime

@@ -25,12 +25,11 @@ from sensor_msgs.msg import Image, Imu, LaserScan
 
 from robotsim_core.ros import common as ros_common
 from robotsim_core.contract import RELIABLE_QOS, SENSOR_QOS
-from robotsim_core.description import load_robot
 from robotsim_core.errors import DescriptionError
 
 from ..observation import (ImuHeadingOdometry, closest_by_stamp, goal_in_base, observation_from_messages,
-                          spec_for_robot, stamp_seconds, yaw_of)
-from ..policy_runtime import InferenceError, PolicyFileError, PolicyRuntime
+                          stamp_seconds, yaw_of)
+from ..policy_runtime import InferenceError, PolicyFileError, policy_for_robot
 from .goals import accepted_goal
 
 COMMAND_RATE = 10.0
@@ -50,13 +49,7 @@ class PolicyNode(Node):
         goal = self.declare_parameter('goal', [math.nan, math.nan]).value
         if not path:
             raise PolicyFileError("parameter 'policy': expected the path of an ONNX policy file, got ''")
-        self.runtime = PolicyRuntime(path, tuple(providers))
-        try:
-            robot_spec = spec_for_robot(load_robot(robot), self.runtime.spec.sectors, image=self.runtime.spec.uses_image,
-                                        heading=self.runtime.spec.heading)
-        except ValueError as error:  # the robot has no lidar to feed the policy
-            raise PolicyFileError(f'{path}: {error}') from None
-        self.runtime.check_fits(robot_spec)
+        self.runtime = policy_for_robot(path, robot, tuple(providers))
         self.spec = self.runtime.spec
         self.scan: LaserScan | None = None
         self.images: deque[Image] = deque(maxlen=5)
