@@ -161,6 +161,8 @@ def test_full_disk_stops_with_one_line_and_keeps_finished_episodes_verifiable(tm
         {cli} verify {shlex.quote(str(out))} > full_verify.out 2>&1; echo $? > full_verify.rc
         cp {shlex.quote(str(out / 'dataset.json'))} full.json
         ls {shlex.quote(str(out))} > full.ls
+        {generate} --resume 2> still_full.err; echo $? > still_full.rc
+        ls -a {shlex.quote(str(out))} > still_full.ls
         mount -o remount,size=64m {shlex.quote(str(disk))}
         {generate} --resume 2> resumed.err; echo $? > resumed.rc
         {cli} verify {shlex.quote(str(out))} > resumed_verify.out 2>&1; echo $? > resumed_verify.rc
@@ -191,6 +193,10 @@ def test_full_disk_stops_with_one_line_and_keeps_finished_episodes_verifiable(tm
     listed = {e['bag'] for e in full['episodes']}
     assert listed <= set(read('full.ls').split())
 
+    # --resume while the disk is still full: the same one line, and nothing left behind that would block the next.
+    assert read('still_full.rc').strip() == '2', read('still_full.err')
+    assert 'disk full' in read('still_full.err') and '\n' not in read('still_full.err').strip(), read('still_full.err')
+    assert '.write-test' not in read('still_full.ls').split(), read('still_full.ls')
     # Space freed: --resume completes the dataset around the finished episodes, which stay as they were.
     assert read('resumed.rc').strip() == '0', read('resumed.err')
     assert f'{6 - kept} episode(s) generated' in read('resumed.err')

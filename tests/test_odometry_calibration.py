@@ -69,7 +69,7 @@ def test_bad_calibration_input_is_one_line_exit_2(tmp_path):
     path = tmp_path / 'racer_with_multiplier.yaml'
     path.write_text(yaml.safe_dump(racer))
     cases = {
-        ('describe', str(path)): 'drive.wheel_separation_multiplier: expected no multiplier for a ackermann drive',
+        ('describe', str(path)): 'drive.wheel_separation_multiplier: expected no multiplier for an ackermann drive',
         ('calibrate', 'odometry', '--robot', 'racer'): 'drive.type: odometry calibration fits',
         ('calibrate', 'odometry', '--from-bag', str(tmp_path / 'missing')): f'--from-bag {tmp_path / "missing"}',
     }

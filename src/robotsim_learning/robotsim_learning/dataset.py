@@ -287,6 +287,9 @@ def _check_output_dir(out: Path) -> None:
         out.mkdir(parents=True, exist_ok=True)
         probe.write_bytes(b'x')
     except OSError as error:
+        if error.errno == errno.ENOSPC:
+            raise DatasetError(f'--out {out}: disk full before an episode could start; free space, then rerun with '
+                               '--resume') from None
         raise DatasetError(f'--out {out}: cannot write there ({error.strerror or error})') from None
     finally:
         try:

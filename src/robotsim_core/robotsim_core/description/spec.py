@@ -168,7 +168,7 @@ class DriveSpec:
     def check(self, source: str, path: str) -> None:
         if self.type != 'differential' and self.wheel_separation_multiplier != 1.0:
             raise DescriptionError(source, f'{path}.wheel_separation_multiplier',
-                                   f'expected no multiplier for a {self.type} drive (its odometry takes the '
+                                   f'expected no multiplier for an {self.type} drive (its odometry takes the '
                                    'turn from the steering angles, not the track)')
 
 
