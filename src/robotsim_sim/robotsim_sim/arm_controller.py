@@ -185,6 +185,10 @@ def _seconds(value: float) -> str:
     return f'{value:.6g} s'
 
 
+MAX_TRAJECTORY_POINTS = 100_000
+"""Points one trajectory may hold (a planner's trajectory has hundreds; at 100 Hz this is over 16 minutes)."""
+
+
 def check_trajectory(joint_names: Sequence[str], points: Sequence[TrajectoryPoint], joints: Sequence[str],
                      limits: dict[str, tuple[float, float]], *, allow_partial: bool, beyond_limits: str = 'reject',
                      strictly_increasing: bool = True, controller: str = 'arm_controller',
@@ -215,6 +219,9 @@ def check_trajectory(joint_names: Sequence[str], points: Sequence[TrajectoryPoin
                                                     f'of {controller} ({expected}): allow_partial_joints_goal is false')
     if not points:
         return Rejection(ResultCode.INVALID_GOAL, f'{field_prefix}points: trajectory has no points; expected at least one')
+    if len(points) > MAX_TRAJECTORY_POINTS:
+        return Rejection(ResultCode.INVALID_GOAL, f'{field_prefix}points: {len(points)} points; expected at most '
+                                                  f'{MAX_TRAJECTORY_POINTS}')
     count = len(names)
     checked, clamped = [], []
     previous_time = None

@@ -121,6 +121,8 @@ def check(names, points, **options):
      "['arm_base_joint'] named more than once"),
     ([], [TrajectoryPoint(1, ())], ResultCode.INVALID_JOINTS, 'trajectory.joint_names: empty'),
     (ARM, [], ResultCode.INVALID_GOAL, 'trajectory.points: trajectory has no points'),
+    (ARM, [TrajectoryPoint(i * 0.01, (0, 0, 0, 0)) for i in range(100_001)], ResultCode.INVALID_GOAL,
+     'trajectory.points: 100001 points; expected at most 100000'),
     (ARM, [TrajectoryPoint(1, (0, 0, 0))], ResultCode.INVALID_GOAL,
      'trajectory.points[0].positions: every point needs one finite position per joint (4'),
     (ARM, [TrajectoryPoint(1, (0, math.nan, 0, 0))], ResultCode.INVALID_GOAL, 'points[0].positions'),
