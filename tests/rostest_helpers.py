@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections import defaultdict
@@ -233,3 +234,18 @@ class CpuHog:
     def __exit__(self, *exc):
         self.process.kill()
         self.process.wait()
+
+
+PEAK_RSS_WRAPPER = ('import resource, subprocess, sys\n'
+                    'done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n'
+                    'print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n'
+                    'sys.stderr.write(done.stderr)\n'
+                    'sys.exit(done.returncode)\n')
+
+
+def run_measuring_peak_rss(args: list[str], timeout: float = 300) -> tuple[subprocess.CompletedProcess, int]:
+    """Run ``args`` under a wrapper process of its own and return (its result, the command's peak RSS in KiB):
+    a memory bound a test can assert, whatever else the test process ran before."""
+    completed = subprocess.run([sys.executable, '-c', PEAK_RSS_WRAPPER, *args], capture_output=True, text=True,
+                               timeout=timeout)
+    return completed, int(completed.stdout.strip() or 0)

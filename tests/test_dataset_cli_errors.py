@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from rostest_helpers import run_measuring_peak_rss
 from test_dataset import SMALL_COURSE, kill_generation_mid_episode
 
 CLI = [sys.executable, '-m', 'robotsim_core.cli']
@@ -237,18 +238,12 @@ def test_a_huge_episode_count_is_refused_before_anything_is_allocated(tmp_path):
     """--episodes 1000000000 used to build its list of episodes first (13 GB in 33 s): now one line, within a
     memory bound (peak RSS of the command, measured by a wrapper process of its own)."""
     out = tmp_path / 'out'
-    wrapper = ('import resource, subprocess, sys\n'
-               'done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n'
-               'print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n'
-               'sys.stderr.write(done.stderr)\n'
-               'sys.exit(done.returncode)\n')
-    completed = subprocess.run([sys.executable, '-c', wrapper, sys.executable, '-m', 'robotsim_core.cli', 'dataset',
-                                'generate', '--randomization', str(SMALL_COURSE), '--out', str(out), '--episodes',
-                                '1000000000', '--no-progress'], capture_output=True, text=True, timeout=300)
+    completed, peak_kib = run_measuring_peak_rss([sys.executable, '-m', 'robotsim_core.cli', 'dataset', 'generate',
+                                                  '--randomization', str(SMALL_COURSE), '--out', str(out),
+                                                  '--episodes', '1000000000', '--no-progress'])
     assert completed.returncode == 2, completed.stderr
     assert completed.stderr.strip() == ('robotsim: error: --episodes: expected a whole number from 1 to 100000, '
                                         'got 1000000000')
-    peak_kib = int(completed.stdout.strip())
     assert peak_kib < 600 * 1024, f'peak RSS {peak_kib / 1024:.0f} MiB'  # the interpreter with MuJoCo loaded
     assert not out.exists()
 

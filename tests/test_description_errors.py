@@ -472,17 +472,12 @@ def test_a_huge_config_file_is_refused_by_its_size_before_it_is_parsed(tmp_path)
                                                          '--world', path])):
         path = tmp_path / name
         path.write_text(huge)
-        wrapper = ('import resource, subprocess, sys\n'
-                   'done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n'
-                   'print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n'
-                   'sys.stderr.write(done.stderr)\n'
-                   'sys.exit(done.returncode)\n')
-        completed = subprocess.run([sys.executable, '-c', wrapper, sys.executable, '-m', 'robotsim_core.cli',
-                                    *arguments(str(path))], capture_output=True, text=True, timeout=300)
+        from rostest_helpers import run_measuring_peak_rss
+        completed, peak_kib = run_measuring_peak_rss([sys.executable, '-m', 'robotsim_core.cli', *arguments(str(path))])
         assert completed.returncode == 2, completed.stderr
         lines = completed.stderr.strip().splitlines()
         assert len(lines) == 1 and f'{path}: expected a YAML config file of at most 256 KiB, got ' in lines[0], lines
-        assert int(completed.stdout) < 600 * 1024, f'peak RSS {int(completed.stdout) / 1024:.0f} MiB'
+        assert peak_kib < 600 * 1024, f'peak RSS {peak_kib / 1024:.0f} MiB'
 
 
 def test_a_list_longer_than_its_bound_is_refused_before_its_items_are_built(tmp_path):
