@@ -21,7 +21,7 @@ help:
 	@echo "              scene, tracking error of 30 planned, jerk-limited trajectories per arm, 20 seeded pick-and-place"
 	@echo "              placements of the rover (1-4 min here; SEED=; CHECK=<folder of a previous run> re-runs it into"
 	@echo "              $(OUT)/bench-arm-check and compares every row, times aside, without touching README.md)"
-	@echo "make evaluate the policy issue's evaluation: 50 held-out episodes (seed 2000, room_obstacles) of the shipped"
+	@echo "make evaluate the policy evaluation: 50 held-out episodes (seed 2000, room_obstacles) of the shipped"
 	@echo "              policy and the expert, straight and wanderer baselines through the ROS graph into $(OUT)/evaluation,"
 	@echo "              then the README table (about 1 h; POLICY= EPISODES= SEED= override)"
 	@echo "make evaluate-table  write the README table again from an existing $(OUT)/evaluation (no episodes run)"
@@ -57,7 +57,7 @@ bench-arm: setup
 	@source scripts/env.sh && scripts/build.sh && python bench/bench_arm.py --seed $(or $(SEED),0) \
 		$(if $(CHECK),--out $(OUT)/bench-arm-check --check $(CHECK),--out $(OUT)/bench-arm --write-readme)
 
-# The policy issue's closed-loop evaluation (robotsim evaluate, every episode a launch of the simulator and
+# The policy's closed-loop evaluation (robotsim evaluate, every episode a launch of the simulator and
 # the driver node) and its README table (bench/evaluation_table.py; out/evaluation/run.json records the
 # machine, date, policy sha256 and command). POLICY=, EPISODES=, SEED= override the issue's settings.
 evaluate: setup

@@ -9,7 +9,7 @@ runs ``robotsim evaluate`` (the policy and the expert, straight-to-goal and wand
 scenarios, through the ROS graph) into OUT, then writes the table. Without it, it writes the table again
 from an existing ``OUT/episodes.csv`` (and ``OUT/run.json``) without running any episode. Per driver:
 episodes, success with its Wilson 95 % interval, collisions, timeouts, median time to goal (successful
-episodes), mean final distance to the goal, the real-time factor the pacing used; then the policy issue's
+episodes), mean final distance to the goal, the real-time factor the pacing used; then the policy targets'
 targets (policy >= 90 %, within 10 points of the expert, collisions <= 5 %) as met or not.
 """
 
@@ -44,7 +44,7 @@ RUN_RECORD = 'run.json'
 NUMERIC_COLUMNS = ('sim_time', 'final_goal_distance', 'real_time_factor', 'wall_seconds')
 REQUIRED_COLUMNS = ('driver', 'seed', 'episode', 'outcome', *NUMERIC_COLUMNS)
 TARGET_SUCCESS = 0.90
-"""The policy issue: the policy reaches the goal in >= 90 % of the held-out episodes ..."""
+"""The policy targets: the policy reaches the goal in >= 90 % of the held-out episodes ..."""
 TARGET_GAP_TO_EXPERT = 0.10
 """... within 10 points of the expert ..."""
 TARGET_COLLISIONS = 0.05
@@ -152,7 +152,7 @@ def table(figures: list[dict]) -> list[str]:
 
 
 def targets(figures: list[dict]) -> str:
-    """The policy issue's targets, met or not (only when the policy and the expert were evaluated)."""
+    """The policy targets, met or not (only when the policy and the expert were evaluated)."""
     by_driver = {entry['driver']: entry for entry in figures}
     policy, expert = by_driver.get('policy'), by_driver.get('expert')
     if policy is None or expert is None:
@@ -163,13 +163,13 @@ def targets(figures: list[dict]) -> str:
 
     collision_rate = policy['collision'] / policy['episodes']
     gap = expert['rate'] - policy['rate']
-    line = (f"Targets of the policy issue: policy success >= {_percent(TARGET_SUCCESS)}: "
+    line = (f"Policy targets: policy success >= {_percent(TARGET_SUCCESS)}: "
             f"{verdict(policy['rate'] >= TARGET_SUCCESS)} ({_percent(policy['rate'])}); within "
             f"{100 * TARGET_GAP_TO_EXPERT:.0f} points of the expert ({_percent(expert['rate'])}): "
             f"{verdict(gap <= TARGET_GAP_TO_EXPERT + 1e-12)}; policy collisions <= {_percent(TARGET_COLLISIONS)}: "
             f"{verdict(collision_rate <= TARGET_COLLISIONS + 1e-12)} ({_percent(collision_rate)}).")
     if policy['episodes'] < ISSUE_EPISODES:
-        line += f" On {policy['episodes']} episodes: the issue asks for {ISSUE_EPISODES}."
+        line += f" On {policy['episodes']} episodes: the targets are for {ISSUE_EPISODES}."
     return line
 
 

@@ -1,6 +1,6 @@
 """The evaluation table of README.md (`make evaluate`, `make evaluate-table`: bench/evaluation_table.py):
 written from the episodes.csv of a real `robotsim evaluate` run through the ROS graph (two short episodes of
-the straight-to-goal baseline), into its README block only; rewritten from the files alone; the issue's
+the straight-to-goal baseline), into its README block only; rewritten from the files alone; the targets'
 targets judged; a CSV missing a column or holding a bad value refused on one line."""
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def test_table_from_a_real_evaluation_run(straight_run, tmp_path):
         f"{statistics.fmean(float(r['final_goal_distance']) for r in episodes):.2f}"
     rates = {f"{float(r['real_time_factor']):g}" for r in episodes}
     assert rates <= {'0', '1'} and all(rate in row['real-time factor (0: as fast as possible)'] for rate in rates)
-    assert 'Targets of the policy issue' not in block  # no policy, no expert: nothing to judge
+    assert 'Policy targets' not in block  # no policy, no expert: nothing to judge
 
     # make evaluate-table: the same block again from the files alone, into a README holding an old table.
     again = tmp_path / 'README.md'
@@ -106,7 +106,7 @@ def test_table_from_a_real_evaluation_run(straight_run, tmp_path):
     assert block_of(again) == block
 
 
-def test_targets_are_judged_per_the_issue(straight_run, tmp_path):
+def test_targets_are_judged(straight_run, tmp_path):
     """Policy 9/10 with 1 collision, expert 10/10: >= 90 % met, within 10 points met (the edge),
     collisions 10 % > 5 % not met; the real run's rows relabelled, so the columns are robotsim evaluate's."""
     out, _, _ = straight_run
@@ -131,7 +131,7 @@ def test_targets_are_judged_per_the_issue(straight_run, tmp_path):
     assert list(table_rows(block)) == ['policy', 'expert']  # the evaluated driver first, as in the CSV
     assert table_rows(block)['policy']['median time to goal (s)'] == '6.0'  # 2 ... 10 s
     assert ('policy success >= 90.0 %: **met** (90.0 %); within 10 points of the expert (100.0 %): **met**; '
-            'policy collisions <= 5.0 %: **not met** (10.0 %). On 10 episodes: the issue asks for 50.') in block
+            'policy collisions <= 5.0 %: **not met** (10.0 %). On 10 episodes: the targets are for 50.') in block
     # The record asked for 2 episodes of straight: the table says which drivers fell short.
     assert 'the run stopped early' in block and 'straight 0 of the 2 episodes requested' in block
 
