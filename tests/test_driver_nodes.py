@@ -3,6 +3,7 @@ at start and to one sent on /goal_pose and refuses a goal in a frame it cannot p
 part of a real-mode bringup, the policy is (the node of the robot)."""
 
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry
 
 from robotsim_core.bringup import graph_for
+from robotsim_core.errors import DescriptionError
 from rostest_helpers import RELIABLE, Launch, Observer
 
 
@@ -79,8 +81,11 @@ def test_demo_is_the_wanderer_and_the_expert_gets_the_fleet_spawn():
 
 
 def test_the_policy_drives_in_both_worlds_with_its_file(tmp_path):
-    policy = tmp_path / 'p.onnx'
-    policy.write_bytes(b'checked by the node itself at start')
+    fake = tmp_path / 'p.onnx'
+    fake.write_bytes(b'no ONNX model')
+    with pytest.raises(DescriptionError, match=r'policy: .*p\.onnx: not a readable ONNX model'):
+        graph_for('sim', {'driver': 'policy', 'policy': str(fake)})  # checked before any node starts
+    policy = Path(__file__).resolve().parents[1] / 'config' / 'policies' / 'rover_goal_reaching.onnx'
     for mode, arguments in (('sim', {}), ('real', {}), ('robot', {'use_sim': 'false'})):
         nodes = graph_for(mode, {**arguments, 'driver': 'policy', 'policy': str(policy), 'goal': '1,0'})
         driver = nodes[-1]
