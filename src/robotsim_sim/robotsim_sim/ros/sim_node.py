@@ -41,6 +41,7 @@ from robotsim_core.bringup import default_serial_link, simulation_value_problem
 from robotsim_core.contract import CLOCK_QOS, ENTITIES, SCENARIO
 from robotsim_core.description import load_robot
 from robotsim_core.description.load import resolve_robot_path
+from robotsim_core.description.world_spec import SpawnSpec
 from robotsim_core.fleet import load_fleet, single_robot
 from robotsim_core.errors import DescriptionError
 from robotsim_core.ros.common import (ParameterError, checked_parameter, message_class, qos_profile, run_node,
@@ -56,9 +57,8 @@ from ..arm_controller import (ArmGoal, ArmOutcome, GoalStatus, GripperConfig, Gr
                              TrajectoryConstraints)
 from ..controllers import TrajectoryPoint
 from ..rejections import PerReasonThrottle
-from .robot_messages import RobotMessages, world_entities_message
-from robotsim_core.description.world_spec import SpawnSpec
 from .. import scenario
+from .robot_messages import RobotMessages, world_entities_message
 from ..scene import RobotPlacement, load_world, resolve_world_path
 from ..simulation import SimOptions, Simulation
 
@@ -172,9 +172,12 @@ class SimNode(Node):
                       for index, entry in enumerate(fleet.robots)]
         self.clock_pub = CountedPublisher(self.create_publisher(Clock, '/clock', qos_profile(CLOCK_QOS)))
         self.clock_layout = FixedLayout(Clock(), ['clock'])  # /clock is sent hundreds of times a second
-        # What the run is made of, latched: a recording carries its world and robots (robotsim_sim.scenario).
-        self.entities_pub = CountedPublisher(self.create_publisher(TFMessage, f'/{ENTITIES.name}', qos_profile(ENTITIES.qos)))
-        self.scenario_pub = CountedPublisher(self.create_publisher(String, f'/{SCENARIO.name}', qos_profile(SCENARIO.qos)))
+        # The world's own topics (contract.WORLD_TOPICS): its free bodies with the ground truth, and, latched,
+        # what the run is made of, so that a recording carries its world and robots (robotsim_sim.scenario).
+        self.entities_pub = CountedPublisher(self.create_publisher(TFMessage, f'/{ENTITIES.name}',
+                                                                   qos_profile(ENTITIES.qos)))
+        self.scenario_pub = CountedPublisher(self.create_publisher(String, f'/{SCENARIO.name}',
+                                                                   qos_profile(SCENARIO.qos)))
         self.scenario_pub.publish(String(data=scenario.scenario_text(
             resolve_world_path(self.world_name), [(e.namespace, resolve_robot_path(e.robot)) for e in fleet.robots],
             seed)))
@@ -562,7 +565,8 @@ class SimNode(Node):
     def report(self, wall_seconds: float) -> str:
         sim_seconds = self.total_time_ns() * 1e-9
         rtf = sim_seconds / wall_seconds if wall_seconds > 0 else 0.0
-        publishers = [self.clock_pub, self.scenario_pub, self.entities_pub] + [p for ports in self.ports for p in ports.pubs.values()]
+        publishers = [self.clock_pub, self.scenario_pub, self.entities_pub]
+        publishers += [p for ports in self.ports for p in ports.pubs.values()]
         counts = ', '.join(f'{p.publisher.topic_name} {p.count}' for p in publishers)
         return (f'simulated {sim_seconds:.3f} s in {wall_seconds:.3f} s wall: real-time factor {rtf:.2f}; '
                 f'published messages: {counts}')
