@@ -7,9 +7,11 @@ nanoseconds; quaternions in ROS order (x, y, z, w).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import faulthandler
 import importlib
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -117,6 +119,37 @@ def _interrupted(error: BaseException) -> bool:
     return True
 
 
+def _stopped_by_a_signal(error: BaseException) -> bool:
+    """Whether ``error`` only reports that Ctrl-C / SIGTERM shut the context down first: rclpy's signal
+    handler shuts it down at once, the KeyboardInterrupt follows later, and in between creating a node or
+    an entity raises RCLError ("the given context is not valid")."""
+    import rclpy
+    from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+    return isinstance(error, _rclpy.RCLError) and not rclpy.ok()
+
+
+@contextlib.contextmanager
+def signals_stop_the_context_only():
+    """Within: SIGINT and SIGTERM shut the context down (rclpy's own handler) and raise no
+    KeyboardInterrupt; SIGHUP is sent on as SIGTERM. For a multi-threaded executor: a KeyboardInterrupt
+    landing in the main thread while it holds a lock the executor's worker threads share (the thread
+    pool's idle semaphore) leaves the lock held, and the executor's shutdown then waits for ever."""
+    from rclpy.signals import get_current_signal_handlers_options, install_signal_handlers, uninstall_signal_handlers
+
+    options = get_current_signal_handlers_options()
+    uninstall_signal_handlers()
+    previous = {number: signal.signal(number, lambda *_: None) for number in (signal.SIGINT, signal.SIGTERM)}
+    previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, lambda *_: os.kill(os.getpid(), signal.SIGTERM))
+    install_signal_handlers(options)  # rclpy's handlers chain to the quiet ones above
+    try:
+        yield
+    finally:
+        uninstall_signal_handlers()
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        install_signal_handlers(options)
+
+
 def run_node(program: str, make_node: Callable, expected_errors: tuple[type[Exception], ...], args=None,
              run: Callable | None = None, finish: Callable | None = None) -> int:
     """Create and spin a node the way every robotsim executable does: a bad configuration
@@ -143,10 +176,18 @@ def run_node(program: str, make_node: Callable, expected_errors: tuple[type[Exce
             raise
         rclpy.try_shutdown()
         return 0
+    except Exception as error:
+        if not _stopped_by_a_signal(error):
+            raise
+        rclpy.try_shutdown()
+        return 0
     try:
         (run or rclpy.spin)(node)
     except (KeyboardInterrupt, ExternalShutdownException, ctypes.ArgumentError) as error:
         if not _interrupted(error):
+            raise
+    except Exception as error:
+        if not _stopped_by_a_signal(error):
             raise
     finally:
         if finish is not None:

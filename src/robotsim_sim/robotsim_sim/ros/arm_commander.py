@@ -51,7 +51,8 @@ from robotsim_core.contract import RELIABLE_QOS
 from robotsim_core.description import load_robot
 from robotsim_core.errors import DescriptionError
 from robotsim_core.fleet import load_fleet, single_robot
-from robotsim_core.ros.common import ParameterError, checked_parameter, qos_profile, run_node
+from robotsim_core.ros.common import (ParameterError, checked_parameter, qos_profile, run_node,
+                                      signals_stop_the_context_only)
 from robotsim_msgs.srv import ArmReach, GetEntityPose, SetEntityPose
 
 from ..arm_motion import ArmMotionPlanner, MotionPlan
@@ -361,10 +362,11 @@ class ArmCommanderNode(Node):
 def _spin_multithreaded(node: Node) -> None:
     executor = MultiThreadedExecutor(num_threads=4)
     executor.add_node(node)
-    try:
-        executor.spin()
-    finally:
-        executor.shutdown()
+    with signals_stop_the_context_only():
+        try:
+            executor.spin()
+        finally:
+            executor.shutdown()
 
 
 def commander_main(args=None) -> int:
