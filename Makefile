@@ -4,7 +4,7 @@ SHELL := /bin/bash
 ROBOT ?= rover
 OUT ?= out
 
-.PHONY: help setup build sim test describe bench bench-arm evaluate evaluate-table render-setup lerobot-setup bench-render clean
+.PHONY: help setup build sim test docs describe bench bench-arm evaluate evaluate-table render-setup lerobot-setup bench-render clean
 
 help:
 	@echo "make sim      set up if needed, then run the simulator bringup headless (ROBOT= WORLD= FLEET= RTF= DURATION="
@@ -14,6 +14,8 @@ help:
 	@echo "              seeded placement SEED=), through the arm's actions; ends with status 0 when the simulator saw the"
 	@echo "              cube land in the bin, 1 when not"
 	@echo "make test     set up if needed, then run every test"
+	@echo "make docs     the documentation: reference pages regenerated from the code, then Sphinx (MyST) HTML into"
+	@echo "              $(OUT)/docs with warnings as errors (installs requirements/docs.txt into .venv if needed)"
 	@echo "make describe generate $(ROBOT)'s URDF and MuJoCo model into $(OUT)/"
 	@echo "make bench    measure the simulator on this machine and write the figures into README.md"
 	@echo "make bench-arm  arm benchmark of the rover, UR5 and Panda arms into $(OUT)/bench-arm and README.md: IK on 1000"
@@ -42,6 +44,11 @@ build: setup
 # DURATION=<sim seconds> stops by itself; RTF=0 runs as fast as possible.
 sim: setup
 	@ROBOT=$(ROBOT) scripts/run-sim.sh $(ARGS)
+
+docs: setup
+	@source scripts/env.sh && python -m pip install -q --disable-pip-version-check -r requirements/docs.txt \
+		-c requirements/constraints.txt && scripts/build.sh && python docs/generate_reference.py && \
+		python -m sphinx -W --keep-going -q -b html docs $(OUT)/docs && echo "documentation: $(OUT)/docs/index.html"
 
 describe: setup
 	@source scripts/env.sh && robotsim describe $(ROBOT) --urdf $(OUT)/$(ROBOT).urdf --mjcf $(OUT)/$(ROBOT).xml

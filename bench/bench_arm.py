@@ -353,11 +353,11 @@ def main() -> int:
         print(f'bench_arm --check: every row repeats {args.check} (timing aside)')
     if args.write_readme:  # after --check: a run that does not repeat its reference does not reach the README
         try:
-            replace_block(WORKSPACE / 'README.md', README_BLOCK, text.rstrip('\n'))
+            written = replace_block(WORKSPACE / 'README.md', README_BLOCK, text.rstrip('\n'))
         except ReadmeBlockError as error:
             print(f'bench_arm: --write-readme: {error}', file=sys.stderr)
             return 1
-        print(f'README.md: the {README_BLOCK} block updated')
+        print(f'{written}: the {README_BLOCK} block updated')
     return 0
 
 

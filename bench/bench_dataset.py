@@ -4,14 +4,13 @@ graph path (`robotsim launch sim record:=true` with the wanderer, as fast as pos
 
 Default sensors (rover: 360-beam lidar 10 Hz, 320x240 RGB-D 15 Hz, IMU 100 Hz), 20 s episodes of
 config/randomization/room_obstacles.yaml, one worker. Run by `make bench`; with --write-readme it
-replaces the block between the dataset-bench markers in README.md. Every figure is measured on this
+replaces the block between the dataset-bench markers in the documentation. Every figure is measured on this
 run; a shared 2-core machine varies by some percent between runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 import subprocess
 import sys
 import tempfile
@@ -80,13 +79,9 @@ def main() -> int:
              f'worker; {size:.0f} MB of bag per fast-path episode.\n\n' + '\n'.join(table))
     print(block)
     if args.write_readme:
-        readme = WORKSPACE / 'README.md'
-        start, end = '<!-- dataset-bench:start -->', '<!-- dataset-bench:end -->'
-        text = readme.read_text()
-        if start in text and end in text:
-            text = re.sub(re.escape(start) + '.*?' + re.escape(end), lambda _: f'{start}\n{block}\n{end}', text,
-                          flags=re.S)
-            readme.write_text(text)
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from readme_block import replace_block
+        print(f'{replace_block(WORKSPACE / "README.md", "dataset-bench", block)} updated')
     return 0
 
 

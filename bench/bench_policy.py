@@ -225,7 +225,7 @@ def main() -> int:
          'latency)', timing['decision'])]
     cameras = 'cameras on (the policy looks at images)' if uses_image else '`--no-cameras`'
     episode_rows = [
-        (f'ROS graph: `robotsim evaluate --driver policy --baselines \'\'` (a launch per episode)', graph['rate'],
+        ('ROS graph: `robotsim evaluate --driver policy --baselines \'\'` (a launch per episode)', graph['rate'],
          graph['rtf'], graph['mean_episode'], graph['outcomes'],
          f"{graph['pacing']} (auto; first episode {graph['verdict']})"),
         (f'fast path: `robotsim dataset generate --driver policy:FILE` {cameras}, 1 worker', fast['rate'],
@@ -250,11 +250,11 @@ def main() -> int:
     print(block)
     if args.write_readme:
         try:
-            replace_block(WORKSPACE / 'README.md', 'policy-bench', block)
+            written = replace_block(WORKSPACE / 'README.md', 'policy-bench', block)
         except ReadmeBlockError as error:
             print(f'bench_policy: {error}', file=sys.stderr)
             return 1
-        print('README.md updated')
+        print(f'{written} updated')
     return 0
 
 

@@ -1,7 +1,7 @@
 """Simulator benchmark: real-time factor, lidar and camera cost, message publish overhead.
 
 Run with `make bench` (bare machine). Prints a markdown table and, with --write-readme,
-replaces the block between the bench markers in README.md. Every figure is measured here on
+replaces the block between the bench markers in the documentation (docs/benchmarks.md). Every figure is measured here on
 this run; nothing is copied or estimated. Wall-clock timings on a shared 2-core machine vary
 by some percent between runs.
 """
@@ -262,16 +262,13 @@ def main() -> int:
         f'{SIM_SECONDS:.0f} s of sim time, as fast as possible; "sim_node" runs the ROS node with no subscriber.',
         '', *header, *rows])
     if args.write_readme:
-        readme = WORKSPACE / 'README.md'
-        text = readme.read_text()
-        start, end = '<!-- bench:start -->', '<!-- bench:end -->'
-        if start not in text or end not in text:
-            print(f'README.md has no {start} ... {end} block', file=sys.stderr)
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from readme_block import ReadmeBlockError, replace_block
+        try:
+            print(f'{replace_block(WORKSPACE / "README.md", "bench", block)} updated')
+        except ReadmeBlockError as error:
+            print(f'bench_sim: --write-readme: {error}', file=sys.stderr)
             return 1
-        head, rest = text.split(start, 1)
-        _, tail = rest.split(end, 1)
-        readme.write_text(f'{head}{start}\n{block}\n{end}{tail}')
-        print('README.md updated')
     return 0
 
 

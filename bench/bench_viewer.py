@@ -431,11 +431,11 @@ def main() -> int:
     print(block)
     if args.write_readme:
         try:
-            replace_block(WORKSPACE / 'README.md', 'viewer-bench', block)
+            written = replace_block(WORKSPACE / 'README.md', 'viewer-bench', block)
         except ReadmeBlockError as error:
             print(f'bench_viewer: {error}', file=sys.stderr)
             return 1
-        print('README.md updated')
+        print(f'{written} updated')
     return 0
 
 

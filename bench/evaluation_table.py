@@ -286,8 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         text = block(args.out, rows, read_run_record(args.out))
         print(text)
         if args.write_readme:
-            replace_block(args.readme, README_BLOCK, text)
-            print(f'{args.readme} updated')
+            print(f'{replace_block(args.readme, README_BLOCK, text)} updated')
     except (TableError, ReadmeBlockError) as error:
         print(f'evaluation_table: error: {error}', file=sys.stderr)
         return 2

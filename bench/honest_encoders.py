@@ -2,7 +2,7 @@
 
 Runs the real C firmware in the loop (host build) against the rover in MuJoCo, speaking the serial
 protocol over the simulator's pty exactly as the motor bridge does (protocol.py, same frames),
-without ROS. Every number is measured by this script; `make bench` writes the table into README.md.
+without ROS. Every number is measured by this script; `make bench` writes the table into the documentation (docs/firmware.md).
 """
 
 from __future__ import annotations
@@ -139,12 +139,9 @@ def main() -> int:
     table = '\n'.join(lines)
     print(table)
     if '--write-readme' in sys.argv:
-        readme = WORKSPACE / 'README.md'
-        text = readme.read_text()
-        start_marker, end_marker = '<!-- encoders:start -->', '<!-- encoders:end -->'
-        head, rest = text.split(start_marker, 1)
-        _, tail = rest.split(end_marker, 1)
-        readme.write_text(f'{head}{start_marker}\n{table}\n{end_marker}{tail}')
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from readme_block import replace_block
+        print(f'{replace_block(WORKSPACE / "README.md", "encoders", table)} updated')
     return 0
 
 

@@ -75,7 +75,7 @@ if [[ -n "$ros2_wheels" ]]; then
   ros2_wheels="$(cd "$ros2_wheels" && pwd)"
   stamp_inputs+=("$ws/requirements/ros2_python.txt")
 fi
-stamp_inputs+=("$ws/requirements/test.txt" "$ws/requirements/train.txt")
+stamp_inputs+=("$ws/requirements/test.txt" "$ws/requirements/train.txt" "$ws/requirements/docs.txt")
 test_deps="${ROBOTSIM_TEST_DEPS:-0}"
 test_deps_mark=""; [[ "$test_deps" == 1 ]] && test_deps_mark=" test-deps"
 want_stamp="$("$python_bin" --version 2>&1) $(cat "${stamp_inputs[@]}" | sha256sum | cut -c1-16)${ros2_wheels:+ ros2-wheels}$test_deps_mark"

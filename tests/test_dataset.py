@@ -91,7 +91,7 @@ def test_goal_is_reachable_or_the_spec_is_refused(tmp_path):
     assert randomizer._reachable(scenario.spawn, scenario.goal, []) is True
     assert randomizer._reachable(scenario.spawn, scenario.goal, wall) is False  # the robot sits inside it
     crowded = tmp_path / 'crowded.yaml'
-    crowded.write_text(f'base_world: room\nobstacles: {{count: [40, 40], size: [0.5, 0.5], clearance: 0.45}}\n')
+    crowded.write_text('base_world: room\nobstacles: {count: [40, 40], size: [0.5, 0.5], clearance: 0.45}\n')
     result = robotsim('dataset', 'generate', '--randomization', str(crowded), '--episodes', '1', '--out',
                       str(tmp_path / 'never'), '--no-progress')
     assert result.returncode == 2, result.stderr

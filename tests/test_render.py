@@ -228,7 +228,8 @@ def test_comparison_measures():
 
 def test_bad_input_is_one_line(recording, tmp_path):
     cases = [
-        (['render', str(recording['bag']), '--out', str(tmp_path / 'a')], 'no /sim/scenario in the bag and no world.yaml beside it'),
+        (['render', str(recording['bag']), '--out', str(tmp_path / 'a')],
+         'no /sim/scenario in the bag and no world.yaml beside it'),
         (['render', str(recording['bag']), '--world', str(recording['world']), '--robot', str(recording['robot']),
           '--out', str(tmp_path / 'b'), '--passes', 'rgb,normals'], '--passes: expected'),
         (['render', str(recording['bag']), '--world', str(recording['world']), '--robot', str(recording['robot']),

@@ -21,7 +21,8 @@ setup(
     zip_safe=True,
     maintainer='robotsim',
     maintainer_email='dev@robotsim.invalid',
-    description='The base MCU firmware (C) with its HAL, host build for firmware-in-the-loop, serial protocol and motor bridge node.',
+    description='The base MCU firmware (C) with its HAL, host build for firmware-in-the-loop, serial protocol and '
+                'motor bridge node.',
     license='Apache-2.0',
     entry_points={
         'console_scripts': ['motor_bridge = robotsim_firmware.ros.bridge_node:main'],

@@ -63,12 +63,14 @@ class BringupConfig:
     fleet: str = ''
     """Fleet name in config/fleets (several robots, each with its namespace); overrides robot/namespace."""
     firmware: str = 'auto'
-    """Base control in sim: true (C firmware in the loop + motor bridge), false (built-in), auto (firmware for differential bases)."""
+    """Base control in sim: true (C firmware in the loop + motor bridge), false (built-in), auto (firmware for
+    differential bases)."""
     rviz: bool = False
     """Start RViz when rviz2 is installed, with the first robot's ``config/rviz/<robot>.rviz`` if there
     is one (the scout's shows its range cones), else ``config/rviz/robotsim.rviz`` (the rover's view)."""
     view: bool = False
-    """Serve the live browser view of the (first) robot on http://127.0.0.1:<view_port>/ (and Foxglove's WebSocket protocol on <foxglove_port>)."""
+    """Serve the live browser view of the (first) robot on http://127.0.0.1:<view_port>/ (and Foxglove's WebSocket
+    protocol on <foxglove_port>)."""
     view_port: int = 8080
     """view:=true: TCP port of the browser view on 127.0.0.1 (1-65535)."""
     foxglove_port: int = 8765
@@ -80,9 +82,14 @@ class BringupConfig:
     demo: bool = False
     """Start the demo driver for every robot: the same as driver:=wander."""
     driver: str = ''
-    """Who drives every robot: '' (nobody: publish cmd_vel yourself), wander (reactive lidar wanderer), expert (sim only: plans on the known world to the goal on goal_pose), policy (the ONNX policy of policy:=, sim or real), straight (baseline: straight at the goal on odometry, obstacles ignored), pick (sim only: the arm picks the world's cube, put at the placement drawn from seed:=, and places it in the world's bin through the arm and gripper actions; the bringup ends when it is done, with its exit status)."""
+    """Who drives every robot: '' (nobody: publish cmd_vel yourself), wander (reactive lidar wanderer), expert (sim
+    only: plans on the known world to the goal on goal_pose), policy (the ONNX policy of policy:=, sim or real),
+    straight (baseline: straight at the goal on odometry, obstacles ignored), pick (sim only: the arm picks the
+    world's cube, put at the placement drawn from seed:=, and places it in the world's bin through the arm and
+    gripper actions; the bringup ends when it is done, with its exit status)."""
     goal: str = ''
-    """driver:=expert, policy or straight: a goal 'x,y' (m, in the robot's odom frame) to drive to at start ('' = wait for goal_pose)."""
+    """driver:=expert, policy or straight: a goal 'x,y' (m, in the robot's odom frame) to drive to at start ('' = wait
+    for goal_pose)."""
     policy: str = ''
     """driver:=policy: the ONNX policy file (written by robotsim policy train)."""
     report: str = ''
@@ -96,7 +103,8 @@ class BringupConfig:
     cameras: bool = True
     """Render the cameras (false: no camera topics)."""
     paused: bool = False
-    """Start the simulation paused (resume with the /sim/pause service). record:=true alone holds it until the recorder has subscribed, then the recorder resumes it."""
+    """Start the simulation paused (resume with the /sim/pause service). record:=true alone holds it until the recorder
+    has subscribed, then the recorder resumes it."""
     real_config: str = ''
     """Real mode: the driver configuration ('' = config/real/<robot>.yaml)."""
 
@@ -288,7 +296,7 @@ def launch_arguments() -> list[tuple[str, str, str]]:
     for spec in dataclasses.fields(BringupConfig):
         default = spec.default
         text = str(default).lower() if isinstance(default, bool) else str(default)
-        out.append((spec.name, text, docs.get(spec.name, '')))
+        out.append((spec.name, text, ' '.join(docs.get(spec.name, '').split())))
     out.append(('use_sim_time', '', 'derived from the mode (true in sim); accepted and ignored'))
     return out
 

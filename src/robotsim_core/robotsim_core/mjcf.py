@@ -5,8 +5,9 @@ Each URDF link becomes a body of the same name placed by its parent joint's orig
 poses equal URDF link poses exactly (src/robotsim_core/test/test_description_equivalence.py). Moving joints keep
 their names; driven wheels, steering and arm joints get actuators; every sensor frame gets a
 site, and each sensor's kind adds the elements its model reads (a camera looking down the
-optical frame's +z, an IMU's gyro/accelerometer/orientation sensors: robotsim_core.sensor_kinds). Inertia comes only from the URDF inertials (``inertiafromgeom=false``),
-so the MuJoCo mass equals the URDF mass.
+optical frame's +z, an IMU's gyro/accelerometer/orientation sensors: robotsim_core.sensor_kinds).
+Inertia comes only from the URDF inertials (``inertiafromgeom=false``), so the MuJoCo mass equals the
+URDF mass.
 """
 
 from __future__ import annotations
@@ -196,7 +197,7 @@ def _add_geoms(body: ET.Element, link, model: RobotModel, mesh_names, collision_
     contact = model.contacts.get(link.name)
     if contact is not None and contact.friction is not None:
         friction = contact.friction
-    solref = contact_solref(contact, sum(l.inertial.mass for l in model.tree.links.values() if l.inertial))
+    solref = contact_solref(contact, sum(each.inertial.mass for each in model.tree.links.values() if each.inertial))
     for shape in link.collisions:
         geom = ET.SubElement(body, 'geom', group=str(collision_group), **_geom_attributes(shape.geometry, mesh_names))
         _place(geom, shape.origin.xyz, shape.origin.rpy)

@@ -245,8 +245,10 @@ def test_a_joint_without_a_velocity_limit_is_named(tmp_path):
     """A continuous URDF joint with velocity="0" cannot be timed: the error names it."""
     urdf = tmp_path / 'spinner.urdf'
     urdf.write_text("""<robot name="spinner">
-  <link name="base_link"><inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
-  <link name="rotor"><inertial><mass value="0.1"/><inertia ixx="0.001" iyy="0.001" izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="base_link"><inertial><mass value="1"/>
+    <inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="rotor"><inertial><mass value="0.1"/>
+    <inertia ixx="0.001" iyy="0.001" izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial></link>
   <joint name="spin" type="continuous"><parent link="base_link"/><child link="rotor"/><axis xyz="0 0 1"/>
     <limit effort="1" velocity="0"/></joint>
 </robot>

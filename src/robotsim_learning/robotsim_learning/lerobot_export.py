@@ -430,13 +430,13 @@ class _DataWriter:
             path.parent.mkdir(parents=True, exist_ok=True)
             self.writer, self.bytes = self.pq.ParquetWriter(path, self.schema), 0
         arrays = []
-        for field in self.schema:
-            values = columns[field.name]
-            if pa.types.is_fixed_size_list(field.type):
+        for column in self.schema:
+            values = columns[column.name]
+            if pa.types.is_fixed_size_list(column.type):
                 arrays.append(pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1), pa.float32()),
-                                                                field.type.list_size))
+                                                                column.type.list_size))
             else:
-                arrays.append(pa.array(values if isinstance(values, list) else values.reshape(-1), field.type))
+                arrays.append(pa.array(values if isinstance(values, list) else values.reshape(-1), column.type))
         table = pa.Table.from_arrays(arrays, schema=self.schema)
         self.writer.write_table(table)
         self.bytes += table.nbytes

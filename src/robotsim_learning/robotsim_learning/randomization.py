@@ -326,8 +326,10 @@ class Randomizer:
         base = self._base_obstacles() if spec.keep_base_obstacles else []
         for _ in range(MAX_ATTEMPTS):
             trial = _Draws(draws.rng)
-            spawn = (trial.uniform('spawn.x', (x0, x1)), trial.uniform('spawn.y', (y0, y1)), trial.uniform('spawn.yaw', poses.yaw))
-            goal = (trial.uniform('goal.x', (x0, x1)), trial.uniform('goal.y', (y0, y1)), trial.uniform('goal.yaw', (-math.pi, math.pi)))
+            spawn = (trial.uniform('spawn.x', (x0, x1)), trial.uniform('spawn.y', (y0, y1)),
+                     trial.uniform('spawn.yaw', poses.yaw))
+            goal = (trial.uniform('goal.x', (x0, x1)), trial.uniform('goal.y', (y0, y1)),
+                    trial.uniform('goal.yaw', (-math.pi, math.pi)))
             if math.dist(spawn[:2], goal[:2]) < poses.goal_min_distance:
                 continue
             if any(_obstacle_distance(o, p) < poses.robot_radius for o in base for p in (spawn, goal)):

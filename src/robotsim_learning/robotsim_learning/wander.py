@@ -53,7 +53,8 @@ class Wanderer:
             else:
                 return 0.0, self.turn_direction * c.turn_rate
         # Slow down as obstacles approach, steer gently away from the nearer side.
-        speed = c.cruise_speed * min(1.0, (nearest_ahead - c.safety_distance) / max(c.clear_distance - c.safety_distance, 1e-6) + 0.3)
+        speed = c.cruise_speed * min(
+            1.0, (nearest_ahead - c.safety_distance) / max(c.clear_distance - c.safety_distance, 1e-6) + 0.3)
         side = (angles > 0) & front
         bias = float(usable[front & ~side].min() - usable[side].min()) if side.any() and (front & ~side).any() else 0.0
         return max(0.0, speed), float(np.clip(-0.5 * bias, -c.turn_rate, c.turn_rate))

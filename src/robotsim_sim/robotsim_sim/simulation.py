@@ -336,7 +336,8 @@ class Simulation:
         m, model, binding = self.model, robot.model, robot.binding
 
         def addresses(joints):
-            return (np.array([binding.qpos[j] for j in joints], dtype=int), np.array([binding.dofs[j] for j in joints], dtype=int))
+            return (np.array([binding.qpos[j] for j in joints], dtype=int),
+                    np.array([binding.dofs[j] for j in joints], dtype=int))
         robot.arm_qpos, robot.arm_dofs = addresses(arm_joints)
         robot.gripper_qpos, robot.gripper_dofs = addresses(fingers)
         robot.gripper_columns = np.array([i for i, j in enumerate(fingers) if j in robot.arm_actuators], dtype=int)

@@ -158,7 +158,8 @@ def test_tolerances_follow_the_joint_tolerance_rules():
     assert path == [StateTolerance(0.0), StateTolerance(0.05), StateTolerance(0.2), StateTolerance(0.05)]
     assert final[3] == StateTolerance(0.01, 0.5) and final[0] == StateTolerance(0.01, 0.02)
     assert goal_time == 1.5
-    for bad, phrase in ((ArmGoal(ARM, [], path_tolerance=[JointTolerance('x', 0.1)]), "path_tolerance[0].name: unknown joint 'x'"),
+    for bad, phrase in ((ArmGoal(ARM, [], path_tolerance=[JointTolerance('x', 0.1)]),
+                         "path_tolerance[0].name: unknown joint 'x'"),
                         (ArmGoal(ARM, [], goal_tolerance=[JointTolerance('arm_base_joint', -2.0)]),
                          "goal_tolerance[0].position: -2.0 for joint 'arm_base_joint'; expected a tolerance > 0, 0"),
                         (ArmGoal(ARM, [], goal_time_tolerance=-0.5), 'goal_time_tolerance: expected a duration >= 0 s')):

@@ -1,9 +1,10 @@
 """Policy node: the robot's own topics -> the ONNX policy -> /cmd_vel. The same node runs on the robot.
 
 Subscribes only to contract topics (``scan``, ``camera/image_raw`` when the policy looks at images,
-``odom``, ``imu/data`` when the policy takes its heading from the IMU) and ``goal_pose`` (or a ``goal`` x, y in odom at start); nothing of the simulator. At ``rate`` Hz it takes the latest scan, the
+``odom``, ``imu/data`` when the policy takes its heading from the IMU) and ``goal_pose`` (or a ``goal``
+x, y in odom at start); nothing of the simulator. At ``rate`` Hz it takes the latest scan, the
 image and odometry closest to the scan's stamp, builds the observation, runs onnxruntime (the
-``providers`` parameter picks CPU here, TensorRT or CUDA on a Jetson) and publishes the command.
+``providers`` parameter picks the CPU by default, TensorRT or CUDA on a Jetson) and publishes the command.
 It publishes a stop instead when there is no goal, when the goal is reached, when an input is older
 than ``max_input_age`` (sim or robot time) or when inference fails or is not finite, and reports
 inference latency and input ages on ``/diagnostics``.
