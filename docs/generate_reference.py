@@ -2,7 +2,7 @@
 
 - ``reference/cli.md``: every ``robotsim`` command and option, from the argparse parser itself;
 - ``reference/launch.md``: every launch argument, from the node graph's ``BringupConfig`` (its field
-  docstrings, as ``ros2 launch robotsim sim.launch.py --show-args`` prints them);
+  docstrings, as ``ros2 launch robotsim sim.launch.py --show-args`` prints them), and the driver table;
 - ``reference/config.md``: every key of robot, overlay, world, fleet and real-driver files and of every
   installed sensor kind, from the spec dataclasses' field docstrings.
 
@@ -82,6 +82,7 @@ def cli_page() -> str:
 # --------------------------------------------------------------------------------- launch arguments
 def launch_page() -> str:
     from robotsim_core.bringup import launch_arguments
+    from robotsim_core.drivers import DRIVERS
 
     lines = [GENERATED, '', '# Launch arguments', '',
              'The arguments of `sim.launch.py`, `real.launch.py` and `robot.launch.py` (`ros2 launch robotsim',
@@ -90,6 +91,17 @@ def launch_page() -> str:
              '| argument | default | meaning |', '|---|---|---|']
     for name, default, description in launch_arguments():
         lines.append(f'| `{name}` | {f"`{default}`" if default else "(empty)"} | {_cell(description)} |')
+    lines += ['', '## Drivers', '',
+              'Who drives a robot: one table (`robotsim_core/drivers.py`) read by the launchers (`driver:=`), the',
+              'episode loop (`robotsim dataset generate --driver`), the evaluator (`robotsim evaluate --driver`,',
+              '`--baselines`) and the LeRobot export (the task text).', '',
+              '| driver | what it does | goal | sim only | node (`driver:=`) | dataset episodes | evaluated |',
+              '|---|---|---|---|---|---|---|']
+    for info in DRIVERS.values():
+        node = f'`{info.node[0]} {info.node[1]}`' if info.node else 'no'
+        lines.append(f'| `{info.name}` | {_cell(info.summary)} | {"yes" if info.goal else "no"} | '
+                     f'{_cell(info.sim_only) or "no"} | {node} | {"yes" if info.episodes else "no"} | '
+                     f'{"yes" if info.evaluated else "no"} |')
     return '\n'.join(lines) + '\n'
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from .config_schema import field_docs, load_yaml, parse_spec, spec_field
 from .contract import WORLD_TOPICS, resolve_topic, robot_contract
+from .drivers import DRIVERS, bringup_drivers, goal_drivers
 from .errors import DescriptionError
 from .fleet import FleetSpec, load_fleet, single_robot
 
@@ -169,19 +170,16 @@ def config_from_arguments(arguments: dict[str, str], source: str = 'launch argum
     config = BringupConfig(**values)
     if config.firmware not in ('auto', 'true', 'false'):
         raise DescriptionError(source, 'firmware', f'expected true, false or auto, got {config.firmware!r}')
-    if config.driver not in DRIVERS:
-        raise DescriptionError(source, 'driver', f'expected one of {", ".join(repr(d) for d in DRIVERS)}, '
+    if config.driver not in bringup_drivers():
+        raise DescriptionError(source, 'driver', f'expected one of {", ".join(repr(d) for d in bringup_drivers())}, '
                                                  f'got {config.driver!r}')
     if config.driver == 'policy' and not os.path.isfile(config.policy):
         raise DescriptionError(source, 'policy', f'driver:=policy needs an ONNX policy file, got {config.policy!r}'
                                                  + (' (not found)' if config.policy else ''))
     if config.driver == 'policy':
         _check_policy(config, source)
-    if config.driver == 'expert' and not config.use_sim:
-        raise DescriptionError(source, 'driver', 'expert reads the simulator\'s ground truth: sim only')
-    if config.driver == 'pick' and not config.use_sim:
-        raise DescriptionError(source, 'driver', 'pick places the cube through the simulator and plans on its world: '
-                                                 'sim only')
+    if config.driver and DRIVERS[config.driver].sim_only and not config.use_sim:
+        raise DescriptionError(source, 'driver', f'{config.driver} {DRIVERS[config.driver].sim_only}: sim only')
     if config.demo and config.driver not in ('', 'wander'):
         raise DescriptionError(source, 'demo', f'demo:=true is driver:=wander; it contradicts driver:={config.driver}')
     # What the user set: launch files pass every argument, with its default when not given.
@@ -198,9 +196,8 @@ def config_from_arguments(arguments: dict[str, str], source: str = 'launch argum
     return config
 
 
-DRIVERS = ('', 'wander', 'expert', 'policy', 'straight', 'pick')
-GOAL_DRIVERS = ('expert', 'policy', 'straight')
-"""The drivers that drive to a goal (goal:=)."""
+GOAL_DRIVERS = goal_drivers()
+"""The drivers that drive to a goal (goal:=), from the driver table (robotsim_core.drivers)."""
 
 
 def _output_path_problem(path: str) -> str | None:
@@ -429,30 +426,31 @@ def _sim_nodes(config: BringupConfig, fleet: FleetSpec) -> list[NodeSpec]:
 
 
 def _driver_nodes(config: BringupConfig, entry) -> list[NodeSpec]:
-    """The node that drives one robot (none, the wanderer, the expert in sim, the policy in either world)."""
+    """The node that drives one robot: the driver table's node (robotsim_core.drivers) with its parameters."""
     driver, ns = driver_of(config), entry.namespace
+    if not driver:
+        return []
+    info = DRIVERS[driver]
+    package, executable = info.node
     if driver == 'wander':
-        return [NodeSpec('robotsim_learning', 'wander', 'wander', ns, {'use_sim_time': config.use_sim_time})]
-    parameters = {'robot': entry.robot, 'frame_prefix': entry.frame_prefix, 'use_sim_time': config.use_sim_time}
-    if config.goal:
-        parameters['goal'] = [float(v) for v in config.goal.split(',')]
-    if driver == 'expert':
-        parameters['world'] = config.world
-        if entry.xyz is not None:
-            parameters['spawn'] = [float(entry.xyz[0]), float(entry.xyz[1]), float(entry.yaw)]
-        return [NodeSpec('robotsim_learning', 'expert', 'expert', ns, parameters)]
-    if driver == 'straight':
-        return [NodeSpec('robotsim_learning', 'straight', 'straight', ns, parameters)]
-    if driver == 'pick':
-        # Required: the demo ends when the pick and place is done, with its exit status.
-        pick = {'robot': entry.robot, 'world': config.world, 'fleet': config.fleet, 'placement_seed': config.seed,
-                'use_sim_time': True}
-        return [NodeSpec('robotsim_sim', 'pick_place', 'pick_place', ns, pick, required=True)]
-    if driver == 'policy':
-        parameters['policy'] = os.path.abspath(config.policy)
-        # Required: a policy that stops (bad file, no lidar) must not leave the robot undriven unnoticed.
-        return [NodeSpec('robotsim_learning', 'policy', 'policy', ns, parameters, required=True)]
-    return []
+        parameters = {'use_sim_time': config.use_sim_time}
+    elif driver == 'pick':
+        # The placement of the cube is drawn from the bringup's seed.
+        parameters = {'robot': entry.robot, 'world': config.world, 'fleet': config.fleet, 'placement_seed': config.seed,
+                      'use_sim_time': True}
+    else:
+        parameters = {'robot': entry.robot, 'frame_prefix': entry.frame_prefix, 'use_sim_time': config.use_sim_time}
+        if config.goal:
+            parameters['goal'] = [float(v) for v in config.goal.split(',')]
+        if driver == 'expert':
+            parameters['world'] = config.world
+            if entry.xyz is not None:
+                parameters['spawn'] = [float(entry.xyz[0]), float(entry.xyz[1]), float(entry.yaw)]
+        if info.argument == 'policy':
+            parameters['policy'] = os.path.abspath(config.policy)
+    # Required drivers end the bringup with their exit status (the pick demo when done; a policy that stops
+    # must not leave the robot undriven unnoticed).
+    return [NodeSpec(package, executable, executable, ns, parameters, required=info.required)]
 
 
 # ----------------------------------------------------------------------------- real mode

@@ -119,6 +119,7 @@ def _check_lerobot(export: str) -> int:
 
 
 def add_arguments(parser) -> None:
+    from robotsim_core.drivers import episode_drivers
     parser.add_argument('action', choices=['generate', 'verify', 'export', 'check-lerobot'],
                         help='generate: run randomised episodes into bags; verify: check a dataset; '
                              'export: write a LeRobot dataset (format v3.0); check-lerobot: open an export with the '
@@ -130,7 +131,8 @@ def add_arguments(parser) -> None:
                                       'export: the LeRobot dataset folder (new or empty)')
     parser.add_argument('--episodes', type=int, help='generate: how many episodes (default 10)')
     parser.add_argument('--seed', type=int, help='generate: episode i depends on (seed, i) only (default 0)')
-    parser.add_argument('--driver', help='generate: the episode driver (wander, ...; default wander)')
+    parser.add_argument('--driver', help='generate: the episode driver, NAME or NAME:FILE (one of '
+                                         f'{", ".join(episode_drivers())}; default wander)')
     parser.add_argument('--workers', type=int, help='generate: processes (or local Ray CPUs) in parallel (default 1)')
     parser.add_argument('--engine', choices=['local', 'ray'],
                         help='generate: local process pool (default), or Ray tasks (a local Ray instance, or '

@@ -16,9 +16,11 @@ from __future__ import annotations
 import os
 import sys
 
+from robotsim_core.drivers import evaluated_drivers
 from robotsim_core.errors import DescriptionError
 
-EVALUATION_DRIVERS = ('policy', 'expert', 'straight', 'wander')
+EVALUATION_DRIVERS = evaluated_drivers()
+"""From the driver table (robotsim_core.drivers)."""
 DEFAULT_RANDOMIZATION = 'room_obstacles.yaml'
 
 

@@ -48,12 +48,17 @@ DATA_PATH = 'data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet'
 EPISODES_PATH = 'meta/episodes/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet'
 GOAL_TASK = 'drive to the goal pose without collisions'
 WANDER_TASK = 'drive around without collisions'
-GOAL_DRIVERS = ('expert', 'policy', 'straight', 'dagger')
-"""Drivers that drive to /goal_pose (robotsim_learning.ros.episode): their episodes get GOAL_TASK."""
 QUANTILES = (('q01', 0.01), ('q10', 0.10), ('q50', 0.50), ('q90', 0.90), ('q99', 0.99))
 IMAGE_SAMPLE_PIXELS = 1024
 """Pixels per frame (a fixed stride over the image) that image stats are computed from."""
 DEFAULT_FEATURES = ('timestamp', 'frame_index', 'episode_index', 'index', 'task_index')
+
+
+def task_of(driver: str | None) -> str | None:
+    """The task text of a dataset driven by ``driver`` (the driver table's ``goal``), None if unknown."""
+    from robotsim_core.drivers import DRIVERS
+    info = DRIVERS.get(str(driver).partition(':')[0])
+    return None if info is None else GOAL_TASK if info.goal else WANDER_TASK
 
 
 class ExportError(RuntimeError):
@@ -265,7 +270,7 @@ def export_lerobot(source: str, out: str, rate: float, max_skew: float | None = 
         except DatasetError as error:
             raise ExportError(str(error)) from None
         driver = manifest['settings'].get('driver')
-        task = GOAL_TASK if driver in GOAL_DRIVERS else WANDER_TASK if driver == 'wander' else None
+        task = task_of(driver)
         bags = [(source_dir / e['bag'], task) for e in manifest['episodes'] if not e.get('pruned')]
         if not bags:
             listed = len(manifest['episodes'])
