@@ -165,7 +165,7 @@ def ros_graph(policy: Path, folder: Path, episodes: int, seed: int) -> dict:
     start-up and shutdown included, and an episode run again when the pacing falls back to 1.0)."""
     env = {**os.environ, 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST',
            'ROS_DOMAIN_ID': str(200 + os.getpid() % 30)}  # clear of the workspace's own domain (a running make sim)
-    command = [sys.executable, '-m', 'robotsim_core.cli', 'evaluate', '--driver', 'policy', '--policy', str(policy),
+    command = [sys.executable, '-m', 'robotsim.cli', 'evaluate', '--driver', 'policy', '--policy', str(policy),
                '--episodes', str(episodes), '--seed', str(seed), '--randomization', str(SPEC), '--baselines', '',
                '--out', str(folder), '--no-progress']
     started = time.monotonic()

@@ -27,7 +27,7 @@ SETTINGS = [('cycles', 1), ('cycles', 4), ('cycles', 16), ('cycles', 64), ('eeve
 
 
 def robotsim(*args: str) -> None:
-    subprocess.run([sys.executable, '-m', 'robotsim_core.cli', *args], check=True)
+    subprocess.run([sys.executable, '-m', 'robotsim.cli', *args], check=True)
 
 
 def main() -> int:

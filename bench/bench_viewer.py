@@ -255,8 +255,8 @@ def viewer_command(port: int, foxglove_port: int, scratch: Path) -> list[str]:
     the bringup's graph), on the given ports."""
     import yaml
 
-    from robotsim_core.bringup import graph_for
-    from robotsim_core.launcher import command_line, find_executable, params_document
+    from robotsim.bringup import graph_for
+    from robotsim.launcher import command_line, find_executable, params_document
 
     spec = next(node for node in graph_for('sim', {'view': 'true', 'demo': 'true'}) if node.executable == 'viewer')
     spec.parameters = {**spec.parameters, 'port': port, 'foxglove_port': foxglove_port}

@@ -254,7 +254,7 @@ def run_evaluation(args) -> int:
     (args.out / RUN_RECORD).write_text(json.dumps(record, indent=2) + '\n', encoding='utf-8')
     started = time.monotonic()
     # From the workspace: the recorded command's relative paths are the ones run.
-    returncode = subprocess.run([sys.executable, '-m', 'robotsim_core.cli', *arguments], cwd=WORKSPACE).returncode
+    returncode = subprocess.run([sys.executable, '-m', 'robotsim.cli', *arguments], cwd=WORKSPACE).returncode
     record.update(wall_seconds=round(time.monotonic() - started, 1), returncode=returncode)
     (args.out / RUN_RECORD).write_text(json.dumps(record, indent=2) + '\n', encoding='utf-8')
     return returncode

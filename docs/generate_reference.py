@@ -63,7 +63,7 @@ def _commands(parser: argparse.ArgumentParser, prefix: str):
 
 
 def cli_page() -> str:
-    from robotsim_core.cli import build_parser
+    from robotsim.cli import build_parser
 
     lines = [GENERATED, '', '# Command line', '',
              'Every `robotsim` command and its options, as `robotsim COMMAND --help` prints them. Bad input prints one',
@@ -81,7 +81,7 @@ def cli_page() -> str:
 
 # --------------------------------------------------------------------------------- launch arguments
 def launch_page() -> str:
-    from robotsim_core.bringup import launch_arguments
+    from robotsim.bringup import launch_arguments
     from robotsim_core.drivers import DRIVERS
 
     lines = [GENERATED, '', '# Launch arguments', '',
@@ -175,7 +175,7 @@ def _spec_section(cls: type, title: str, seen: set, lines: list[str]) -> None:
 
 
 def config_page() -> str:
-    from robotsim_core.bringup import RealBringupSpec
+    from robotsim.bringup import RealBringupSpec
     from robotsim_core.description.spec import RobotSpec, UrdfOverlaySpec
     from robotsim_core.description.world_spec import WorldSpec
     from robotsim_core.fleet import FleetSpec

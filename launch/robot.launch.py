@@ -1,10 +1,10 @@
 """Either world: use_sim:=true (simulator) or use_sim:=false (real drivers).
 
-The node graph is defined once in robotsim_core.bringup; `robotsim launch robot` starts the same nodes
+The node graph is defined once in robotsim.bringup; `robotsim launch robot` starts the same nodes
 on a machine without the launch package. Arguments: `ros2 launch robotsim robot.launch.py --show-args`.
 """
 
-from robotsim_core.ros.launch_adapter import generate_launch_description as _generate
+from robotsim.ros.launch_adapter import generate_launch_description as _generate
 
 
 def generate_launch_description():

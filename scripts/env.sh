@@ -26,9 +26,10 @@ if [[ -f "$ROBOTSIM_WS/install/local_setup.bash" ]]; then
   [[ -n "$_robotsim_nounset" ]] && set -u
   unset _robotsim_nounset
 fi
-# ament_python puts console scripts in lib/<package>/ (for `ros2 run`); the robotsim CLI lives there.
-case ":$PATH:" in *":$ROBOTSIM_WS/install/robotsim_core/lib/robotsim_core:"*) ;;
-  *) export PATH="$ROBOTSIM_WS/install/robotsim_core/lib/robotsim_core:$PATH" ;; esac
+# ament_python puts console scripts in lib/<package>/ (for `ros2 run`); the robotsim CLI lives in the
+# bringup package's.
+case ":$PATH:" in *":$ROBOTSIM_WS/install/robotsim/lib/robotsim:"*) ;;
+  *) export PATH="$ROBOTSIM_WS/install/robotsim/lib/robotsim:$PATH" ;; esac
 
 # Network rule: discovery never leaves this machine.
 export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST   # Jazzy and newer

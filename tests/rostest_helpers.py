@@ -19,7 +19,7 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-from robotsim_core.launcher import interrupt  # noqa: F401  (tests stop processes as the launcher does)
+from robotsim_core.processes import interrupt  # noqa: F401  (tests stop processes as the launcher does)
 
 WORKSPACE = Path(__file__).resolve().parents[1]
 

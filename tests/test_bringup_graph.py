@@ -9,7 +9,7 @@ import subprocess
 import pytest
 import yaml
 
-from robotsim_core.bringup import graph_for, launch_arguments, load_real_config, rviz_config_path
+from robotsim.bringup import graph_for, launch_arguments, load_real_config, rviz_config_path
 from robotsim_core.contract import robot_contract
 from robotsim_core.description import load_robot
 from rostest_helpers import WORKSPACE

@@ -169,7 +169,7 @@ def _on_alarm(signum, frame):
 
 def run_case(case: dict, directory: Path) -> dict:
     """Describe + simulator start-up of one case, in this process; the outcome as a dict."""
-    from robotsim_core.cli import main as robotsim_cli
+    from robotsim.cli import main as robotsim_cli
     from robotsim_core.description import load_robot
     from robotsim_core.errors import DescriptionError
     from robotsim_sim.scene import RobotPlacement, load_world

@@ -30,7 +30,7 @@ SHIPPED_SPEC = WORKSPACE / 'config' / 'randomization' / 'room_obstacles.yaml'
 
 
 def robotsim(*args: str, timeout: float = 600, check: bool = False) -> subprocess.CompletedProcess:
-    completed = subprocess.run([sys.executable, '-m', 'robotsim_core.cli', *args], capture_output=True, text=True,
+    completed = subprocess.run([sys.executable, '-m', 'robotsim.cli', *args], capture_output=True, text=True,
                                timeout=timeout)
     if check and completed.returncode != 0:
         raise AssertionError(f'robotsim {" ".join(args)} exited {completed.returncode}\n{completed.stderr}')
@@ -151,7 +151,7 @@ def test_full_disk_stops_with_one_line_and_keeps_finished_episodes_verifiable(tm
     run_episode(Randomizer(load_randomization(str(SMALL_COURSE)), 5), 0, str(reference), 'wander')
     episode_bytes = sum(f.stat().st_size for f in reference.iterdir())
     out = disk / 'dataset'
-    cli = f'{shlex.quote(sys.executable)} -m robotsim_core.cli dataset'
+    cli = f'{shlex.quote(sys.executable)} -m robotsim.cli dataset'
     generate = (f'{cli} generate --randomization {shlex.quote(str(SMALL_COURSE))} --episodes 6 --seed 5 --workers 2 '
                 f'--out {shlex.quote(str(out))} --no-progress')
     script = f'''
@@ -211,7 +211,7 @@ def test_full_disk_stops_with_one_line_and_keeps_finished_episodes_verifiable(tm
 def kill_generation_mid_episode(out: Path, arguments: list[str], finished: int) -> None:
     """Start ``robotsim dataset generate ARGUMENTS --out OUT`` and SIGKILL it once ``finished`` episodes are
     in the manifest and the next is being written (a half-written episode left under .partial/)."""
-    process = subprocess.Popen([sys.executable, '-m', 'robotsim_core.cli', 'dataset', 'generate', *arguments,
+    process = subprocess.Popen([sys.executable, '-m', 'robotsim.cli', 'dataset', 'generate', *arguments,
                                 '--out', str(out), '--no-progress'],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300

@@ -17,7 +17,7 @@ import pytest
 from rostest_helpers import run_measuring_peak_rss
 from test_dataset import SMALL_COURSE, kill_generation_mid_episode
 
-CLI = [sys.executable, '-m', 'robotsim_core.cli']
+CLI = [sys.executable, '-m', 'robotsim.cli']
 
 
 def robotsim(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -238,7 +238,7 @@ def test_a_huge_episode_count_is_refused_before_anything_is_allocated(tmp_path):
     """--episodes 1000000000 used to build its list of episodes first (13 GB in 33 s): now one line, within a
     memory bound (peak RSS of the command, measured by a wrapper process of its own)."""
     out = tmp_path / 'out'
-    completed, peak_kib = run_measuring_peak_rss([sys.executable, '-m', 'robotsim_core.cli', 'dataset', 'generate',
+    completed, peak_kib = run_measuring_peak_rss([sys.executable, '-m', 'robotsim.cli', 'dataset', 'generate',
                                                   '--randomization', str(SMALL_COURSE), '--out', str(out),
                                                   '--episodes', '1000000000', '--no-progress'])
     assert completed.returncode == 2, completed.stderr

@@ -22,7 +22,7 @@ def racer():
 
 
 def describe(path: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, '-m', 'robotsim_core.cli', 'describe', str(path)],
+    return subprocess.run([sys.executable, '-m', 'robotsim.cli', 'describe', str(path)],
                           capture_output=True, text=True, timeout=60)
 
 
@@ -325,7 +325,7 @@ def test_six_wheel_differential_robot_with_firmware(tmp_path):
     # Without the firmware the same robot runs, and firmware:=auto (the default) chooses that.
     completed = start_simulator(f'robot:={robot}', 'firmware:=false')
     assert completed.returncode == 0, completed.stderr
-    from robotsim_core.bringup import graph_for
+    from robotsim.bringup import graph_for
     auto = graph_for('sim', {'robot': str(robot)})
     assert auto[0].parameters['firmware'] is False and not any(n.executable == 'motor_bridge' for n in auto)
     assert graph_for('sim', {})[0].parameters['firmware'] is True  # the 4-wheel rover: firmware in the loop
@@ -349,7 +349,7 @@ LAUNCH_CASES = {
 @pytest.mark.parametrize('case', sorted(LAUNCH_CASES))
 def test_bad_launch_value(case):
     argument, key, expected = LAUNCH_CASES[case]
-    completed = subprocess.run([sys.executable, '-m', 'robotsim_core.cli', 'launch', 'sim', argument],
+    completed = subprocess.run([sys.executable, '-m', 'robotsim.cli', 'launch', 'sim', argument],
                                capture_output=True, text=True, timeout=60)
     assert completed.returncode == 2, completed
     assert 'Traceback' not in completed.stderr and 'started' not in completed.stdout + completed.stderr
@@ -404,7 +404,7 @@ def test_bad_cli_argument(case, tmp_path):
     """Output paths are checked before anything is written; a contract check refuses what it cannot watch."""
     arguments, option, expected = CLI_ARGUMENT_CASES[case]
     arguments = [a.replace('{tmp}', str(tmp_path)) for a in arguments]
-    completed = subprocess.run([sys.executable, '-m', 'robotsim_core.cli', *arguments],
+    completed = subprocess.run([sys.executable, '-m', 'robotsim.cli', *arguments],
                                capture_output=True, text=True, timeout=60)
     assert completed.returncode == 2, completed
     lines = completed.stderr.strip().splitlines()
@@ -454,7 +454,7 @@ def test_launch_arguments_that_would_be_ignored_or_fail_late(case, tmp_path):
     (tmp_path / 'file.txt').write_text('not a folder')
     (tmp_path / 'bad_world.yaml').write_text('name: bad\ntimestep: 1.0e-9\n')
     arguments = [a.replace('{tmp}', str(tmp_path)) for a in arguments]
-    completed = subprocess.run([sys.executable, '-m', 'robotsim_core.cli', 'launch', *(mode or ['sim']), *arguments],
+    completed = subprocess.run([sys.executable, '-m', 'robotsim.cli', 'launch', *(mode or ['sim']), *arguments],
                                capture_output=True, text=True, timeout=60)
     assert completed.returncode == 2, completed
     assert 'started' not in completed.stdout + completed.stderr
@@ -473,7 +473,7 @@ def test_a_huge_config_file_is_refused_by_its_size_before_it_is_parsed(tmp_path)
         path = tmp_path / name
         path.write_text(huge)
         from rostest_helpers import run_measuring_peak_rss
-        completed, peak_kib = run_measuring_peak_rss([sys.executable, '-m', 'robotsim_core.cli', *arguments(str(path))])
+        completed, peak_kib = run_measuring_peak_rss([sys.executable, '-m', 'robotsim.cli', *arguments(str(path))])
         assert completed.returncode == 2, completed.stderr
         lines = completed.stderr.strip().splitlines()
         assert len(lines) == 1 and f'{path}: expected a YAML config file of at most 256 KiB, got ' in lines[0], lines
@@ -484,7 +484,7 @@ def test_a_list_longer_than_its_bound_is_refused_before_its_items_are_built(tmp_
     world = tmp_path / 'crowded.yaml'
     world.write_text(yaml.safe_dump({'name': 'crowded', 'boxes': [
         {'name': f'box{i}', 'position': [0.01 * i, 2.0, 0.1], 'size': [0.01, 0.01, 0.01]} for i in range(300)]}))
-    completed = subprocess.run([sys.executable, '-m', 'robotsim_core.cli', 'describe', 'rover', '--gltf',
+    completed = subprocess.run([sys.executable, '-m', 'robotsim.cli', 'describe', 'rover', '--gltf',
                                 str(tmp_path / 'w.glb'), '--world', str(world)], capture_output=True, text=True,
                                timeout=120)
     assert completed.returncode == 2

@@ -54,7 +54,7 @@ def test_every_page_is_in_the_table_of_contents_and_speaks_of_the_project():
 
 
 def test_the_cli_at_a_glance_names_real_commands():
-    from robotsim_core.cli import build_parser
+    from robotsim.cli import build_parser
 
     commands = next(action for action in build_parser()._actions if action.dest == 'command').choices
     glance = _section(README.read_text(encoding='utf-8'), '## The command line at a glance')
@@ -70,7 +70,7 @@ def test_the_reference_pages_are_generated_from_the_code_and_current(tmp_path):
     for words in ('robotsim dataset', 'robotsim arm reach', 'robotsim launch', '--episodes'):
         assert words in cli, words
     launch = (DOCS / 'reference' / 'launch.md').read_text(encoding='utf-8')
-    from robotsim_core.bringup import launch_arguments
+    from robotsim.bringup import launch_arguments
     for name, _, _ in launch_arguments():
         assert f'| `{name}` |' in launch, name
     # A stale page is found: the check compares, it does not only regenerate.

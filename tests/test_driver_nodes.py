@@ -10,7 +10,7 @@ import pytest
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry
 
-from robotsim_core.bringup import graph_for
+from robotsim.bringup import graph_for
 from robotsim_core.errors import DescriptionError
 from rostest_helpers import RELIABLE, Launch, Observer
 

@@ -8,7 +8,7 @@ import argparse
 
 import pytest
 
-from robotsim_core.bringup import config_from_arguments, graph_for
+from robotsim.bringup import config_from_arguments, graph_for
 from robotsim_core.drivers import DRIVERS, bringup_drivers, episode_drivers, evaluated_drivers, goal_drivers
 from robotsim_core.errors import DescriptionError
 from test_layering import WORKSPACE

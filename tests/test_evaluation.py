@@ -28,7 +28,7 @@ EPISODE_DURATION = 6.0
 
 
 def robotsim(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, '-m', 'robotsim_core.cli', *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, '-m', 'robotsim.cli', *args], capture_output=True, text=True,
                           timeout=timeout)
 
 
@@ -227,7 +227,7 @@ def test_geometric_collisions_agree_with_the_physics_and_straight_drives_on_the_
 
 
 def test_straight_is_a_driver_of_both_worlds():
-    from robotsim_core.bringup import graph_for
+    from robotsim.bringup import graph_for
     for mode in ('sim', 'real'):
         driver = graph_for(mode, {'driver': 'straight', 'goal': '1.5,-0.5'})[-1]
         assert (driver.package, driver.executable, driver.parameters['goal']) == \

@@ -28,7 +28,7 @@ DATASETS = WORKSPACE / 'tests' / 'data' / 'datasets'
 
 
 def robotsim(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    completed = subprocess.run([sys.executable, '-m', 'robotsim_core.cli', *args], capture_output=True, text=True,
+    completed = subprocess.run([sys.executable, '-m', 'robotsim.cli', *args], capture_output=True, text=True,
                                timeout=timeout)
     assert completed.returncode == 0, f'robotsim {" ".join(args)} exited {completed.returncode}:\n' \
                                       f'{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}'

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 WORKSPACE = Path(__file__).resolve().parents[1]
-PACKAGES = ('robotsim_core', 'robotsim_sensors', 'robotsim_sim', 'robotsim_firmware', 'robotsim_learning')
+PACKAGES = ('robotsim_core', 'robotsim_sensors', 'robotsim_firmware', 'robotsim_sim', 'robotsim_learning', 'robotsim')
 ROS_LIBRARIES = {'rclpy', 'launch', 'launch_ros', 'launch_testing', 'rosbag2_py', 'tf2_ros', 'message_filters',
                  'rosidl_runtime_py', 'ros2cli'}
 RUNS_IN_BLENDER = {'robotsim_learning.render.blender_side'}
@@ -142,3 +142,19 @@ def test_every_import_of_a_workspace_module_resolves():
             problems += [f'{path.relative_to(WORKSPACE)}:{node.lineno} imports {target}: no such module here'
                          for target in targets if target.split('.')[0] in PACKAGES and target not in known]
     assert not problems, '\n'.join(problems)
+
+
+def test_imports_run_downward_only():
+    """A module imports only its own package and the packages below it, lazy imports included: core at the
+    bottom, the bringup (``robotsim``: the CLI, the node graph, the launchers) on top, nothing importing it."""
+    problems = []
+    for name, path in python_modules():
+        own = PACKAGES.index(name.split('.')[0])
+        for target, _ in imports(path, name):
+            root = target.split('.')[0]
+            if root in PACKAGES and PACKAGES.index(root) > own:
+                problems.append(f'{path.relative_to(WORKSPACE)} imports {target}, a package above {PACKAGES[own]}')
+    assert not problems, '\n'.join(problems)
+    # The check sees an upward import: the bringup's own modules import every package below them.
+    assert any(target.startswith('robotsim_learning') for name, path in python_modules() if name == 'robotsim.bringup'
+               for target, _ in imports(path, name))

@@ -19,7 +19,7 @@ SPEC_KEY = 'robotsim.observation_spec'
 
 
 def robotsim(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, '-m', 'robotsim_core.cli', *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, '-m', 'robotsim.cli', *args], capture_output=True, text=True,
                           timeout=timeout)
 
 

@@ -220,7 +220,7 @@ def test_camera_info_carries_the_coefficients():
 
 
 def describe(path: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, '-m', 'robotsim_core.cli', 'describe', str(path)],
+    return subprocess.run([sys.executable, '-m', 'robotsim.cli', 'describe', str(path)],
                           capture_output=True, text=True, timeout=60)
 
 

@@ -32,7 +32,7 @@ RATE = 10
 
 
 def robotsim(*args: str) -> subprocess.CompletedProcess:
-    completed = subprocess.run([sys.executable, '-m', 'robotsim_core.cli', *args], capture_output=True, text=True,
+    completed = subprocess.run([sys.executable, '-m', 'robotsim.cli', *args], capture_output=True, text=True,
                                timeout=900)
     assert completed.returncode == 0, f'robotsim {" ".join(args)}: {completed.stdout}{completed.stderr}'
     return completed

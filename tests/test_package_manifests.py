@@ -28,10 +28,6 @@ RENDER_ONLY = {'bpy': 'bpy', 'bmesh': 'bpy', 'mathutils': 'bpy', 'OpenImageIO': 
 """Blender's modules: its own environment (requirements/render.txt), run as a subprocess."""
 LEROBOT_ONLY = {'lerobot': 'lerobot', 'torch': 'torch'}
 """The LeRobot reader's modules: its own environment (requirements/lerobot.txt), run as a subprocess."""
-CLI_DISPATCH = {'robotsim_core': {'robotsim_sim', 'robotsim_learning'}}
-"""The ``robotsim`` command (robotsim_core/cli.py) loads the packages above it lazily, per subcommand; they
-depend on robotsim_core, so it cannot depend on them (a cycle). The meta-package ``robotsim`` depends on
-all of them, so installing it gives every subcommand."""
 
 
 def declared(package: str) -> set[str]:
@@ -67,7 +63,7 @@ def test_every_import_is_declared():
     problems = []
     for package in PACKAGES:
         have = declared(package)
-        for root in sorted(imported_roots(package) - CLI_DISPATCH.get(package, set())):
+        for root in sorted(imported_roots(package)):
             if root in RENDER_ONLY:
                 if RENDER_ONLY[root] not in render:
                     problems.append(f'{package}: imports {root}; expected {RENDER_ONLY[root]} pinned in requirements/render.txt')

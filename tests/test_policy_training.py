@@ -24,7 +24,7 @@ EXPERT_COURSE = WORKSPACE / 'tests' / 'data' / 'datasets' / 'expert_course.yaml'
 
 
 def robotsim(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, '-m', 'robotsim_core.cli', *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, '-m', 'robotsim.cli', *args], capture_output=True, text=True,
                           timeout=900)
 
 

@@ -73,7 +73,7 @@ def test_the_recording_holds_the_world_s_free_bodies_and_its_scenario(pick_recor
 
 def test_the_replay_page_draws_the_cube_where_the_simulator_had_it(pick_recording, tmp_path):
     page_file = tmp_path / 'pick.html'
-    completed = subprocess.run([sys.executable, '-m', 'robotsim_core.cli', 'view', str(pick_recording),
+    completed = subprocess.run([sys.executable, '-m', 'robotsim.cli', 'view', str(pick_recording),
                                 '--out', str(page_file)], capture_output=True, text=True, timeout=300)
     assert completed.returncode == 0, completed.stderr
     start, samples = cube_samples(pick_recording)

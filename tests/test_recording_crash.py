@@ -28,7 +28,7 @@ from rosbags.highlevel import AnyReader
 from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
 from rosbags.typesys import Stores, get_typestore
 
-from robotsim_core.bringup import config_from_arguments, fleet_of, recorded_topics
+from robotsim.bringup import config_from_arguments, fleet_of, recorded_topics
 from robotsim_core.contract import WORLD_TOPICS, resolve_topic, robot_contract
 from robotsim_core.description import load_robot
 from robotsim_core.ros.common import message_class

@@ -131,7 +131,7 @@ def _two_publishers(data: bytes) -> list[bytes]:
 
 
 def robotsim(*args: str, env: dict | None = None, timeout: float = RENDER_TIMEOUT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, '-m', 'robotsim_core.cli', *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, '-m', 'robotsim.cli', *args], capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **(env or {})})
 
 

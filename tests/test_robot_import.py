@@ -273,7 +273,7 @@ def test_invalid_inertials_are_repaired_with_one_warning_or_refused_when_strict(
     mujoco.MjModel.from_xml_string(robot_to_mjcf(model))  # MuJoCo accepts the repaired tensor
     moments = np.linalg.eigvalsh(mujoco_inertia(model.body_inertials['l2']))
     assert moments[0] > 0 and moments[0] + moments[1] >= moments[2]
-    strict = subprocess.run([sys.executable, '-m', 'robotsim_core.cli', 'describe', str(overlay), '--strict'],
+    strict = subprocess.run([sys.executable, '-m', 'robotsim.cli', 'describe', str(overlay), '--strict'],
                             capture_output=True, text=True, timeout=60)
     assert_clean_error(strict, tmp_path / 'arm.urdf', 'link[l2].inertial', 'strict refuses repairs')
 
@@ -357,7 +357,7 @@ def test_urdf_where_an_overlay_is_expected_gets_a_hint_and_import_writes_one(tmp
     assert 'robotsim import' in completed.stderr and 'Traceback' not in completed.stderr
     for robot, mobile in (('ur5', False), ('tiago', True)):
         out = tmp_path / f'{robot}_overlay.yaml'
-        written = subprocess.run([sys.executable, '-m', 'robotsim_core.cli', 'import', str(original_urdf(robot)),
+        written = subprocess.run([sys.executable, '-m', 'robotsim.cli', 'import', str(original_urdf(robot)),
                                   '--out', str(out)], capture_output=True, text=True, timeout=120)
         assert written.returncode == 0, written.stderr
         model = load_robot(str(out))

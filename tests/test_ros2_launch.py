@@ -1,7 +1,7 @@
 """The launch files under the real ROS 2 ``launch`` / ``launch_ros`` libraries and the real ``ros2`` CLI.
 
 Static: for 9 argument sets each launch file yields exactly the nodes, parameters, remappings and
-arguments of the bare-machine launcher (both read robotsim_core.bringup's graph). Live: ``ros2
+arguments of the bare-machine launcher (both read robotsim.bringup's graph). Live: ``ros2
 launch`` in a subprocess, as a user runs it: the simulator comes up and ``ros2 topic hz`` measures
 /scan; bad arguments, missing drivers and a failed required node stop it with a clear line and a
 non-zero status, leaving no process behind; fleet output is labelled by robot; recording works
@@ -22,8 +22,8 @@ import pytest
 import yaml
 
 from launch_loader import fake_driver_prefix, load_launch_file
-from robotsim_core.bringup import graph_for, launch_arguments, load_real_config
-from robotsim_core.launcher import command_line, params_document
+from robotsim.bringup import graph_for, launch_arguments, load_real_config
+from robotsim.launcher import command_line, params_document
 from rostest_helpers import WORKSPACE, Launch
 
 LAUNCH = WORKSPACE / 'launch'

@@ -125,7 +125,7 @@ def test_world_entities_and_colours(tmp_path):
 
 def test_describe_writes_gltf(tmp_path):
     out = tmp_path / 'sub' / 'rover.glb'
-    completed = subprocess.run([sys.executable, '-m', 'robotsim_core.cli', 'describe', 'rover', '--gltf', str(out),
+    completed = subprocess.run([sys.executable, '-m', 'robotsim.cli', 'describe', 'rover', '--gltf', str(out),
                                 '--world', 'room'], capture_output=True, text=True, timeout=120)
     assert completed.returncode == 0, completed.stderr
     assert f'wrote glTF {out} (in world room)' in completed.stdout
@@ -135,12 +135,12 @@ def test_describe_writes_gltf(tmp_path):
 
 
 def test_describe_world_without_gltf_is_one_line(tmp_path):
-    completed = subprocess.run([sys.executable, '-m', 'robotsim_core.cli', 'describe', 'rover', '--world', 'room'],
+    completed = subprocess.run([sys.executable, '-m', 'robotsim.cli', 'describe', 'rover', '--world', 'room'],
                                capture_output=True, text=True, timeout=120)
     assert completed.returncode == 2
     assert completed.stderr.strip() == ('robotsim: error: command line: --world: expected --gltf OUT.glb too '
                                         '(the world is drawn in the glTF)')
-    missing = subprocess.run([sys.executable, '-m', 'robotsim_core.cli', 'describe', 'rover', '--gltf',
+    missing = subprocess.run([sys.executable, '-m', 'robotsim.cli', 'describe', 'rover', '--gltf',
                               str(tmp_path / 'x.glb'), '--world', str(tmp_path / 'nope.yaml')],
                              capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1, missing.stderr

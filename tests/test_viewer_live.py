@@ -19,7 +19,7 @@ import transforms3d.quaternions as t3q
 from nav_msgs.msg import Odometry
 
 from browser_helpers import chromium, open_viewer
-from robotsim_core.bringup import graph_for
+from robotsim.bringup import graph_for
 from rostest_helpers import RELIABLE, Launch, Observer, stamp_seconds
 from test_viewer_page import POSE_TOLERANCE, drawn_matrix, rotation_angle
 
@@ -43,7 +43,7 @@ def live(tmp_path_factory):
     """The room with the wanderer driving (sim time 0..300 s at real time), and the live view."""
     port, foxglove_port = free_port(), free_port()
     sim = Launch(['robotsim', 'launch', 'sim', 'demo:=true', 'duration:=300'])
-    viewer = Launch([sys.executable, '-m', 'robotsim_core.cli', 'view', '--live', '--port', str(port),
+    viewer = Launch([sys.executable, '-m', 'robotsim.cli', 'view', '--live', '--port', str(port),
                      '--foxglove-port', str(foxglove_port)])
     try:
         viewer.wait_for(rf'open http://127\.0\.0\.1:{port}/ in a browser; Foxglove: ws://127\.0\.0\.1:{foxglove_port}',
@@ -132,7 +132,7 @@ def test_foxglove_client_gets_ros_messages(live):
 def test_port_in_use_is_one_line(live):
     for args in (['--port', str(live['port']), '--foxglove-port', '0'],
                  ['--port', str(free_port()), '--foxglove-port', str(live['foxglove_port'])]):
-        completed = subprocess.run([sys.executable, '-m', 'robotsim_core.cli', 'view', '--live', *args],
+        completed = subprocess.run([sys.executable, '-m', 'robotsim.cli', 'view', '--live', *args],
                                    capture_output=True, text=True, timeout=120)
         assert completed.returncode == 2, (completed.stdout, completed.stderr)
         lines = completed.stderr.strip().splitlines()

@@ -32,7 +32,7 @@ POSE_TOLERANCE = 0.01  # m: the issue's bound
 
 
 def view(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, '-m', 'robotsim_core.cli', 'view', *args], capture_output=True,
+    return subprocess.run([sys.executable, '-m', 'robotsim.cli', 'view', *args], capture_output=True,
                           text=True, timeout=300)
 
 

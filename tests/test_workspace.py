@@ -24,8 +24,7 @@ def test_full_ros_install_crawl_never_sees_compat_or_venv():
     packages = colcon_list()
     assert set(packages) == SRC_PACKAGES
     assert packages['robotsim_msgs'] == '(ros.ament_cmake)'
-    assert packages['robotsim'] == '(ros.ament_cmake)'
-    for name in SRC_PACKAGES - {'robotsim', 'robotsim_msgs'}:
+    for name in SRC_PACKAGES - {'robotsim_msgs'}:
         assert packages[name] == '(ros.ament_python)', name
 
 
@@ -71,7 +70,11 @@ def test_bringup_package_installs_launch_and_config():
     assert (share / 'config' / 'robots' / 'rover.yaml').read_text() == \
         (WORKSPACE / 'config' / 'robots' / 'rover.yaml').read_text()
     assert (share / 'config' / 'robots' / 'racer.yaml').is_file()
-    assert (share / 'launch').is_dir()
+    assert sorted(path.name for path in (share / 'launch').glob('*.launch.py')) == \
+        sorted(path.name for path in (WORKSPACE / 'launch').glob('*.launch.py'))
+    for path in (WORKSPACE / 'config').rglob('*'):  # every configuration file, in its folder
+        if path.is_file():
+            assert (share / path.relative_to(WORKSPACE)).read_bytes() == path.read_bytes(), path
 
 
 def test_ros_wheel_repair_is_needed_and_applied():

@@ -21,7 +21,4 @@ setup(
     maintainer_email='dev@robotsim.invalid',
     description='ROS-free core of robotsim: robot description -> URDF + MuJoCo model, frames, kinematics, config loading.',
     license='Apache-2.0',
-    entry_points={
-        'console_scripts': ['robotsim = robotsim_core.cli:main'],
-    },
 )

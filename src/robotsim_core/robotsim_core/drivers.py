@@ -3,7 +3,7 @@
 A driver is named once here with what the consumers need to know of it; each consumer reads this table
 instead of a list of its own:
 
-- the node graph (``driver:=NAME`` of both launchers; robotsim_core.bringup) starts ``node``;
+- the node graph (``driver:=NAME`` of both launchers; robotsim.bringup) starts ``node``;
 - the episode loop (``robotsim dataset generate --driver NAME``; robotsim_learning.ros.episode) runs
   the ROS-free driver class registered under the same name (tests/test_drivers.py checks both agree);
 - the evaluator (``robotsim evaluate --driver/--baselines``) takes the ``evaluated`` ones;

@@ -1,4 +1,4 @@
-"""``robotsim dataset generate|verify|export|check-lerobot`` (the argument parser lives in robotsim_core.cli)."""
+"""``robotsim dataset generate|verify|export|check-lerobot`` (the argument parser lives in robotsim.cli)."""
 
 from __future__ import annotations
 

@@ -136,7 +136,7 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
-    from robotsim_core.bringup import share_path
+    from robotsim_core.description.load import share_path
     from robotsim_core.description import load_robot
 
     from .evaluation import training_randomization

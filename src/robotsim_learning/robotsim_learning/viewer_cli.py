@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         return _error('view: expected --out FILE.html (the page to write)')
     if not args.image_rate > 0:
         return _error(f'view: --image-rate: expected a rate > 0 frames per second, got {args.image_rate:g}')
-    from robotsim_core.cli import check_output_file
+    from robotsim_core.output_files import check_output_file
     from robotsim_core.description import load_robot
     from robotsim_core.errors import DescriptionError
     from robotsim_core.viewer.replay import bag_folder, write_replay

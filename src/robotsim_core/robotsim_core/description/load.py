@@ -24,6 +24,11 @@ def robot_config_dir() -> str:
     return candidate if os.path.isdir(candidate) else ''
 
 
+def share_path(*parts: str) -> str:
+    """A file under the robotsim share directory (installed) or the source workspace."""
+    return os.path.join(os.path.dirname(os.path.dirname(robot_config_dir())), *parts)
+
+
 def resolve_robot_path(name_or_path: str) -> str:
     """A path, or a robot name looked up as ``config/robots/<name>.yaml``."""
     if os.path.exists(name_or_path) or name_or_path.endswith(('.yaml', '.yml')):

@@ -137,7 +137,7 @@ def run_graph_episode(observer: GraphObserver, scenario: Scenario, spec, driver:
     """Run one episode of ``scenario`` with ``driver`` through ``robotsim launch sim`` (files and the
     launch log in ``folder``)."""
     from robotsim_core.description import load_robot
-    from robotsim_core.launcher import die_with_parent  # own session + dies with us: Ctrl-C goes to it once
+    from robotsim_core.processes import die_with_parent  # own session + dies with us: Ctrl-C goes to it once
     from robotsim_sim.scene import load_world
 
     from .episode import goal_in_odom
@@ -165,7 +165,7 @@ def run_graph_episode(observer: GraphObserver, scenario: Scenario, spec, driver:
     with open(log_path, 'w', encoding='utf-8') as log:
         log.write('robotsim launch sim ' + ' '.join(arguments) + '\n')
         log.flush()
-        process = subprocess.Popen([sys.executable, '-m', 'robotsim_core.cli', 'launch', 'sim', *arguments],
+        process = subprocess.Popen([sys.executable, '-m', 'robotsim.cli', 'launch', 'sim', *arguments],
                                    stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
         try:
             outcome = _drive(observer, process, tracker, driver, uses_image)
@@ -223,7 +223,7 @@ def _drive(observer: GraphObserver, process: subprocess.Popen, tracker: EpisodeT
 def _stop(process: subprocess.Popen) -> None:
     """Ctrl-C semantics: SIGINT (the launcher stops its nodes), SIGKILL after STOP_TIMEOUT (its nodes die
     with it)."""
-    from robotsim_core.launcher import interrupt
+    from robotsim_core.processes import interrupt
     interrupt(process, STOP_TIMEOUT)
 
 

@@ -37,7 +37,7 @@ from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from robotsim_core.bringup import default_serial_link, simulation_value_problem
+from robotsim_core.run_values import default_serial_link, simulation_value_problem
 from robotsim_core.contract import CLOCK_QOS, ENTITIES, SCENARIO
 from robotsim_core.description import load_robot
 from robotsim_core.description.load import resolve_robot_path

@@ -24,24 +24,10 @@ import os
 import re
 import sys
 
-from .errors import DescriptionError
+from robotsim_core.errors import DescriptionError
+from robotsim_core.output_files import check_output_file
 
 _ROS_NAME = re.compile(r'[A-Za-z][A-Za-z0-9_]*$')
-
-
-def check_output_file(path: str, option: str) -> None:
-    """Refuse an output file that cannot be written, before anything is written (its folder is
-    created when missing)."""
-    if os.path.isdir(path):
-        raise DescriptionError('command line', option, f'expected a file to write, got the folder {path}')
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        os.makedirs(directory, exist_ok=True)
-    except OSError as error:
-        raise DescriptionError('command line', option, f'cannot create the folder {directory}: '
-                                                       f'{error.strerror or error}') from None
-    if not os.access(directory, os.W_OK):
-        raise DescriptionError('command line', option, f'cannot write into the folder {directory}')
 
 
 def _write(path: str, text: str, option: str) -> None:
@@ -56,9 +42,9 @@ def _write(path: str, text: str, option: str) -> None:
 def describe(args: argparse.Namespace) -> int:
     import mujoco
 
-    from .description import load_robot
-    from .mjcf import robot_to_mjcf
-    from .urdf import tree_to_urdf
+    from robotsim_core.description import load_robot
+    from robotsim_core.mjcf import robot_to_mjcf
+    from robotsim_core.urdf import tree_to_urdf
 
     for option, path in (('--urdf', args.urdf), ('--mjcf', args.mjcf), ('--gltf', args.gltf)):
         if path:
@@ -79,7 +65,7 @@ def describe(args: argparse.Namespace) -> int:
     if args.world and not args.gltf:
         raise DescriptionError('command line', '--world', 'expected --gltf OUT.glb too (the world is drawn in the glTF)')
     if args.gltf:
-        from .viewer.gltf import write_glb
+        from robotsim_core.viewer.gltf import write_glb
         world = _load_world(args.world) if args.world else None
         try:
             write_glb(args.gltf, model, world)
@@ -122,7 +108,7 @@ def _load_world(name_or_path: str):
 
 
 def import_urdf_command(args: argparse.Namespace) -> int:
-    from .description.overlay_draft import draft_overlay
+    from robotsim_core.description.overlay_draft import draft_overlay
 
     check_output_file(args.out, '--out')
     text = draft_overlay(args.urdf, args.out)
@@ -132,10 +118,10 @@ def import_urdf_command(args: argparse.Namespace) -> int:
 
 
 def contract_check(args: argparse.Namespace) -> int:
-    from .contract import robot_contract
-    from .contract_check import format_table
-    from .description import load_robot
-    from .ros.contract_probe import probe
+    from robotsim_core.contract import robot_contract
+    from robotsim_core.contract_check import format_table
+    from robotsim_core.description import load_robot
+    from robotsim_core.ros.contract_probe import probe
 
     if not args.duration > 0 or args.duration > 3600:  # also refuses NaN
         raise DescriptionError('command line', '--duration', f'expected seconds to watch the graph, more than 0 and '
@@ -220,8 +206,8 @@ def bag_repair(args: argparse.Namespace) -> int:
 def calibrate_odometry(args: argparse.Namespace) -> int:
     """Fit drive.wheel_separation_multiplier: against ground truth in the headless simulation, or
     against the IMU gyro of a recorded bag (the real robot's way)."""
-    from .description import load_robot
-    from .odometry_calibration import fit_from_rates, read_bag, require_differential
+    from robotsim_core.description import load_robot
+    from robotsim_core.odometry_calibration import fit_from_rates, read_bag, require_differential
 
     model = load_robot(args.robot)
     require_differential(model)

@@ -1,10 +1,10 @@
-"""The ROS 2 launch consumer of :func:`robotsim_core.bringup.node_graph` (``ros2 launch``).
+"""The ROS 2 launch consumer of :func:`robotsim.bringup.node_graph` (``ros2 launch``).
 
 ``launch/sim.launch.py``, ``real.launch.py`` and ``robot.launch.py`` are one line each: they call
 :func:`generate_launch_description` with their mode. Arguments are declared from
-:func:`robotsim_core.bringup.launch_arguments`; at launch time an OpaqueFunction reads them, builds
+:func:`robotsim.bringup.launch_arguments`; at launch time an OpaqueFunction reads them, builds
 the graph and turns each node into a ``launch_ros`` Node. It behaves like the bare-machine launcher
-(:mod:`robotsim_core.launcher`) where plain ``ros2 launch`` would not:
+(:mod:`robotsim.launcher`) where plain ``ros2 launch`` would not:
 
 * an undeclared (e.g. misspelled) argument is an error, not silently ignored;
 * every node's executable is looked up before anything starts, and all missing ones are named at

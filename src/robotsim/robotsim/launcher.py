@@ -1,4 +1,4 @@
-"""Bare-machine launcher: runs a :func:`robotsim_core.bringup.node_graph` as processes.
+"""Bare-machine launcher: runs a :func:`robotsim.bringup.node_graph` as processes.
 
 For machines without the ``launch`` package (the PyPI wheels do not ship it). Like ``ros2
 launch``: each node is started from ``<prefix>/lib/<package>/<executable>`` found through
@@ -10,7 +10,6 @@ when a required node exits, everything stops and the launcher returns that node'
 
 from __future__ import annotations
 
-import ctypes
 import os
 import shutil
 import signal
@@ -21,6 +20,8 @@ import threading
 import time
 
 import yaml
+
+from robotsim_core.processes import die_with_parent
 
 from .bringup import NodeSpec
 
@@ -53,11 +54,6 @@ def command_line(spec: NodeSpec, executable: str, params_file: str) -> list[str]
     return args
 
 
-def die_with_parent() -> None:
-    os.setsid()  # Ctrl-C in the terminal reaches the launcher only; it forwards it once
-    ctypes.CDLL('libc.so.6', use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
 class _Running:
     def __init__(self, spec: NodeSpec, process: subprocess.Popen):
         self.spec, self.process = spec, process
@@ -72,18 +68,6 @@ class _Running:
                 sys.stdout.flush()
             except OSError:  # the terminal hung up: keep draining, or the node blocks on a full pipe
                 pass
-
-
-def interrupt(process: subprocess.Popen, timeout: float) -> None:
-    """Ctrl-C a process (a clean rclpy shutdown, or a launcher stopping its nodes); SIGKILL if it is still
-    there after ``timeout`` s."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def say(message: str) -> None:

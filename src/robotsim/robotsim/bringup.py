@@ -4,8 +4,8 @@
 to start: package, executable, node name, namespace, parameters, remappings and whether the run
 ends when the node dies. Two thin consumers read it and nothing else:
 
-* the ROS 2 launch files in ``launch/`` (through :mod:`robotsim_core.ros.launch_adapter`), and
-* the bare-machine launcher ``robotsim launch`` (:mod:`robotsim_core.launcher`).
+* the ROS 2 launch files in ``launch/`` (through :mod:`robotsim.ros.launch_adapter`), and
+* the bare-machine launcher ``robotsim launch`` (:mod:`robotsim.launcher`).
 
 Sim mode: one simulator node hosts the world and every robot of the fleet; each robot gets its
 state publisher, its motor bridge (firmware in the loop) and optionally a driver (wanderer, expert), all in the
@@ -17,15 +17,16 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from .config_schema import field_docs, load_yaml, parse_spec, spec_field
-from .contract import WORLD_TOPICS, resolve_topic, robot_contract
-from .drivers import DRIVERS, bringup_drivers, goal_drivers
-from .errors import DescriptionError
-from .fleet import FleetSpec, load_fleet, single_robot
+from robotsim_core.config_schema import field_docs, load_yaml, parse_spec, spec_field
+from robotsim_core.contract import WORLD_TOPICS, resolve_topic, robot_contract
+from robotsim_core.description.load import share_path
+from robotsim_core.drivers import DRIVERS, bringup_drivers, goal_drivers
+from robotsim_core.errors import DescriptionError
+from robotsim_core.fleet import FleetSpec, load_fleet, single_robot
+from robotsim_core.run_values import MAX_SEED, default_serial_link, simulation_value_problem  # noqa: F401
 
 
 @dataclass
@@ -113,27 +114,6 @@ class BringupConfig:
     def use_sim_time(self) -> bool:
         """Derived from the mode: every node of a sim bringup runs on /clock."""
         return self.use_sim
-
-
-MAX_SEED = 2**63 - 1
-"""Largest seed: the simulator's ``seed`` parameter is a ROS integer (int64). Larger seeds are
-refused rather than reduced, so a seed in a log always replays the same run."""
-MIN_REAL_TIME_FACTOR = 1e-3
-"""Slowest pacing other than 0 (as fast as possible); slower would sleep for hours per step."""
-
-
-def simulation_value_problem(name: str, value: Any) -> str | None:
-    """What is wrong with a value of the simulator's ``seed``, ``real_time_factor`` or ``duration``
-    (``'expected ...'``), or None. Shared by the launch arguments and the simulator's parameters."""
-    if name == 'seed':
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEED:
-            return f'expected an integer from 0 to {MAX_SEED} (2^63-1), got {value!r}'
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        return f'expected a finite number >= 0, got {value!r}'
-    if name == 'real_time_factor' and 0 < value < MIN_REAL_TIME_FACTOR:
-        return f'expected 0 (as fast as possible) or a number >= {MIN_REAL_TIME_FACTOR:g}, got {value!r}'
-    return None
 
 
 def config_from_arguments(arguments: dict[str, str], source: str = 'launch arguments', **overrides) -> BringupConfig:
@@ -241,7 +221,7 @@ def _check_combinations(config: BringupConfig, given: set[str], source: str) -> 
     if config.use_sim:
         # The world file read and checked here, before any node starts (the simulator would refuse it only after
         # the others started); MuJoCo compiles an MJCF include in the simulator.
-        from .description.load import parse_world, resolve_world_path
+        from robotsim_core.description.load import parse_world, resolve_world_path
         try:
             parse_world(resolve_world_path(config.world))
         except DescriptionError as error:
@@ -298,19 +278,6 @@ def launch_arguments() -> list[tuple[str, str, str]]:
     return out
 
 
-def default_serial_link(namespace: str = '') -> str:
-    """Where the simulated MCU's serial port appears (a symlink to its pty): per user, domain, robot."""
-    suffix = f'-{namespace}' if namespace else ''
-    return os.path.join(tempfile.gettempdir(), f'robotsim-{os.getuid()}',
-                        f'ttyMCU-{os.environ.get("ROS_DOMAIN_ID", "0")}{suffix}')
-
-
-def share_path(*parts: str) -> str:
-    """A file under the robotsim share directory (installed) or the source workspace."""
-    from .description.load import robot_config_dir
-    return os.path.join(os.path.dirname(os.path.dirname(robot_config_dir())), *parts)
-
-
 def rviz_config_path(robot: str) -> str:
     """The RViz configuration of ``robot`` (a name or a robot YAML path): its own, else the rover's."""
     own = share_path('config', 'rviz', f'{os.path.splitext(os.path.basename(robot))[0]}.rviz')
@@ -324,8 +291,8 @@ def fleet_of(config: BringupConfig) -> FleetSpec:
 def firmware_in_the_loop(config: BringupConfig, fleet: FleetSpec) -> bool:
     if config.firmware != 'auto':
         return config.firmware == 'true'
-    from .description import load_robot
-    from .drive import MCU_MOTOR_CHANNELS
+    from robotsim_core.description import load_robot
+    from robotsim_core.drive import MCU_MOTOR_CHANNELS
     drives = [load_robot(entry.robot).drive for entry in fleet.robots]
     return all(drive is not None and drive.type == 'differential' and len(drive.driven_wheels) <= MCU_MOTOR_CHANNELS
                for drive in drives)
@@ -334,7 +301,7 @@ def firmware_in_the_loop(config: BringupConfig, fleet: FleetSpec) -> bool:
 def recorded_topics(config: BringupConfig, fleet: FleetSpec) -> list[tuple[str, str]]:
     """(absolute topic, type) of every contract topic of every robot, /clock once, and in simulation the
     world's own topics (contract.WORLD_TOPICS)."""
-    from .description import load_robot
+    from robotsim_core.description import load_robot
     topics = {}
     for entry in fleet.robots:
         contract = robot_contract(load_robot(entry.robot))
@@ -516,8 +483,8 @@ def check_ros_parameter(value: Any, source: str, key: str) -> None:
 
 
 def _real_nodes(config: BringupConfig, fleet: FleetSpec) -> list[NodeSpec]:
-    from .description import load_robot
-    from .urdf import tree_to_urdf
+    from robotsim_core.description import load_robot
+    from robotsim_core.urdf import tree_to_urdf
     nodes = []
     for entry in fleet.robots:
         path = real_config_path(config, entry.robot)

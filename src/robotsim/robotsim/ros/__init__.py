@@ -1,0 +1,1 @@
+"""The bringup's ROS adapter: the node graph as `launch` actions (the launch files call it)."""
