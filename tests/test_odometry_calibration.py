@@ -1,6 +1,6 @@
 """Skid-steer odometry calibration (issue 9, item 20): the rover's effective track
 (drive.wheel_separation_multiplier) makes encoder odometry turn as the base really turns, in the
-ROS-free core and through the simulator's /odom; `robotsim calibrate odometry` measures it against
+ROS-free core and through the simulator's /odom; `robotsim odometry calibrate` measures it against
 ground truth in simulation and against the IMU gyro of a recorded bag."""
 
 import math
@@ -54,7 +54,7 @@ def test_shipped_multiplier_makes_odometry_turn_as_the_base_does():
 
 def test_calibrate_in_simulation_measures_the_shipped_value():
     shipped = load_robot('rover').drive.wheel_separation_multiplier
-    result = subprocess.run(['robotsim', 'calibrate', 'odometry', '--robot', 'rover'], capture_output=True,
+    result = subprocess.run(['robotsim', 'odometry', 'calibrate', '--robot', 'rover'], capture_output=True,
                             text=True, timeout=600)
     assert result.returncode == 0, result.stderr
     fitted = float(re.search(r'wheel_separation_multiplier: ([\d.]+)', result.stdout).group(1))
@@ -70,13 +70,23 @@ def test_bad_calibration_input_is_one_line_exit_2(tmp_path):
     path.write_text(yaml.safe_dump(racer))
     cases = {
         ('describe', str(path)): 'drive.wheel_separation_multiplier: expected no multiplier for an ackermann drive',
-        ('calibrate', 'odometry', '--robot', 'racer'): 'drive.type: odometry calibration fits',
-        ('calibrate', 'odometry', '--from-bag', str(tmp_path / 'missing')): f'--from-bag {tmp_path / "missing"}',
+        ('odometry', 'calibrate', '--robot', 'racer'): 'drive.type: odometry calibration fits',
+        ('odometry', 'calibrate', '--from-bag', str(tmp_path / 'missing')): f'--from-bag {tmp_path / "missing"}',
     }
     for args, expected in cases.items():
         result = subprocess.run(['robotsim', *args], capture_output=True, text=True, timeout=120)
         assert result.returncode == 2, (args, result.stdout, result.stderr)
         assert expected in result.stderr and len(result.stderr.strip().splitlines()) == 1, (args, result.stderr)
+
+
+def test_the_old_spelling_still_runs_after_one_line_naming_the_new_one(tmp_path):
+    result = subprocess.run(['robotsim', 'calibrate', 'odometry', '--robot', 'racer'], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 2, result
+    lines = result.stderr.strip().splitlines()
+    assert lines[0] == ("robotsim: 'calibrate odometry' is now 'robotsim odometry calibrate'; the old spelling goes in "
+                        'the next release'), lines
+    assert len(lines) == 2 and 'drive.type: odometry calibration fits' in lines[1], lines
 
 
 def unwrapped_yaw(messages, start: float, end: float) -> float:
@@ -133,7 +143,7 @@ def test_sim_node_odom_turns_as_ground_truth_and_the_gyro_fit_agrees(tmp_path):
 
     # The robot's way: the bag's gyro against its encoders measures the same scrub as ground truth did.
     multiplier = load_robot('rover').drive.wheel_separation_multiplier
-    result = subprocess.run(['robotsim', 'calibrate', 'odometry', '--robot', 'rover', '--from-bag', str(bag)],
+    result = subprocess.run(['robotsim', 'odometry', 'calibrate', '--robot', 'rover', '--from-bag', str(bag)],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, (result.stdout, result.stderr)
     from_gyro = float(re.search(r'wheel_separation_multiplier: ([\d.]+)', result.stdout).group(1))

@@ -5,7 +5,7 @@
     robotsim contract check [--robot ROBOT] [--duration S] [--namespace NS] [--real]
     robotsim launch sim|real|robot [name:=value ...]   (the launch files' arguments)
     robotsim bag repair BAG   (make an interrupted MCAP recording readable again)
-    robotsim calibrate odometry [--robot ROBOT] [--world W | --from-bag BAG]   (skid-steer effective track)
+    robotsim odometry calibrate [--robot ROBOT] [--world W | --from-bag BAG]   (skid-steer effective track)
     robotsim arm reach X Y Z [PITCH] [--plan-only]   (plan on the running simulator's world, move through FollowJointTrajectory)
     robotsim dataset generate|verify|export ...   (randomised episodes as bags, manifest, LeRobot export)
     robotsim policy train DATASET --out policy.onnx   (behaviour cloning, ONNX export)
@@ -297,28 +297,29 @@ def build_parser() -> argparse.ArgumentParser:
     import_parser.add_argument('urdf', help='the robot\'s URDF file')
     import_parser.add_argument('--out', required=True, help='the overlay YAML to write')
     import_parser.set_defaults(handler=import_urdf_command)
-    contract_parser = commands.add_parser('contract', help="check a live ROS graph against a robot's topic contract")
-    contract_parser.add_argument('action', choices=['check'])
-    contract_parser.add_argument('--robot', default='rover', help='robot YAML path or name in config/robots')
-    contract_parser.add_argument('--duration', type=float, default=5.0, help='seconds to watch the graph')
-    contract_parser.add_argument('--namespace', default='', help="the robot's ROS namespace")
-    contract_parser.add_argument('--frame-prefix', default='', help='prefix of every frame id (multi-robot)')
-    contract_parser.add_argument('--real', action='store_true',
-                                 help='a real robot: skip simulator-only topics; stamps must be wall time')
-    contract_parser.set_defaults(handler=contract_check)
+    contract_parser = commands.add_parser('contract', help="the robot's topic contract")
+    contract_check_parser = contract_parser.add_subparsers(dest='contract_action', required=True).add_parser(
+        'check', help="check a live ROS graph against a robot's topic contract; exit 0 all rows pass, 1 not")
+    contract_check_parser.add_argument('--robot', default='rover', help='robot YAML path or name in config/robots')
+    contract_check_parser.add_argument('--duration', type=float, default=5.0, help='seconds to watch the graph')
+    contract_check_parser.add_argument('--namespace', default='', help="the robot's ROS namespace")
+    contract_check_parser.add_argument('--frame-prefix', default='', help='prefix of every frame id (multi-robot)')
+    contract_check_parser.add_argument('--real', action='store_true',
+                                       help='a real robot: skip simulator-only topics; stamps must be wall time')
+    contract_check_parser.set_defaults(handler=contract_check)
     launch_parser = commands.add_parser('launch', help='bare-machine launcher: start a bringup without `launch`')
     launch_parser.add_argument('mode', choices=['sim', 'real', 'robot'],
                                help='sim.launch.py, real.launch.py or robot.launch.py (use_sim:=true|false)')
     launch_parser.add_argument('arguments', nargs='*', metavar='name:=value', help='launch arguments')
     launch_parser.set_defaults(handler=launch_command)
     bag_parser = commands.add_parser('bag', help='rosbag2 MCAP bag tools')
-    bag_parser.add_argument('action', choices=['repair'],
-                            help='repair: rebuild the MCAP summary/footer and metadata.yaml of an interrupted recording')
-    bag_parser.add_argument('bag', help='the bag folder (holding one .mcap file)')
-    bag_parser.set_defaults(handler=bag_repair)
-    calibrate_parser = commands.add_parser('calibrate', help='measure calibration values of a robot description')
-    calibrate_parser.add_argument('what', choices=['odometry'],
-                                  help='odometry: the skid-steer drive.wheel_separation_multiplier')
+    repair_parser = bag_parser.add_subparsers(dest='bag_action', required=True).add_parser(
+        'repair', help='rebuild the MCAP summary/footer and metadata.yaml of an interrupted recording')
+    repair_parser.add_argument('bag', help='the bag folder (holding one .mcap file)')
+    repair_parser.set_defaults(handler=bag_repair)
+    odometry_parser = commands.add_parser('odometry', help="the base's wheel odometry")
+    calibrate_parser = odometry_parser.add_subparsers(dest='odometry_action', required=True).add_parser(
+        'calibrate', help="fit a skid-steer base's drive.wheel_separation_multiplier (its effective track)")
     calibrate_parser.add_argument('--robot', default='rover', help='robot YAML path or name in config/robots')
     calibrate_parser.add_argument('--world', default='room',
                                   help='simulation: the floor friction and time step come from this world')
@@ -338,8 +339,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+RENAMED = {('calibrate', 'odometry'): ('odometry', 'calibrate')}
+"""Old spelling -> the command's name now (noun, then verb); an old spelling still runs, for one release, after a
+line saying what it is called now."""
+
+
+def _current_spelling(argv: list[str]) -> list[str]:
+    for old, new in RENAMED.items():
+        if tuple(argv[:len(old)]) == old:
+            print(f"robotsim: '{' '.join(old)}' is now 'robotsim {' '.join(new)}'; the old spelling goes in the next "
+                  'release', file=sys.stderr)
+            return [*new, *argv[len(old):]]
+    return argv
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(_current_spelling(list(sys.argv[1:] if argv is None else argv)))
     try:
         return args.handler(args)
     except DescriptionError as error:

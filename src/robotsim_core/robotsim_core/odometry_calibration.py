@@ -8,12 +8,12 @@ calibrate an *effective* track; ros2_control's diff_drive_controller calls the r
 ``cmd_vel`` into wheel speeds, so a commanded yaw rate is also the one the base turns. robotsim does
 the same (:mod:`robotsim_core.drive`); this module measures the multiplier from
 
-- **ground truth in simulation**: ``robotsim calibrate odometry --robot R`` drives the manoeuvres
+- **ground truth in simulation**: ``robotsim odometry calibrate --robot R`` drives the manoeuvres
   below in the headless simulation core (:mod:`robotsim_sim.odometry_trials`) and fits the
   multiplier at which odometry yaw equals ground-truth yaw;
 - **the IMU's gyro on the robot**: record a bag of ``/imu/data`` and ``/joint_states`` while
   driving turns (in place both ways, and arcs; a few full turns in all, on the floor the robot will
-  use), then ``robotsim calibrate odometry --robot R --from-bag BAG``: the gyro's yaw rate,
+  use), then ``robotsim odometry calibrate --robot R --from-bag BAG``: the gyro's yaw rate,
   rotated from the IMU's mount into ``base_link`` by the robot description, is regressed against
   the encoders' yaw rate (gyro bias fitted too), and the multiplier printed goes into
   ``drive.wheel_separation_multiplier`` of the robot's YAML.

@@ -163,7 +163,7 @@ class DriveSpec:
     """Differential only: effective track / wheel track, used by the odometry and the inverse
     kinematics (ros2_control diff_drive_controller's parameter of that name). A skid-steer base
     scrubs its tyres sideways in a turn, so it turns slower than its wheel speeds say: > 1.
-    Measure it with ``robotsim calibrate odometry``."""
+    Measure it with ``robotsim odometry calibrate``."""
 
     def check(self, source: str, path: str) -> None:
         if self.type != 'differential' and self.wheel_separation_multiplier != 1.0:
