@@ -390,9 +390,7 @@ def run_episode(randomizer: Randomizer, index: int, folder: str, driver_name: st
             return _loop(sim, RobotMessages(sim.robots[0], '', True, sim.labels), bag, scenario, world,
                          driver_name, duration, spec.goal_tolerance, commands, started, described)
         finally:
-            sim.close()
-            if sim.renderer is not None:
-                sim.renderer.close()  # now, in this thread: the GL context is shared by the next episode
+            sim.close()  # its renderer too, now, in this thread: the GL context is shared by the next episode
     finally:
         bag.close()
 
