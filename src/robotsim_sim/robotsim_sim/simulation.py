@@ -25,11 +25,10 @@ from robotsim_firmware.in_the_loop import FirmwareInTheLoop
 from robotsim_core.sensor_kinds import SensorContext, sensor_kind
 from robotsim_sensors.camera import CameraRenderer
 
-from .arm_controller import (ArmController, ArmGoal, ArmOutcome, CheckedTrajectory, ControllerState, GoalStatus,
-                             GripperConfig, GripperController, GripperOutcome, Rejection, ResultCode,
-                             TrajectoryConstraints, check_trajectory)
-from .controllers import (BaseController, PositionServoFeedForward, TrajectoryFollower, TrajectoryPoint,
-                          WheelSpeedLoop)
+from .arm_controller import (ArmController, ArmGoal, ArmOutcome, ControllerState, GripperConfig, GripperController,
+                             GripperOutcome, TrajectoryConstraints)
+from .controllers import BaseController, PositionServoFeedForward, TrajectoryFollower, WheelSpeedLoop
+from .arm_goals import ArmGoals
 from .binding import RobotBinding
 from .capture import CaptureThread
 from .entities import Entities
@@ -196,19 +195,6 @@ class SimOptions:
     is due; :meth:`Simulation.flush` delivers the rest). The simulator node turns it on."""
 
 
-def _columns(checked: CheckedTrajectory, joints: list[str]) -> CheckedTrajectory | None:
-    """The part of a checked trajectory that names ``joints`` (None: it names none of them)."""
-    columns = [index for index, name in enumerate(checked.joint_names) if name in joints]
-    if not columns:
-        return None
-
-    def pick(values):
-        return tuple(values[index] for index in columns) if len(values) else ()
-    return CheckedTrajectory([checked.joint_names[index] for index in columns],
-                             [TrajectoryPoint(p.time_from_start, pick(p.positions), pick(p.velocities),
-                                              pick(p.accelerations)) for p in checked.points])
-
-
 class Simulation:
     def __init__(self, world: WorldSpec, placements: list[RobotPlacement], options: SimOptions | None = None):
         self.world = world
@@ -224,8 +210,6 @@ class Simulation:
         self.instability_count = 0
         self.renderer = None
         """The renderer of captures in the physics thread (None: cameras off, or each in its own thread)."""
-        self.controller_outcomes: list[ArmOutcome | GripperOutcome] = []
-        self._goals_running = False
         renders = any(sensor_kind(s.type).renders for p in placements for s in p.model.sensors)
         if renders and self.options.cameras and not self.options.camera_threads:
             self.renderer = CameraRenderer(self.model, world.light.shadows, world.light.reflections)
@@ -233,6 +217,8 @@ class Simulation:
         self.geom_labels, self.labels = self._segmentation_labels(placements, bindings)
         self.robots: list[RobotInstance] = []
         self.entities = Entities(self.model, self.data, world, self.robots)
+        self.goals = ArmGoals(self.model, self.data, self.robots, lambda: self.time)
+        """The arm's and gripper's goals of every robot and their outcomes (robotsim_sim.arm_goals)."""
         """The robots and free bodies by name: poses, teleports, the placement rule (robotsim_sim.entities)."""
         try:
             for index, (placement, binding) in enumerate(zip(placements, bindings)):
@@ -388,7 +374,7 @@ class Simulation:
                 robot.firmware.reset(self.seed)
             robot.arm.reset()
             robot.gripper.reset()
-            self._end_goals_at_reset(robot)
+            self.goals.end_at_reset(robot)
             for item in robot.schedule:
                 item.rng = np.random.default_rng(streams[first_stream + item.slot])
                 item.index = item.next_ns = 0
@@ -448,150 +434,35 @@ class Simulation:
         controller = self.robots[robot].base_controller
         return controller is not None and controller.set_command(linear, angular, self.time)
 
-    # ------------------------------------------------------------------ arm and gripper
+    # ------------------------------------------------------------------ arm and gripper (robotsim_sim.arm_goals)
     def command_arm(self, robot: int, joint_names, points, start_time: float | None = None) -> str | None:
-        """A trajectory for the arm and/or gripper joints (the ``arm_controller/joint_trajectory`` topic):
-        ``points`` are :class:`~.controllers.TrajectoryPoint` or ``(time_from_start, positions)`` pairs.
-
-        The topic's rules: any subset of the arm and gripper joints (the others keep their
-        trajectory, or hold), points may share a time, positions beyond a joint's limits are clamped
-        onto it (:attr:`RobotInstance.newly_clamped` names joints clamped for the first time), a
-        start time in the past counts as now. It replaces the running arm (gripper) goal, which
-        ends with INVALID_GOAL. Returns why a trajectory is refused (nothing changes then)."""
-        r = self.robots[robot]
-        r.newly_clamped = []
-        converted = []
-        for point in points:
-            if not isinstance(point, TrajectoryPoint):
-                time, positions = point
-                point = TrajectoryPoint(time, tuple(positions))
-            converted.append(point)
-        checked = check_trajectory(list(joint_names), converted, r.arm.joints + r.gripper.joints, r.joint_limits,
-                                   allow_partial=True, beyond_limits='clamp', strictly_increasing=False,
-                                   field_prefix='')
-        if isinstance(checked, Rejection):
-            return checked.message
-        for joint, requested, limited in checked.clamped:
-            if joint not in r.clamped_ever:
-                r.clamped_ever.add(joint)
-                r.newly_clamped.append((joint, requested, limited))
-        start = self.time if start_time is None or start_time <= 0 else max(start_time, self.time)
-        for follower, qpos, dofs in ((r.arm, r.arm_qpos, r.arm_dofs), (r.gripper, r.gripper_qpos, r.gripper_dofs)):
-            part = _columns(checked, follower.joints)
-            if part is None:
-                continue
-            if follower is r.arm and r.arm_controller is not None:
-                self.controller_outcomes += r.arm_controller.preempt(
-                    f'preempted by a trajectory on arm_controller/joint_trajectory at {self.time:.6g} s sim time',
-                    self.time)
-            elif follower is r.gripper and r.gripper_controller is not None:
-                position, _, effort = self._gripper_reading(r)
-                self.controller_outcomes += r.gripper_controller.preempt(
-                    f'preempted by a trajectory on arm_controller/joint_trajectory at {self.time:.6g} s sim time',
-                    position, effort)
-            follower.load(part.joint_names, part.points, start, self.time, self.data.qpos[qpos], self.data.qvel[dofs])
-        self._goals_running = self._any_goal_running()
-        return None
+        """A trajectory for the arm and/or gripper joints (the ``arm_controller/joint_trajectory`` topic); why it
+        is refused, if it is (:meth:`ArmGoals.command`)."""
+        return self.goals.command(robot, joint_names, points, start_time)
 
     def send_arm_goal(self, robot: int, goal: ArmGoal, token) -> None:
-        """Start a FollowJointTrajectory goal (``token``: the caller's handle of it). Its outcome, and
-        that of a goal it preempts, arrive in :meth:`take_controller_outcomes` (at once for a refused goal)."""
-        r = self.robots[robot]
-        if r.arm_controller is None:
-            self.controller_outcomes.append(ArmOutcome(token, GoalStatus.ABORTED, ResultCode.INVALID_JOINTS,
-                                                       f'robot {r.model.name} has no arm'))
-            return
-        self.controller_outcomes += r.arm_controller.start(goal, token, self.time, self.data.qpos[r.arm_qpos],
-                                                           self.data.qvel[r.arm_dofs])
-        self._goals_running = self._any_goal_running()
+        """Start a FollowJointTrajectory goal (:meth:`ArmGoals.send_arm`)."""
+        self.goals.send_arm(robot, goal, token)
 
     def cancel_arm_goal(self, robot: int, token) -> bool:
-        """Cancel the running arm goal ``token``: the arm holds where it is. False: not the running goal."""
-        r = self.robots[robot]
-        if r.arm_controller is None:
-            return False
-        outcomes = r.arm_controller.cancel(token, self.time, self.data.qpos[r.arm_qpos])
-        self.controller_outcomes += outcomes
-        self._goals_running = self._any_goal_running()
-        return bool(outcomes)
+        """Cancel the running arm goal ``token`` (:meth:`ArmGoals.cancel_arm`)."""
+        return self.goals.cancel_arm(robot, token)
 
     def send_gripper_goal(self, robot: int, token, position: float, max_effort: float) -> None:
-        """Start a GripperCommand goal: the driven finger to ``position`` (m, travel from closed) with at
-        most ``max_effort`` N (0: the description's limit). Outcomes as for :meth:`send_arm_goal`."""
-        r = self.robots[robot]
-        controller = r.gripper_controller
-        if controller is None:
-            self.controller_outcomes.append(GripperOutcome(token, GoalStatus.ABORTED, math.nan, 0.0, False, False,
-                                                           f'robot {r.model.name} has no gripper'))
-            return
-        position_now, _, effort = self._gripper_reading(r)
-        self.controller_outcomes += controller.start(token, position, max_effort, self.time, position_now, effort,
-                                                     self.data.qpos[r.gripper_qpos], self.data.qvel[r.gripper_dofs])
-        self._apply_gripper_effort(r)
-        self._goals_running = self._any_goal_running()
+        """Start a GripperCommand goal (:meth:`ArmGoals.send_gripper`)."""
+        self.goals.send_gripper(robot, token, position, max_effort)
 
     def cancel_gripper_goal(self, robot: int, token) -> bool:
-        r = self.robots[robot]
-        if r.gripper_controller is None:
-            return False
-        position, _, effort = self._gripper_reading(r)
-        outcomes = r.gripper_controller.cancel(token, self.time, position, effort, self.data.qpos[r.gripper_qpos])
-        self.controller_outcomes += outcomes
-        self._goals_running = self._any_goal_running()
-        return bool(outcomes)
+        """Cancel the running gripper goal ``token`` (:meth:`ArmGoals.cancel_gripper`)."""
+        return self.goals.cancel_gripper(robot, token)
 
     def take_controller_outcomes(self) -> list[ArmOutcome | GripperOutcome]:
         """Goals that ended since the last call, in the order they ended."""
-        taken, self.controller_outcomes = self.controller_outcomes, []
-        return taken
+        return self.goals.take_outcomes()
 
     def arm_state(self, robot: int) -> ControllerState | None:
         """The arm controller's desired, actual and error state now (None: no arm)."""
-        r = self.robots[robot]
-        if r.arm_controller is None:
-            return None
-        return r.arm_controller.state(self.time, self.data.qpos[r.arm_qpos], self.data.qvel[r.arm_dofs],
-                                      self.data.qacc[r.arm_dofs])
-
-    def _gripper_reading(self, r: RobotInstance) -> tuple[float, float, float]:
-        """(position m, velocity m/s, servo force N) of the driven finger."""
-        controller = r.gripper_controller
-        column = r.gripper.joints.index(controller.joint)
-        actuator = r.arm_actuators[controller.joint]
-        return (float(self.data.qpos[r.gripper_qpos[column]]), float(self.data.qvel[r.gripper_dofs[column]]),
-                float(self.data.actuator_force[actuator]))
-
-    def _apply_gripper_effort(self, r: RobotInstance) -> None:
-        limit = r.gripper_controller.effort_limit_in_force
-        self.model.actuator_forcerange[r.arm_actuators[r.gripper_controller.joint]] = (-limit, limit)
-
-    def _any_goal_running(self) -> bool:
-        return any((r.arm_controller is not None and r.arm_controller.active is not None)
-                   or (r.gripper_controller is not None and r.gripper_controller.active is not None)
-                   for r in self.robots)
-
-    def _update_goals(self) -> None:
-        """After a physics step: check every running goal against the measured state."""
-        now = self.time
-        for r in self.robots:
-            if r.arm_controller is not None and r.arm_controller.active is not None:
-                self.controller_outcomes += r.arm_controller.update(
-                    now, self.data.qpos[r.arm_qpos], self.data.qvel[r.arm_dofs], self.data.qacc[r.arm_dofs])
-            if r.gripper_controller is not None and r.gripper_controller.active is not None:
-                self.controller_outcomes += r.gripper_controller.update(now, *self._gripper_reading(r))
-        self._goals_running = self._any_goal_running()
-
-    def _end_goals_at_reset(self, r: RobotInstance) -> None:
-        """A reset puts the robot back at its start: running goals end (INVALID_GOAL), servos at full force."""
-        reason = 'the simulation was reset: the robot is back at its initial pose'
-        if r.arm_controller is not None:
-            self.controller_outcomes += r.arm_controller.preempt(reason, self.time)
-        if r.gripper_controller is not None:
-            position, _, effort = self._gripper_reading(r)
-            self.controller_outcomes += r.gripper_controller.preempt(reason, position, effort)
-            r.gripper_controller.effort_limit_in_force = r.gripper_controller.effort_limit
-            self._apply_gripper_effort(r)
-        self._goals_running = False
+        return self.goals.arm_state(robot)
 
     # ------------------------------------------------------------------ entities (robotsim_sim.entities)
     def entity_joints(self) -> dict[str, int]:
@@ -656,8 +527,8 @@ class Simulation:
         self._apply_controls()
         mujoco.mj_step(self.model, self.data)
         self.step_count += 1
-        if self._goals_running:
-            self._update_goals()
+        if self.goals.running:
+            self.goals.update()
         # MuJoCo's reset after an instability puts its clock back: one comparison per step notices.
         # (On an episode's first step the clock agrees either way, so look at the warnings.)
         if self.data.time < (self.step_count - 0.5) * self.model.opt.timestep or (

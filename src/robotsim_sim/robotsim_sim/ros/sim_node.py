@@ -281,7 +281,7 @@ class SimNode(Node):
             if event.robot == 0 and event.channel == 'base_state':  # the world's free bodies with the ground truth
                 self.entities_pub.publish(world_entities_message(self.sim.world_entity_poses(),
                                                                  self.stamp_ns(event.reading.stamp)))
-        if self.sim.controller_outcomes:
+        if self.sim.goals.outcomes:
             self.dispatch_outcomes()
         sim_ns = self.sim.time_ns
         if self.goals and sim_ns >= self.next_feedback_ns:
