@@ -7,10 +7,10 @@ from the physics loop, and every message carries the sim time its data was taken
 The arm's ros2_control interfaces: ``arm_controller/follow_joint_trajectory``
 (control_msgs/action/FollowJointTrajectory), ``gripper_controller/gripper_cmd``
 (control_msgs/action/GripperCommand) and ``arm_controller/controller_state`` per robot namespace,
-beside the ``arm_controller/joint_trajectory`` topic. The goal logic is ROS-free
-(:mod:`robotsim_sim.arm_controller`, run by the simulation at every physics step); here an
-execute callback is a coroutine that waits for the simulation to end its goal, so no callback ever
-blocks the physics loop (one thread, the executor spun between steps).
+beside the ``arm_controller/joint_trajectory`` topic, are served by :mod:`robotsim_sim.ros.arm_actions`. The
+goal logic is ROS-free (:mod:`robotsim_sim.arm_goals`, run by the simulation at every physics step); an execute
+callback is a coroutine that waits for the simulation to end its goal, so no callback ever blocks the physics
+loop (one thread, the executor spun between steps).
 
 Time across resets stays monotonic: a reset starts a new episode whose stamps continue one
 step after the last published time, so /clock never goes back or repeats.
@@ -23,19 +23,14 @@ import time
 from dataclasses import dataclass, field
 
 import rclpy
-from control_msgs.action import FollowJointTrajectory, GripperCommand
-from control_msgs.msg import JointTrajectoryControllerState
 from geometry_msgs.msg import Twist, TwistStamped
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
-from rclpy.task import Future
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robotsim_core.run_values import default_serial_link, simulation_value_problem
 from robotsim_core.contract import CLOCK_QOS, ENTITIES, SCENARIO
@@ -53,11 +48,10 @@ from robotsim_msgs.msg import SimStatus
 from robotsim_msgs.srv import GetEntityPose, InjectFault, Pause, Reset, SetEntityPose, Step
 from robotsim_sensors.gl_backend import RenderUnavailable
 
-from ..arm_controller import (ArmGoal, ArmOutcome, GoalStatus, GripperConfig, GripperOutcome, JointTolerance,
-                             TrajectoryConstraints)
-from ..controllers import TrajectoryPoint
+from ..arm_controller import GripperConfig, TrajectoryConstraints
 from ..rejections import PerReasonThrottle
 from .. import scenario
+from .arm_actions import ArmActions
 from .robot_messages import RobotMessages, world_entities_message
 from ..scene import RobotPlacement, load_world, resolve_world_path
 from ..simulation import SimOptions, Simulation
@@ -141,8 +135,8 @@ class SimNode(Node):
                                                TrajectoryConstraints.stopped_velocity_tolerance, minimum=0.0),
             goal_time=declare('arm_controller.constraints.goal_time', TrajectoryConstraints.goal_time, minimum=0.0))
         allow_partial = declare('arm_controller.allow_partial_joints_goal', False)
-        self.action_monitor_rate = declare('arm_controller.action_monitor_rate', 20.0, minimum=0.1, maximum=1000.0)
-        self.state_publish_rate = declare('arm_controller.state_publish_rate', 50.0, minimum=0.0, maximum=1000.0)
+        feedback_rate = declare('arm_controller.action_monitor_rate', 20.0, minimum=0.1, maximum=1000.0)
+        state_rate = declare('arm_controller.state_publish_rate', 50.0, minimum=0.0, maximum=1000.0)
         gripper = GripperConfig(
             goal_tolerance=declare('gripper_controller.goal_tolerance', GripperConfig.goal_tolerance, minimum=1e-9),
             stall_velocity_threshold=declare('gripper_controller.stall_velocity_threshold',
@@ -162,11 +156,8 @@ class SimNode(Node):
             seed=seed, cameras=cameras, command_timeout=command_timeout, firmware=self.firmware,
             serial_links=self.serial_links, arm_constraints=constraints, allow_partial_joints_goal=allow_partial,
             gripper=gripper, camera_threads=True))
-        # Goals handed to the simulation, by goal id: (goal handle, its robot, the Future its outcome completes).
-        # The handle itself is the simulation's token for the goal.
-        self.goals: dict[bytes, tuple[object, RobotPorts, Future]] = {}
-        self.next_feedback_ns = 0
-        self.next_state_ns = 0
+        self.arm_actions = ArmActions(self, feedback_rate, state_rate)
+        """Every robot's arm_controller / gripper_controller actions and topics (robotsim_sim.ros.arm_actions)."""
         self.ports = [self.make_ports(index, entry, frame_prefix if len(fleet.robots) == 1 and frame_prefix
                                       else entry.frame_prefix)
                       for index, entry in enumerate(fleet.robots)]
@@ -222,29 +213,9 @@ class SimNode(Node):
             ports.pubs[name].publish(message)
         twist_type = TwistStamped if self.cmd_vel_stamped else Twist
         self.create_subscription(twist_type, ports.topic('cmd_vel'), lambda msg: self.on_cmd_vel(ports, msg), 10)
-        self.create_subscription(JointTrajectory, ports.topic('arm_controller/joint_trajectory'),
-                                 lambda msg: self.on_trajectory(ports, msg), 10)
         self.create_service(InjectFault, ports.topic('sim/inject_fault'),
                             lambda request, response: self.on_inject_fault(ports, request, response))
-        # rclpy awaits an execute callback only if it is a coroutine function (a lambda returning a
-        # coroutine is not one): these wrappers are.
-        async def execute_arm_goal(handle):
-            return await self.execute_arm_goal(ports, handle)
-
-        async def execute_gripper_goal(handle):
-            return await self.execute_gripper_goal(ports, handle)
-        if robot.arm_controller is not None:
-            ActionServer(self, FollowJointTrajectory, ports.topic('arm_controller/follow_joint_trajectory'),
-                         execute_callback=execute_arm_goal,
-                         goal_callback=lambda request: GoalResponse.ACCEPT,
-                         cancel_callback=lambda handle: self.cancel_goal(ports, handle, 'arm'))
-            ports.controller_state = self.create_publisher(
-                JointTrajectoryControllerState, ports.topic('arm_controller/controller_state'), 10)
-        if robot.gripper_controller is not None:
-            ActionServer(self, GripperCommand, ports.topic('gripper_controller/gripper_cmd'),
-                         execute_callback=execute_gripper_goal,
-                         goal_callback=lambda request: GoalResponse.ACCEPT,
-                         cancel_callback=lambda handle: self.cancel_goal(ports, handle, 'gripper'))
+        self.arm_actions.serve(ports)
         return ports
 
     # ------------------------------------------------------------------ helpers
@@ -281,15 +252,7 @@ class SimNode(Node):
             if event.robot == 0 and event.channel == 'base_state':  # the world's free bodies with the ground truth
                 self.entities_pub.publish(world_entities_message(self.sim.world_entity_poses(),
                                                                  self.stamp_ns(event.reading.stamp)))
-        if self.sim.goals.outcomes:
-            self.dispatch_outcomes()
-        sim_ns = self.sim.time_ns
-        if self.goals and sim_ns >= self.next_feedback_ns:
-            self.next_feedback_ns = sim_ns + round(1e9 / self.action_monitor_rate)
-            self.publish_arm_feedback()
-        if self.state_publish_rate > 0 and sim_ns >= self.next_state_ns:
-            self.next_state_ns = sim_ns + round(1e9 / self.state_publish_rate)
-            self.publish_controller_state()
+        self.arm_actions.after_step()
 
     def deliver_captures(self) -> None:
         """Publish the camera captures still being rendered (robotsim_sim.capture): before the node stops
@@ -342,136 +305,6 @@ class SimNode(Node):
                                 f'rejected non-finite {ports.topic("cmd_vel")} (linear.x={twist.linear.x}, '
                                 f'angular.z={twist.angular.z}); {self.rejected_commands} rejected so far')
 
-    def on_trajectory(self, ports: RobotPorts, msg: JointTrajectory) -> None:
-        points = [TrajectoryPoint(duration_seconds(p.time_from_start), tuple(p.positions), tuple(p.velocities),
-                                  tuple(p.accelerations)) for p in msg.points]
-        start = None
-        if msg.header.stamp.sec or msg.header.stamp.nanosec:
-            start = (msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec - self.time_offset_ns) * 1e-9
-        error = self.sim.command_arm(ports.index, [n.removeprefix(ports.frame_prefix) for n in msg.joint_names], points, start)
-        self.dispatch_outcomes()  # the trajectory preempts a running arm (gripper) goal
-        if error:
-            self.rejected_commands += 1
-            self.warn_rejection(f'trajectory: {error}', f'rejected arm trajectory: {error}')
-            return
-        for joint, requested, limit in self.sim.robots[ports.index].newly_clamped:
-            self.get_logger().warning(f'arm trajectory: {ports.frame_prefix}{joint} target {requested:g} is beyond its '
-                                      f'limit; clamped to {limit:g} (warned once per joint)')
-
-    # ------------------------------------------------------------------ arm and gripper actions
-    def track_goal(self, ports: RobotPorts, handle) -> Future:
-        future = Future()
-        self.goals[goal_key(handle)] = (handle, ports, future)
-        return future
-
-    async def execute_arm_goal(self, ports: RobotPorts, handle):
-        """FollowJointTrajectory: hand the goal to the simulation, wait (without blocking) for its outcome."""
-        future = self.track_goal(ports, handle)
-        if handle.is_cancel_requested:  # cancelled before it started
-            self.goals.pop(goal_key(handle), None)
-            self.finish_goal(handle, GoalStatus.CANCELED)
-            return FollowJointTrajectory.Result(error_string='canceled before it started')
-        self.sim.send_arm_goal(ports.index, arm_goal(handle.request, ports.frame_prefix, self.time_offset_ns), handle)
-        self.dispatch_outcomes()
-        outcome = await future
-        self.finish_goal(handle, outcome.status)
-        return FollowJointTrajectory.Result(error_code=int(outcome.code), error_string=outcome.error_string)
-
-    async def execute_gripper_goal(self, ports: RobotPorts, handle):
-        """GripperCommand: as :meth:`execute_arm_goal`."""
-        future = self.track_goal(ports, handle)
-        command = handle.request.command
-        if handle.is_cancel_requested:
-            self.goals.pop(goal_key(handle), None)
-            self.finish_goal(handle, GoalStatus.CANCELED)
-            return GripperCommand.Result()
-        self.sim.send_gripper_goal(ports.index, handle, command.position, command.max_effort)
-        self.dispatch_outcomes()
-        outcome = await future
-        self.finish_goal(handle, outcome.status)
-        return GripperCommand.Result(position=outcome.position, effort=outcome.effort, stalled=outcome.stalled,
-                                     reached_goal=outcome.reached_goal)
-
-    def cancel_goal(self, ports: RobotPorts, handle, kind: str):
-        """A client cancels: the arm (fingers) hold where they are, the goal ends CANCELED."""
-        if kind == 'arm':
-            self.sim.cancel_arm_goal(ports.index, handle)
-        else:
-            self.sim.cancel_gripper_goal(ports.index, handle)
-        self.dispatch_outcomes()
-        return CancelResponse.ACCEPT
-
-    @staticmethod
-    def finish_goal(handle, status: GoalStatus) -> None:
-        if not handle.is_active:
-            return
-        if status is GoalStatus.SUCCEEDED:
-            handle.succeed()
-        elif status is GoalStatus.CANCELED and handle.is_cancel_requested:
-            handle.canceled()
-        else:
-            handle.abort()
-
-    def dispatch_outcomes(self) -> None:
-        """Goals the simulation ended: log them and complete their execute callbacks."""
-        for outcome in self.sim.take_controller_outcomes():
-            tracked = self.goals.pop(goal_key(outcome.token), None)
-            if tracked is None:
-                continue
-            _, ports, future = tracked
-            if isinstance(outcome, ArmOutcome):
-                name = ports.topic('arm_controller/follow_joint_trajectory')
-                if outcome.status is GoalStatus.SUCCEEDED:
-                    self.get_logger().info(f'{name}: goal succeeded')
-                else:
-                    self.warn_rejection(f'{name} {outcome.status.value} {outcome.code.name}',
-                                        f'{name}: goal {outcome.status.value}, {outcome.code.name}: {outcome.error_string}')
-            elif isinstance(outcome, GripperOutcome):
-                name = ports.topic('gripper_controller/gripper_cmd')
-                what = ('reached' if outcome.reached_goal else 'stalled' if outcome.stalled else outcome.status.value)
-                line = f'{name}: goal {outcome.status.value} ({what}) at {outcome.position:.4g} m'
-                if outcome.status is GoalStatus.ABORTED and not outcome.stalled:
-                    self.warn_rejection(f'{name} {outcome.reason[:40]}', f'{line}: {outcome.reason}')
-                else:
-                    self.get_logger().info(line + (f': {outcome.reason}' if outcome.reason else ''))
-            if not future.done():
-                future.set_result(outcome)
-
-    def publish_arm_feedback(self) -> None:
-        stamp = stamp_msg(self.total_time_ns())
-        for handle, ports, _ in list(self.goals.values()):
-            controller = self.sim.robots[ports.index].arm_controller
-            if controller is None or controller.active_token is not handle or not handle.is_active:
-                continue
-            state = self.sim.arm_state(ports.index)
-            feedback = FollowJointTrajectory.Feedback()
-            feedback.header.stamp = stamp
-            feedback.joint_names = list(state.joint_names)
-            feedback.desired = trajectory_point(state.desired, state.time_from_start)
-            feedback.actual = trajectory_point(state.actual, state.time_from_start)
-            feedback.error = trajectory_point(state.error, state.time_from_start)
-            feedback.index = max(state.index, 0)
-            handle.publish_feedback(feedback)
-
-    def publish_controller_state(self) -> None:
-        """arm_controller/controller_state (only while someone listens: building it costs every physics loop)."""
-        stamp = None
-        for ports in self.ports:
-            if ports.controller_state is None or not ports.controller_state.get_subscription_count():
-                continue
-            stamp = stamp or stamp_msg(self.total_time_ns())
-            state = self.sim.arm_state(ports.index)
-            robot = self.sim.robots[ports.index]
-            message = JointTrajectoryControllerState()
-            message.header.stamp = stamp
-            message.joint_names = list(state.joint_names)
-            message.reference = trajectory_point(state.desired, state.time_from_start)
-            message.feedback = trajectory_point(state.actual, state.time_from_start)
-            message.error = trajectory_point(state.error, state.time_from_start)
-            message.output = JointTrajectoryPoint(positions=[float(v) for v in self.sim.data.ctrl[robot.arm_actuator_ids]])
-            message.speed_scaling_factor = 1.0
-            ports.controller_state.publish(message)
-
     def on_pause(self, request, response):
         if request.paused:
             self.deliver_captures()
@@ -517,8 +350,7 @@ class SimNode(Node):
         # sim/status, feedback and controller state (stamped with the sim time, which can be ahead of /clock).
         self.time_offset_ns = self.total_time_ns() + self.sim.timestep_ns
         self.sim.reset(request.seed if request.use_seed else None)
-        self.next_feedback_ns = self.next_state_ns = 0
-        self.dispatch_outcomes()  # running arm and gripper goals end with the episode
+        self.arm_actions.restart()  # running arm and gripper goals end with the episode
         self._pace_origin = self._rtf_window = (time.monotonic(), self.sim.time_ns)
         self.publish_clock(self.stamp_ns(0))
         response.success, response.seed = True, self.sim.seed
@@ -604,50 +436,6 @@ class SimNode(Node):
                     self._pace_origin = (time.monotonic() - MAX_PACE_LAG, self.sim.time_ns)
                 while (delay := target - time.monotonic()) > 0 and not self.paused:
                     executor.spin_once(timeout_sec=delay)
-
-
-def goal_key(handle) -> bytes:
-    """A goal's id as a dict key (rclpy's goal handles are not hashable)."""
-    return bytes(handle.goal_id.uuid)
-
-
-def duration_seconds(duration) -> float:
-    return duration.sec + duration.nanosec * 1e-9
-
-
-def trajectory_point(values, time_from_start: float) -> JointTrajectoryPoint:
-    """(positions, velocities, accelerations) arrays -> a JointTrajectoryPoint."""
-    positions, velocities, accelerations = values
-    point = JointTrajectoryPoint(positions=[float(v) for v in positions], velocities=[float(v) for v in velocities],
-                                 accelerations=[float(v) for v in accelerations])
-    nanoseconds = max(round(time_from_start * 1e9), 0)
-    point.time_from_start.sec, point.time_from_start.nanosec = divmod(nanoseconds, 1_000_000_000)
-    return point
-
-
-def arm_goal(request, frame_prefix: str, time_offset_ns: int) -> ArmGoal:
-    """A FollowJointTrajectory goal message -> :class:`ArmGoal` (joint names with or without the
-    robot's frame prefix; the header stamp from ROS time to the episode's sim time)."""
-    def name(value: str) -> str:
-        return value.removeprefix(frame_prefix) if frame_prefix else value
-    trajectory = request.trajectory
-    stamp_ns = trajectory.header.stamp.sec * 1_000_000_000 + trajectory.header.stamp.nanosec
-    unsupported = ''
-    if request.multi_dof_trajectory.joint_names or request.multi_dof_trajectory.points:
-        unsupported = 'multi_dof_trajectory: not supported; expected it empty (arm_controller has no multi-DOF joints)'
-    elif request.component_path_tolerance or request.component_goal_tolerance:
-        unsupported = ('component_path_tolerance / component_goal_tolerance: not supported; expected them empty '
-                       '(use path_tolerance and goal_tolerance)')
-
-    def tolerances(entries):
-        return [JointTolerance(name(t.name), t.position, t.velocity, t.acceleration) for t in entries]
-    return ArmGoal(
-        joint_names=[name(n) for n in trajectory.joint_names],
-        points=[TrajectoryPoint(duration_seconds(p.time_from_start), tuple(p.positions), tuple(p.velocities),
-                                tuple(p.accelerations)) for p in trajectory.points],
-        start_time=None if stamp_ns == 0 else (stamp_ns - time_offset_ns) * 1e-9,
-        path_tolerance=tolerances(request.path_tolerance), goal_tolerance=tolerances(request.goal_tolerance),
-        goal_time_tolerance=duration_seconds(request.goal_time_tolerance), unsupported=unsupported)
 
 
 def _run(node: SimNode) -> None:
