@@ -32,7 +32,8 @@ from .arm_goals import ArmGoals
 from .binding import RobotBinding
 from .capture import CaptureThread
 from .entities import Entities
-from .scene import FIRST_ROBOT_GROUP, RobotPlacement, build_scene, compile_scene
+from .compiled_scene import CompiledScene
+from .scene import FIRST_ROBOT_GROUP, RobotPlacement
 from robotsim_core.description.world_spec import WorldSpec
 
 
@@ -199,9 +200,10 @@ class Simulation:
     def __init__(self, world: WorldSpec, placements: list[RobotPlacement], options: SimOptions | None = None):
         self.world = world
         self.options = options or SimOptions()
-        self.spec = build_scene(world, placements)
+        scene = CompiledScene.compile(world, placements)
+        self.spec = scene.spec
         """The scene as MuJoCo's model spec (MjSpec; ``spec.to_xml()`` gives its MJCF)."""
-        self.model = compile_scene(self.spec, world, placements)
+        self.model = scene.model
         self.data = mujoco.MjData(self.model)
         self.timestep_ns = round(world.timestep * 1e9)
         self.step_count = 0
@@ -213,8 +215,8 @@ class Simulation:
         renders = any(sensor_kind(s.type).renders for p in placements for s in p.model.sensors)
         if renders and self.options.cameras and not self.options.camera_threads:
             self.renderer = CameraRenderer(self.model, world.light.shadows, world.light.reflections)
-        bindings = [RobotBinding.bind(self.model, p.model, p.prefix) for p in placements]
-        self.geom_labels, self.labels = self._segmentation_labels(placements, bindings)
+        bindings = scene.bindings
+        self.geom_labels, self.labels = scene.geom_labels, scene.labels
         self.robots: list[RobotInstance] = []
         self.entities = Entities(self.model, self.data, world, self.robots)
         self.goals = ArmGoals(self.model, self.data, self.robots, lambda: self.time)
@@ -230,27 +232,6 @@ class Simulation:
             raise
 
     # ------------------------------------------------------------------ construction
-    def _segmentation_labels(self, placements, bindings):
-        """Entity label per geom: 0 floor/walls/static world, one id per free body or robot."""
-        labels = {0: 'world'}
-        geom_labels = np.zeros(self.model.ngeom, dtype=np.int32)
-        names = {}
-        for geom in range(self.model.ngeom):
-            root = self.model.body_rootid[self.model.geom_bodyid[geom]]
-            if root == 0:
-                name = self.model.geom(geom).name or 'world'
-                name = name if not name.startswith('wall_') and name != 'floor' else 'world'
-            else:
-                name = self.model.body(root).name
-                for placement, binding in zip(placements, bindings):
-                    if root == binding.root_body:
-                        name = placement.namespace or placement.model.name
-            if name not in names:
-                names[name] = 0 if name == 'world' else len(names) + 1
-                labels[names[name]] = name
-            geom_labels[geom] = names[name]
-        return geom_labels, labels
-
     def _make_robot(self, index: int, placement: RobotPlacement, binding: RobotBinding) -> RobotInstance:
         model, prefix, m = placement.model, placement.prefix, self.model
         joints = [j.name for j in model.tree.moving_joints()]

@@ -1,11 +1,12 @@
 """Recording + robot and world descriptions -> the scene description the Blender side builds (ROS-free).
 
-Geometry is what the simulator's camera draws: the world and robot are composed into a MuJoCo
-model by the simulator's own scene builder (:func:`robotsim_sim.scene.build_scene`, via
-:class:`~robotsim_sim.simulation.Simulation`), and every geom MuJoCo's scene update puts in front of
-a camera (all geom groups, as :class:`robotsim_sensors.camera.CameraRenderer` shows them) becomes
-one Blender object with its shape, size, colour and segmentation label (the simulator's entity ids,
-from the same code that labels its segmentation images). The floor keeps its checker texture.
+Geometry is what the simulator's camera draws: the world and robot are composed into a MuJoCo model by the
+simulator's own scene builder (:class:`robotsim_sim.compiled_scene.CompiledScene`, what a
+:class:`~robotsim_sim.simulation.Simulation` starts from, without its controllers, sensors or firmware), and
+every geom MuJoCo's scene update puts in front of a camera (all geom groups, as
+:class:`robotsim_sensors.camera.CameraRenderer` shows them) becomes one Blender object with its shape, size,
+colour and segmentation label (the simulator's entity ids, from the same code that labels its segmentation
+images). The floor keeps its checker texture.
 
 Animation: for each rendered frame (a recorded ``CameraInfo`` stamp), the robot's root link is put
 at its recorded true pose (``/sim/ground_truth``, interpolated to the frame's stamp) and its joints at
@@ -80,117 +81,116 @@ def _srgb_to_linear(value: float) -> float:
 def build_description(recording: Recording, world, robot, stamps: np.ndarray, variety_seed: int | None,
                       warn=None) -> SceneDescription:
     """The scene of ``recording``'s camera at ``stamps`` (ns) in ``world`` with ``robot``."""
+    from robotsim_sim.compiled_scene import CompiledScene
     from robotsim_sim.scene import RobotPlacement
-    from robotsim_sim.simulation import SimOptions, Simulation
 
     warn = warn or (lambda text: print(f'robotsim render: warning: {text}', file=sys.stderr))
-    simulation = Simulation(world, [RobotPlacement(robot)], SimOptions(cameras=False))
-    try:
-        model, data = simulation.model, mujoco.MjData(simulation.model)
-        instance = simulation.robots[0]
-        sensor = next((s for s in robot.sensors if s.type == 'camera' and s.name == recording.camera), None)
-        if sensor is None:
-            cameras = [s.name for s in robot.sensors if s.type == 'camera']
-            raise RecordingError(f'--camera {recording.camera}: robot {robot.name} ({robot.source}) has no camera of '
-                                 f'that name; expected one of {", ".join(cameras) or "(none)"}')
-        optical = recording.intrinsics.frame_id
-        body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, optical)
-        if body < 0:
-            raise RecordingError(f'{recording.bag}: /{recording.camera}/camera_info: header.frame_id {optical!r} is '
-                                 f'not a link of robot {robot.name}; expected {sensor.frame}')
-        if recording.labels is not None and recording.labels != simulation.labels:
-            raise RecordingError(f'{recording.bag}: /{recording.camera}/segmentation/labels {recording.labels} differ '
-                                 f'from the labels of this world and robot {simulation.labels}: expected the '
-                                 'world and robot the recording was made with (--world, --robot)')
-        geoms = drawn_geoms(model, data)
-        free_bodies = {model.body(model.jnt_bodyid[j]).name: int(model.jnt_qposadr[j]) for j in range(model.njnt)
-                       if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE
-                       and model.body_rootid[model.jnt_bodyid[j]] != instance.root_body}
-        moved = {name: address for name, address in free_bodies.items() if name in recording.entities}
-        unrecorded = sorted(set(free_bodies) - set(moved))
-        if unrecorded:
-            warn(f'free bodies {", ".join(unrecorded)} are not in the recording (/sim/entities): drawn at their '
-                 'initial pose')
-        recorded = set(recording.joints.names)
-        joints = [(qpos, name) for name, qpos in zip(instance.joint_names, instance.qpos_index) if name in recorded]
-        missing = [name for name in instance.joint_names if name not in recorded]
-        if missing:
-            warn(f'/joint_states has no {", ".join(missing)}: held at their initial position')
-        positions = np.zeros((len(stamps), len(geoms), 3))
-        quaternions = np.zeros((len(stamps), len(geoms), 4))
-        camera_positions = np.zeros((len(stamps), 3))
-        camera_quaternions = np.zeros((len(stamps), 4))
-        for index, stamp in enumerate(stamps):
-            data.qpos[:] = model.qpos0
-            if instance.root_qpos >= 0:
-                position, quaternion = interpolate_pose(recording, int(stamp))
-                data.qpos[instance.root_qpos:instance.root_qpos + 3] = position
-                data.qpos[instance.root_qpos + 3:instance.root_qpos + 7] = quaternion
-            for name, address in moved.items():  # the world's free bodies where the simulator had them
-                position, quaternion = interpolate_series(*recording.entities[name], int(stamp))
-                data.qpos[address:address + 3] = position
-                data.qpos[address + 3:address + 7] = quaternion
-            values = recording.joints.at(int(stamp), [name for _, name in joints]) if joints else ()
-            for (qpos, _), value in zip(joints, values):
-                data.qpos[qpos] = value
-            mujoco.mj_kinematics(model, data)
-            positions[index] = data.geom_xpos[geoms]
-            for slot, geom in enumerate(geoms):
-                mujoco.mju_mat2Quat(quaternions[index, slot], data.geom_xmat[geom])
-            camera_positions[index] = data.xpos[body]
-            camera_quaternions[index] = _opticalto_blender(data.xquat[body])
-        arrays = {'stamps': np.asarray(stamps, dtype=np.int64), 'geom_positions': positions,
-                  'geom_quaternions': quaternions, 'camera_positions': camera_positions,
-                  'camera_quaternions': camera_quaternions}
-        geom_entries = []
-        for geom in geoms:
-            kind = GEOM_TYPES.get(int(model.geom_type[geom]))
-            name = model.geom(geom).name or f'{model.body(model.geom_bodyid[geom]).name}_geom{geom}'
-            if kind is None:
-                warn(f'geom {name}: MuJoCo type {int(model.geom_type[geom])} is not drawn in Blender (height fields '
-                     'and SDFs are not supported)')
-                continue
-            rgba = model.geom_rgba[geom]
-            if name == 'floor':
-                rgba = world.floor.rgba  # MuJoCo draws it with a checker texture of this colour
-            elif model.geom_matid[geom] >= 0:
-                rgba = model.mat_rgba[model.geom_matid[geom]]
-            entry = {'slot': geoms.index(geom), 'geom': int(geom), 'name': name, 'type': kind,
-                     'size': [float(v) for v in model.geom_size[geom]],
-                     'rgba': [float(v) for v in rgba], 'label': int(simulation.geom_labels[geom]),
-                     'robot': bool(model.body_rootid[model.geom_bodyid[geom]] == instance.root_body)}
-            if kind == 'mesh':
-                mesh = int(model.geom_dataid[geom])
-                start, count = model.mesh_vertadr[mesh], model.mesh_vertnum[mesh]
-                face_start, face_count = model.mesh_faceadr[mesh], model.mesh_facenum[mesh]
-                arrays[f'mesh{mesh}_vertices'] = model.mesh_vert[start:start + count].astype(np.float64)
-                arrays[f'mesh{mesh}_faces'] = model.mesh_face[face_start:face_start + face_count].astype(np.int32)
-                entry['mesh'] = f'mesh{mesh}'
-            if name == 'floor':
-                floor = [_srgb_to_linear(c) for c in world.floor.rgba[:3]]
-                # scene.py: MuJoCo's 2x2 checker of the floor colour and 0.8 of it; on a plane with
-                # texuniform, one texture spans 2 m (squares of 1 m, measured in a top-down render).
-                entry['checker'] = {'colours': [floor, [0.8 * c for c in floor]], 'square': 1.0}
-            entry['colour'] = [_srgb_to_linear(c) for c in entry['rgba'][:3]]
-            geom_entries.append(entry)
-        light = world.light
-        direction = np.asarray(light.direction, dtype=float)
-        document = {
-            'format': 'robotsim-render-scene', 'version': 1,
-            'camera': {**recording.intrinsics.as_dict(), 'name': recording.camera, 'near': sensor.spec.near,
-                       'far': sensor.spec.far},
-            'geoms': geom_entries,
-            'labels': {str(k): v for k, v in sorted(simulation.labels.items())},
-            'light': {'direction': list(direction / np.linalg.norm(direction)), 'diffuse': light.diffuse,
-                      'ambient': light.ambient, 'shadows': light.shadows},
-            'frames': len(stamps),
-            'variety': None,
-        }
-        if variety_seed is not None:
-            document['variety'] = draw_variety(variety_seed, geom_entries, document['light'])
-        return SceneDescription(document, arrays)
-    finally:
-        simulation.close()
+    scene = CompiledScene.compile(world, [RobotPlacement(robot)])  # only the scene: no controllers, sensors, firmware
+    model, data = scene.model, mujoco.MjData(scene.model)
+    binding = scene.bindings[0]
+    joint_names = [joint.name for joint in robot.tree.moving_joints()]
+    joint_qpos = [binding.qpos[name] for name in joint_names]
+    sensor = next((s for s in robot.sensors if s.type == 'camera' and s.name == recording.camera), None)
+    if sensor is None:
+        cameras = [s.name for s in robot.sensors if s.type == 'camera']
+        raise RecordingError(f'--camera {recording.camera}: robot {robot.name} ({robot.source}) has no camera of '
+                             f'that name; expected one of {", ".join(cameras) or "(none)"}')
+    optical = recording.intrinsics.frame_id
+    body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, optical)
+    if body < 0:
+        raise RecordingError(f'{recording.bag}: /{recording.camera}/camera_info: header.frame_id {optical!r} is '
+                             f'not a link of robot {robot.name}; expected {sensor.frame}')
+    if recording.labels is not None and recording.labels != scene.labels:
+        raise RecordingError(f'{recording.bag}: /{recording.camera}/segmentation/labels {recording.labels} differ '
+                             f'from the labels of this world and robot {scene.labels}: expected the '
+                             'world and robot the recording was made with (--world, --robot)')
+    geoms = drawn_geoms(model, data)
+    free_bodies = {model.body(model.jnt_bodyid[j]).name: int(model.jnt_qposadr[j]) for j in range(model.njnt)
+                   if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE
+                   and model.body_rootid[model.jnt_bodyid[j]] != binding.root_body}
+    moved = {name: address for name, address in free_bodies.items() if name in recording.entities}
+    unrecorded = sorted(set(free_bodies) - set(moved))
+    if unrecorded:
+        warn(f'free bodies {", ".join(unrecorded)} are not in the recording (/sim/entities): drawn at their '
+             'initial pose')
+    recorded = set(recording.joints.names)
+    joints = [(qpos, name) for name, qpos in zip(joint_names, joint_qpos) if name in recorded]
+    missing = [name for name in joint_names if name not in recorded]
+    if missing:
+        warn(f'/joint_states has no {", ".join(missing)}: held at their initial position')
+    positions = np.zeros((len(stamps), len(geoms), 3))
+    quaternions = np.zeros((len(stamps), len(geoms), 4))
+    camera_positions = np.zeros((len(stamps), 3))
+    camera_quaternions = np.zeros((len(stamps), 4))
+    for index, stamp in enumerate(stamps):
+        data.qpos[:] = model.qpos0
+        if binding.root_qpos >= 0:
+            position, quaternion = interpolate_pose(recording, int(stamp))
+            data.qpos[binding.root_qpos:binding.root_qpos + 3] = position
+            data.qpos[binding.root_qpos + 3:binding.root_qpos + 7] = quaternion
+        for name, address in moved.items():  # the world's free bodies where the simulator had them
+            position, quaternion = interpolate_series(*recording.entities[name], int(stamp))
+            data.qpos[address:address + 3] = position
+            data.qpos[address + 3:address + 7] = quaternion
+        values = recording.joints.at(int(stamp), [name for _, name in joints]) if joints else ()
+        for (qpos, _), value in zip(joints, values):
+            data.qpos[qpos] = value
+        mujoco.mj_kinematics(model, data)
+        positions[index] = data.geom_xpos[geoms]
+        for slot, geom in enumerate(geoms):
+            mujoco.mju_mat2Quat(quaternions[index, slot], data.geom_xmat[geom])
+        camera_positions[index] = data.xpos[body]
+        camera_quaternions[index] = _opticalto_blender(data.xquat[body])
+    arrays = {'stamps': np.asarray(stamps, dtype=np.int64), 'geom_positions': positions,
+              'geom_quaternions': quaternions, 'camera_positions': camera_positions,
+              'camera_quaternions': camera_quaternions}
+    geom_entries = []
+    for geom in geoms:
+        kind = GEOM_TYPES.get(int(model.geom_type[geom]))
+        name = model.geom(geom).name or f'{model.body(model.geom_bodyid[geom]).name}_geom{geom}'
+        if kind is None:
+            warn(f'geom {name}: MuJoCo type {int(model.geom_type[geom])} is not drawn in Blender (height fields '
+                 'and SDFs are not supported)')
+            continue
+        rgba = model.geom_rgba[geom]
+        if name == 'floor':
+            rgba = world.floor.rgba  # MuJoCo draws it with a checker texture of this colour
+        elif model.geom_matid[geom] >= 0:
+            rgba = model.mat_rgba[model.geom_matid[geom]]
+        entry = {'slot': geoms.index(geom), 'geom': int(geom), 'name': name, 'type': kind,
+                 'size': [float(v) for v in model.geom_size[geom]],
+                 'rgba': [float(v) for v in rgba], 'label': int(scene.geom_labels[geom]),
+                 'robot': bool(model.body_rootid[model.geom_bodyid[geom]] == binding.root_body)}
+        if kind == 'mesh':
+            mesh = int(model.geom_dataid[geom])
+            start, count = model.mesh_vertadr[mesh], model.mesh_vertnum[mesh]
+            face_start, face_count = model.mesh_faceadr[mesh], model.mesh_facenum[mesh]
+            arrays[f'mesh{mesh}_vertices'] = model.mesh_vert[start:start + count].astype(np.float64)
+            arrays[f'mesh{mesh}_faces'] = model.mesh_face[face_start:face_start + face_count].astype(np.int32)
+            entry['mesh'] = f'mesh{mesh}'
+        if name == 'floor':
+            floor = [_srgb_to_linear(c) for c in world.floor.rgba[:3]]
+            # scene.py: MuJoCo's 2x2 checker of the floor colour and 0.8 of it; on a plane with
+            # texuniform, one texture spans 2 m (squares of 1 m, measured in a top-down render).
+            entry['checker'] = {'colours': [floor, [0.8 * c for c in floor]], 'square': 1.0}
+        entry['colour'] = [_srgb_to_linear(c) for c in entry['rgba'][:3]]
+        geom_entries.append(entry)
+    light = world.light
+    direction = np.asarray(light.direction, dtype=float)
+    document = {
+        'format': 'robotsim-render-scene', 'version': 1,
+        'camera': {**recording.intrinsics.as_dict(), 'name': recording.camera, 'near': sensor.spec.near,
+                   'far': sensor.spec.far},
+        'geoms': geom_entries,
+        'labels': {str(k): v for k, v in sorted(scene.labels.items())},
+        'light': {'direction': list(direction / np.linalg.norm(direction)), 'diffuse': light.diffuse,
+                  'ambient': light.ambient, 'shadows': light.shadows},
+        'frames': len(stamps),
+        'variety': None,
+    }
+    if variety_seed is not None:
+        document['variety'] = draw_variety(variety_seed, geom_entries, document['light'])
+    return SceneDescription(document, arrays)
 
 
 def draw_variety(seed: int, geoms: list[dict], light: dict) -> dict:
