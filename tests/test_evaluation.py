@@ -188,8 +188,8 @@ def test_bad_input_is_one_line(case, trained_policy, short_course, tmp_path):
                          str(short_course), '--out', str(tmp_path / 'out'), '--baselines', baselines, timeout=120)
     expected = {'missing policy': f'robotsim evaluate: error: --policy: {policy}: policy file not found',
                 'training seed': f'robotsim evaluate: error: --seed {TRAINING_SEED}: {policy} was trained on ',
-                'unknown baseline': "robotsim evaluate: error: --baselines: expected names from policy, expert, "
-                                    "straight, wander, got 'teleop'"}[case]
+                'unknown baseline': "robotsim evaluate: error: --baselines: expected names from wander, expert, "
+                                    "policy, straight, got 'teleop'"}[case]
     assert completed.returncode == 2, completed.stderr
     assert completed.stderr.startswith(expected) and len(completed.stderr.strip().splitlines()) == 1, completed.stderr
     assert not (tmp_path / 'out').exists()  # refused before anything ran
