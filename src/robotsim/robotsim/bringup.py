@@ -26,7 +26,7 @@ from robotsim_core.description.load import share_path
 from robotsim_core.drivers import DRIVERS, bringup_drivers, goal_drivers
 from robotsim_core.errors import DescriptionError
 from robotsim_core.fleet import FleetSpec, load_fleet, single_robot
-from robotsim_core.run_values import MAX_SEED, default_serial_link, simulation_value_problem  # noqa: F401
+from robotsim_core.run_values import default_serial_link, simulation_value_problem
 
 
 @dataclass
