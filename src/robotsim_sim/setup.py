@@ -23,7 +23,7 @@ setup(
             'state_publisher = robotsim_sim.ros.state_publisher:main',
             'monitor = robotsim_sim.ros.monitor_node:main',
             'arm_commander = robotsim_sim.ros.arm_commander:commander_main',
-            'pick_place = robotsim_sim.ros.arm_commander:pick_place_main',
+            'pick_place = robotsim_sim.ros.pick_place_node:pick_place_main',
         ],
     },
 )

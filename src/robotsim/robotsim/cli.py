@@ -249,7 +249,7 @@ def calibrate_odometry(args: argparse.Namespace) -> int:
 def arm_reach(args: argparse.Namespace) -> int:
     # Planning on worlds and the ROS actions live in robotsim_sim (which depends on this package).
     try:
-        from robotsim_sim.ros.arm_commander import reach_command
+        from robotsim_sim.ros.arm_reach import reach_command
     except ImportError as error:
         print(f'robotsim: error: arm motions need the robotsim_sim package and its ROS interfaces ({error})',
               file=sys.stderr)

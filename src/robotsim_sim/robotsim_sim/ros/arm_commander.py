@@ -12,8 +12,8 @@ controllers' actions, the way MoveIt drives ros2_control.
   MuJoCo collision checks against the world file the simulator runs, RRT-Connect, ruckig) and executes
   it; the ``arm_commander`` node serves it as ``arm_commander/reach`` (robotsim_msgs/srv/ArmReach) and
   `robotsim arm reach` calls it from the command line.
-* The ``pick_place`` node (``make sim DEMO=pick``) runs :class:`~.pick_place.PickAndPlace` through
-  these actions once, logs every step and exits 0 when the cube was placed, 1 when not.
+* The ``pick_place`` node (``make sim DEMO=pick``; :mod:`.pick_place_node`) runs
+  :class:`~.pick_place.PickAndPlace` through these actions once; `robotsim arm reach` is :mod:`.arm_reach`.
 
 Free objects' poses (the cube) come from the simulator's ground truth, ``/sim/get_entity_pose``
 (robotsim_msgs/srv/GetEntityPose), the way a Gazebo user reads them with get_entity_state: there is
@@ -27,14 +27,12 @@ opened over the bin.
 from __future__ import annotations
 
 import math
-import sys
 import threading
 import time
 from dataclasses import dataclass
 
 import mujoco
 import numpy as np
-import rclpy
 from builtin_interfaces.msg import Duration
 from control_msgs.action import FollowJointTrajectory, GripperCommand
 from nav_msgs.msg import Odometry
@@ -42,7 +40,6 @@ from rclpy.action import ActionClient
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectoryPoint
 
@@ -53,10 +50,9 @@ from robotsim_core.errors import DescriptionError
 from robotsim_core.fleet import load_fleet, single_robot
 from robotsim_core.ros.common import (ParameterError, checked_parameter, qos_profile, run_node,
                                       signals_stop_the_context_only)
-from robotsim_msgs.srv import ArmReach, GetEntityPose, SetEntityPose
+from robotsim_msgs.srv import ArmReach, GetEntityPose
 
 from ..arm_motion import ArmMotionPlanner, MotionPlan
-from ..pick_place import PickAndPlace, PickPlaceOptions, PickSetupError, PickWorld, sample_placements
 from ..scene import RobotPlacement, load_world, resolve_world_path
 from robotsim_core.description.world_spec import SpawnSpec
 
@@ -93,7 +89,7 @@ def _duration(seconds: float) -> Duration:
     return Duration(sec=nanoseconds // 1_000_000_000, nanosec=nanoseconds % 1_000_000_000)
 
 
-def _wait(future, timeout: float) -> bool:
+def wait_for(future, timeout: float) -> bool:
     """Wait (in this thread, while an executor spins in another) until ``future`` is done."""
     done = threading.Event()
     future.add_done_callback(lambda _: done.set())
@@ -184,7 +180,7 @@ class ActionExecutor:
         if not self._entity_service:
             return None
         answer = self.entity_client.call_async(GetEntityPose.Request(entity=name))
-        if not _wait(answer, STATE_TIMEOUT) or answer.result() is None:
+        if not wait_for(answer, STATE_TIMEOUT) or answer.result() is None:
             log.warning(f'{ENTITY_SERVICE} did not answer for {name!r} within {STATE_TIMEOUT:g} s')
             return None
         response = answer.result()
@@ -220,13 +216,13 @@ class ActionExecutor:
         if not goal.trajectory.points:
             return 0, ''  # already there
         sent = self.arm_action.send_goal_async(goal)
-        if not _wait(sent, STATE_TIMEOUT) or sent.result() is None:
+        if not wait_for(sent, STATE_TIMEOUT) or sent.result() is None:
             return -1, 'the FollowJointTrajectory server did not answer the goal'
         handle = sent.result()
         if not handle.accepted:
             return -1, 'the FollowJointTrajectory server rejected the goal'
         result = handle.get_result_async()
-        if not _wait(result, trajectory.duration + RESULT_TIMEOUT):
+        if not wait_for(result, trajectory.duration + RESULT_TIMEOUT):
             handle.cancel_goal_async()
             return -1, f'no FollowJointTrajectory result within {trajectory.duration + RESULT_TIMEOUT:g} s (cancelled)'
         answer = result.result().result
@@ -244,10 +240,10 @@ class ActionExecutor:
         goal.command.position = float(position)
         goal.command.max_effort = 0.0  # the description's force limit
         sent = self.gripper_action.send_goal_async(goal)
-        if not _wait(sent, STATE_TIMEOUT) or sent.result() is None or not sent.result().accepted:
+        if not wait_for(sent, STATE_TIMEOUT) or sent.result() is None or not sent.result().accepted:
             return math.nan, 'the GripperCommand server did not accept the goal'
         result = sent.result().get_result_async()
-        if not _wait(result, RESULT_TIMEOUT):
+        if not wait_for(result, RESULT_TIMEOUT):
             return math.nan, f'no GripperCommand result within {RESULT_TIMEOUT:g} s'
         answer = result.result()
         if answer.status not in (4,):  # action_msgs/GoalStatus SUCCEEDED
@@ -320,7 +316,7 @@ def fill_response(response: ArmReach.Response, outcome: ReachOutcome) -> ArmReac
     return response
 
 
-def _spin_in_background(node: Node) -> tuple[SingleThreadedExecutor, threading.Thread]:
+def spin_in_background(node: Node) -> tuple[SingleThreadedExecutor, threading.Thread]:
     """Callbacks in a thread of their own while the calling thread plans and waits for results."""
     executor = SingleThreadedExecutor()
     executor.add_node(node)
@@ -329,7 +325,7 @@ def _spin_in_background(node: Node) -> tuple[SingleThreadedExecutor, threading.T
     return executor, thread
 
 
-def _stop_background(executor: SingleThreadedExecutor, thread: threading.Thread) -> None:
+def stop_background(executor: SingleThreadedExecutor, thread: threading.Thread) -> None:
     """Stop the spinning executor and wait for its thread: destroying the node under a thread that
     still waits on it aborts the process."""
     executor.shutdown(timeout_sec=5)
@@ -372,153 +368,3 @@ def _spin_multithreaded(node: Node) -> None:
 def commander_main(args=None) -> int:
     return run_node('arm_commander', ArmCommanderNode, (ParameterError, DescriptionError, ValueError), args,
                     run=_spin_multithreaded)
-
-
-# ---------------------------------------------------------------------------- pick_place node
-class PickPlaceNode(Node):
-    """Picks the world's cube and places it in its bin once, through the actions (module docstring);
-    the cube's pose from ``/sim/get_entity_pose``, so the end says 'placed in the bin' or fails
-    'not_in_bin' as the core does."""
-
-    def __init__(self):
-        super().__init__('pick_place')
-        robot = checked_parameter(self, 'robot', 'rover')
-        world = checked_parameter(self, 'world', 'pick')
-        fleet = checked_parameter(self, 'fleet', '')
-        seed = checked_parameter(self, 'seed', 0, minimum=0)
-        self.placement_seed = checked_parameter(self, 'placement_seed', -1, minimum=-1)
-        self.options = PickPlaceOptions(cube=checked_parameter(self, 'cube', 'cube'))
-        self.commander = ArmCommander(self, world, robot, self.get_namespace().strip('/'), fleet, seed)
-        self.task = PickWorld.from_world(self.commander.world, self.options)
-        self.set_pose = self.create_client(SetEntityPose, '/sim/set_entity_pose',
-                                           callback_group=self.commander.executor.group)
-        self.exit_code = 1
-
-    def run_once(self) -> int:
-        log = self.get_logger()
-        executor, planner, task = self.commander.executor, self.commander.planner, self.task
-        problem = executor.wait_until_ready()
-        if problem:
-            log.error(problem)
-            return 2
-        executor.update_scene(planner)
-        size = task.cube.size
-        if self.placement_seed >= 0:
-            x, y, yaw = sample_placements(planner, task, 1, self.placement_seed)[0]
-            request = SetEntityPose.Request(entity=task.cube.name)
-            request.pose.position.x, request.pose.position.y, request.pose.position.z = x, y, size[2] / 2
-            request.pose.orientation.z, request.pose.orientation.w = math.sin(yaw / 2), math.cos(yaw / 2)
-            if not self.set_pose.wait_for_service(timeout_sec=STATE_TIMEOUT):
-                log.error('no /sim/set_entity_pose service to place the cube with')
-                return 2
-            answer = self.set_pose.call_async(request)
-            if not _wait(answer, STATE_TIMEOUT) or not answer.result().success:
-                log.error(f'could not place the cube: {answer.result().message if answer.result() else "no answer"}')
-                return 2
-            log.info(f'cube placed at ({x:.3f}, {y:.3f}) m, yaw {math.degrees(yaw):.0f} deg (placement seed '
-                     f'{self.placement_seed})')
-            executor.wait(0.5)
-        else:
-            x, y, yaw = task.cube.position[0], task.cube.position[1], task.cube.yaw
-            log.info(f'cube where world {self.commander.world.name} puts it: ({x:.3f}, {y:.3f}) m')
-        cube = np.eye(4)
-        cube[:3, :3] = [[math.cos(yaw), -math.sin(yaw), 0], [math.sin(yaw), math.cos(yaw), 0], [0, 0, 1]]
-        cube[:3, 3] = (x, y, size[2] / 2)
-        result = PickAndPlace(planner, task, self.options, on_log=log.info).run(executor, cube_pose=cube)
-        if result.success:
-            where = ('placed in the bin at (' + ', '.join(f'{v:.3f}' for v in result.cube_end) + ') m'
-                     if result.cube_end else 'released over the bin (where the cube ended is not observable)')
-            log.info(f'pick and place done: {where}; {result.motion_time:.1f} s of motion, planning '
-                     f'{result.planning_time:.2f} s')
-            return 0
-        log.error(f'pick and place failed ({result.code}) in stage {result.stage}: {result.reason}')
-        return 1
-
-
-def pick_place_main(args=None) -> int:
-    exit_code = [1]
-
-    def run(node: PickPlaceNode) -> None:
-        executor, thread = _spin_in_background(node)
-        try:
-            exit_code[0] = node.run_once()
-        finally:
-            _stop_background(executor, thread)
-
-    status = run_node('pick_place', PickPlaceNode, (ParameterError, DescriptionError, PickSetupError, ValueError),
-                      args, run=run)
-    return status or exit_code[0]
-
-
-# ---------------------------------------------------------------------------- robotsim arm reach
-def _simulator_parameters(node: Node, simulator: str, timeout: float) -> dict:
-    """The running simulator node's ``world``, ``robot`` and ``fleet`` parameters."""
-    from rclpy.parameter import parameter_value_to_python
-    from rclpy.parameter_client import AsyncParameterClient
-    client = AsyncParameterClient(node, simulator)
-    if not client.wait_for_services(timeout_sec=timeout):
-        raise LookupError(f'no simulator node {simulator} answers within {timeout:g} s (is it running, on '
-                          'this ROS_DOMAIN_ID?); give --world and --robot to plan without asking it')
-    names = ['world', 'robot', 'fleet']
-    future = client.get_parameters(names)
-    executor = SingleThreadedExecutor()  # spun here, before the node's other entities exist
-    executor.add_node(node)
-    executor.spin_until_future_complete(future, timeout_sec=timeout)
-    executor.remove_node(node)
-    executor.shutdown()
-    if not future.done() or future.result() is None:
-        raise LookupError(f'the simulator node {simulator} did not return its parameters within {timeout:g} s')
-    return {name: parameter_value_to_python(value) for name, value in zip(names, future.result().values)}
-
-
-def reach_command(args) -> int:
-    """`robotsim arm reach X Y Z [PITCH]`: plan on the running simulator's world, execute through
-    its FollowJointTrajectory action, print one line; 0 reached (or planned, --plan-only), 1 not, 2
-    bad input or no simulator."""
-    pitch = None if args.pitch is None else float(args.pitch)
-    position = (args.x, args.y, args.z)
-    bad = [name for name, value in zip('xyz', position) if not math.isfinite(value)]
-    if bad or (pitch is not None and not math.isfinite(pitch)):
-        print(f'robotsim arm reach: {bad[0] if bad else "PITCH"}: expected a finite number', file=sys.stderr)
-        return 2
-    rclpy.init(args=None)
-    node = Node('robotsim_arm_reach', namespace=args.namespace or None,
-                parameter_overrides=[Parameter('use_sim_time', value=True)])
-    executor = thread = None
-    try:
-        settings = {'world': args.world, 'robot': args.robot, 'fleet': ''}
-        if not args.world:
-            try:
-                settings.update(_simulator_parameters(node, args.simulator, args.timeout))
-            except LookupError as error:
-                print(f'robotsim arm reach: {error}', file=sys.stderr)
-                return 2
-            if args.robot:
-                settings['robot'] = args.robot
-        try:
-            commander = ArmCommander(node, settings['world'], settings['robot'] or 'rover', args.namespace,
-                                     settings['fleet'] or '', args.seed)
-        except (DescriptionError, ValueError) as error:
-            print(f'robotsim arm reach: {error}', file=sys.stderr)
-            return 2
-        # Spun only once every entity exists: creating one under a spinning executor races with it.
-        executor, thread = _spin_in_background(node)
-        problem = commander.executor.wait_until_ready(args.timeout)
-        if problem:
-            print(f'robotsim arm reach: {problem}', file=sys.stderr)
-            return 2
-        outcome = commander.reach(position, pitch, args.plan_only)
-        if outcome.success:
-            print(outcome.message)
-            return 0
-        print(f'{outcome.code}: {outcome.message}', file=sys.stderr)
-        return 1
-    finally:
-        if executor is not None:
-            _stop_background(executor, thread)
-        node.destroy_node()
-        rclpy.try_shutdown()
-
-
-if __name__ == '__main__':
-    sys.exit(pick_place_main())
