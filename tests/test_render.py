@@ -111,8 +111,7 @@ def recording(tmp_path_factory):
             sim.command_base(0, 0.25, 0.6)  # before the command timeout
     finally:
         bag.close()
-        sim.close()
-        sim.renderer.close()
+        sim.close()  # its renderer too
     return {'bag': bag_path, 'world': world_path, 'robot': robot_path, 'geom_ids': geom_ids, 'labels': sim.labels}
 
 
@@ -181,8 +180,7 @@ def test_the_scene_camera_is_the_simulators_camera(recording):
                 assert min(np.abs(got - expected).max(), np.abs(got + expected).max()) < 1e-9
                 checked += 1
         sim.command_base(0, 0.25, 0.6)
-    sim.close()
-    sim.renderer.close()
+    sim.close()  # its renderer too
     assert checked == len(read.frame_stamps)
 
 
