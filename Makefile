@@ -64,7 +64,7 @@ bench-arm: setup
 	@source scripts/env.sh && scripts/build.sh && python bench/bench_arm.py --seed $(or $(SEED),0) \
 		$(if $(CHECK),--out $(OUT)/bench-arm-check --check $(CHECK),--out $(OUT)/bench-arm --write-readme)
 
-# The policy's closed-loop evaluation (robotsim evaluate, every episode a launch of the simulator and
+# The policy's closed-loop evaluation (robotsim policy eval, every episode a launch of the simulator and
 # the driver node) and its README table (bench/evaluation_table.py; out/evaluation/run.json records the
 # machine, date, policy sha256 and command). POLICY=, EPISODES=, SEED= override the issue's settings.
 evaluate: setup

@@ -9,7 +9,7 @@ episodes per hour through the ROS graph beside the fast path.
    inference alone (batch 1, the node's session options from PolicyRuntime: CPU, one intra-op thread), and
    the node's whole per-decision path (observation_from_messages + PolicyRuntime.act, what its
    /diagnostics latency measures), p50/p99 over N calls after a warm-up.
-3. `robotsim evaluate` with the policy alone (no baselines) on the same scenarios: every episode a
+3. `robotsim policy eval` with the policy alone (no baselines) on the same scenarios: every episode a
    launch of the simulator node and the policy node; episodes per hour of the whole command and the
    real-time factor its auto pacing chose (from episodes.csv).
 
@@ -161,18 +161,18 @@ def latencies(runtime, decisions: list[tuple], calls: int) -> dict:
 
 # ----------------------------------------------------------------------------- ROS graph
 def ros_graph(policy: Path, folder: Path, episodes: int, seed: int) -> dict:
-    """`robotsim evaluate` with the policy alone: episodes per hour of the whole command (every launch's
+    """`robotsim policy eval` with the policy alone: episodes per hour of the whole command (every launch's
     start-up and shutdown included, and an episode run again when the pacing falls back to 1.0)."""
     env = {**os.environ, 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST',
            'ROS_DOMAIN_ID': str(200 + os.getpid() % 30)}  # clear of the workspace's own domain (a running make sim)
-    command = [sys.executable, '-m', 'robotsim.cli', 'evaluate', '--driver', 'policy', '--policy', str(policy),
+    command = [sys.executable, '-m', 'robotsim.cli', 'policy', 'eval', '--driver', 'policy', '--policy', str(policy),
                '--episodes', str(episodes), '--seed', str(seed), '--randomization', str(SPEC), '--baselines', '',
                '--out', str(folder), '--no-progress']
     started = time.monotonic()
     completed = subprocess.run(command, capture_output=True, text=True, env=env, timeout=3600)
     wall = time.monotonic() - started
     if completed.returncode != 0:
-        raise SystemExit(f'bench_policy: robotsim evaluate failed ({completed.returncode}):\n'
+        raise SystemExit(f'bench_policy: robotsim policy eval failed ({completed.returncode}):\n'
                          f'{completed.stdout[-2000:]}\n{completed.stderr[-2000:]}')
     with open(folder / 'episodes.csv', newline='', encoding='utf-8') as stream:
         rows = list(csv.DictReader(stream))
@@ -225,7 +225,7 @@ def main() -> int:
          'latency)', timing['decision'])]
     cameras = 'cameras on (the policy looks at images)' if uses_image else '`--no-cameras`'
     episode_rows = [
-        ('ROS graph: `robotsim evaluate --driver policy --baselines \'\'` (a launch per episode)', graph['rate'],
+        ('ROS graph: `robotsim policy eval --driver policy --baselines \'\'` (a launch per episode)', graph['rate'],
          graph['rtf'], graph['mean_episode'], graph['outcomes'],
          f"{graph['pacing']} (auto; first episode {graph['verdict']})"),
         (f'fast path: `robotsim dataset generate --driver policy:FILE` {cameras}, 1 worker', fast['rate'],

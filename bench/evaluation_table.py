@@ -5,7 +5,7 @@
     python bench/evaluation_table.py [--out out/evaluation] [--write-readme]
 
 With ``--run`` it records the run (machine, date, policy file sha256, the exact command) in ``OUT/run.json``,
-runs ``robotsim evaluate`` (the policy and the expert, straight-to-goal and wanderer baselines on held-out
+runs ``robotsim policy eval`` (the policy and the expert, straight-to-goal and wanderer baselines on held-out
 scenarios, through the ROS graph) into OUT, then writes the table. Without it, it writes the table again
 from an existing ``OUT/episodes.csv`` (and ``OUT/run.json``) without running any episode. Per driver:
 episodes, success with its Wilson 95 % interval, collisions, timeouts, median time to goal (successful
@@ -58,7 +58,7 @@ class TableError(ValueError):
 
 # ----------------------------------------------------------------------------- reading
 def read_episodes(path: Path) -> list[dict]:
-    """The rows of an episodes.csv written by ``robotsim evaluate``, numbers parsed; TableError when a
+    """The rows of an episodes.csv written by ``robotsim policy eval``, numbers parsed; TableError when a
     column is missing or a value is not what the evaluation writes."""
     from robotsim_learning.evaluation import OUTCOMES
     try:
@@ -68,10 +68,10 @@ def read_episodes(path: Path) -> list[dict]:
             missing = [name for name in REQUIRED_COLUMNS if name not in columns]
             if missing:
                 raise TableError(f'{path}: missing column(s) {", ".join(missing)} (expected the columns '
-                                 f'robotsim evaluate writes, among them {", ".join(REQUIRED_COLUMNS)})')
+                                 f'robotsim policy eval writes, among them {", ".join(REQUIRED_COLUMNS)})')
             raw_rows = list(reader)
     except OSError as error:
-        raise TableError(f'{path}: cannot read ({error.strerror}; expected the episodes.csv of robotsim evaluate)') \
+        raise TableError(f'{path}: cannot read ({error.strerror}; expected the episodes.csv of robotsim policy eval)') \
             from None
     if not raw_rows:
         raise TableError(f'{path}: no episodes (expected at least one row below the header)')
@@ -208,7 +208,7 @@ def block(out: Path, rows: list[dict], record: dict | None) -> str:
                 f"as deployed). Command: `{record.get('command', '?')}`.")
     else:
         from bench_sim import machine
-        lead = (f"From `{_shown_path(str(out / 'episodes.csv'))}` of a `robotsim evaluate` run by hand (no "
+        lead = (f"From `{_shown_path(str(out / 'episodes.csv'))}` of a `robotsim policy eval` run by hand (no "
                 f"{RUN_RECORD}: machine, policy file and command not recorded), seed {', '.join(seeds)} (scenarios "
                 f"{scenarios}), {_duration(wall)} of episode wall time; table written on "
                 f"{time.strftime('%Y-%m-%d')} on {machine()}.")
@@ -221,8 +221,8 @@ def block(out: Path, rows: list[dict], record: dict | None) -> str:
 
 # ----------------------------------------------------------------------------- running
 def evaluate_arguments(args) -> list[str]:
-    """The ``robotsim evaluate`` arguments of this run (as recorded and as run)."""
-    arguments = ['evaluate', '--driver', args.driver]
+    """The ``robotsim policy eval`` arguments of this run (as recorded and as run)."""
+    arguments = ['policy', 'eval', '--driver', args.driver]
     if args.driver == 'policy':
         arguments += ['--policy', _shown_path(args.policy)]
     return arguments + ['--episodes', str(args.episodes), '--seed', str(args.seed), '--randomization',
@@ -231,14 +231,14 @@ def evaluate_arguments(args) -> list[str]:
 
 
 def run_evaluation(args) -> int:
-    """Record the run, run ``robotsim evaluate`` (its progress on this terminal); its exit code."""
+    """Record the run, run ``robotsim policy eval`` (its progress on this terminal); its exit code."""
     if args.driver == 'policy' and not os.path.isfile(args.policy):
         raise TableError(f'--policy: {args.policy}: file not found (expected an ONNX policy file)')
     if not os.path.isfile(args.randomization):
         raise TableError(f'--randomization: {args.randomization}: file not found (expected a randomisation spec)')
     from robotsim_learning.evaluation_cli import OUTPUTS
     earlier = [name for name in OUTPUTS if (args.out / name).exists()]
-    if earlier:  # robotsim evaluate refuses it too; checked here before run.json is rewritten
+    if earlier:  # robotsim policy eval refuses it too; checked here before run.json is rewritten
         raise TableError(f'--out {args.out}: holds an earlier evaluation ({", ".join(earlier)}); it is never '
                          'overwritten: remove it or choose another folder (make evaluate OUT=...)')
     from bench_sim import machine
@@ -262,7 +262,7 @@ def run_evaluation(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('--run', action='store_true', help='run robotsim evaluate first (else: table only)')
+    parser.add_argument('--run', action='store_true', help='run robotsim policy eval first (else: table only)')
     parser.add_argument('--out', type=Path, default=WORKSPACE / 'out' / 'evaluation', help='the evaluation folder')
     parser.add_argument('--policy', default=str(WORKSPACE / DEFAULT_POLICY), help='--run: the ONNX policy')
     parser.add_argument('--episodes', type=int, default=DEFAULT_EPISODES, help='--run: episodes per driver')
@@ -278,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.run:
             returncode = run_evaluation(args)
             if returncode != 0:
-                print(f'evaluation_table: robotsim evaluate exited {returncode}; the README was not changed '
+                print(f'evaluation_table: robotsim policy eval exited {returncode}; the README was not changed '
                       f'(rerun the table from what finished with: python bench/evaluation_table.py --out '
                       f'{_shown_path(str(args.out))} --write-readme)', file=sys.stderr)
                 return returncode

@@ -93,7 +93,7 @@ def launch_page() -> str:
         lines.append(f'| `{name}` | {f"`{default}`" if default else "(empty)"} | {_cell(description)} |')
     lines += ['', '## Drivers', '',
               'Who drives a robot: one table (`robotsim_core/drivers.py`) read by the launchers (`driver:=`), the',
-              'episode loop (`robotsim dataset generate --driver`), the evaluator (`robotsim evaluate --driver`,',
+              'episode loop (`robotsim dataset generate --driver`), the evaluator (`robotsim policy eval --driver`,',
               '`--baselines`) and the LeRobot export (the task text).', '',
               '| driver | what it does | goal | sim only | node (`driver:=`) | dataset episodes | evaluated |',
               '|---|---|---|---|---|---|---|']

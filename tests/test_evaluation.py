@@ -1,4 +1,4 @@
-"""Closed-loop evaluation (`robotsim evaluate`): a policy trained on a tiny expert dataset and the expert and
+"""Closed-loop evaluation (`robotsim policy eval`): a policy trained on a tiny expert dataset and the expert and
 straight-to-goal baselines, each episode through the ROS graph (bare launcher, simulator node, the driver
 node as deployed); the per-episode CSV, the report PNG, success rates with Wilson intervals; the outcome
 and clearance geometry; bad input refused on one line."""
@@ -134,7 +134,7 @@ def _running_with(text: str) -> list[str]:
 def test_evaluate_runs_the_policy_and_baselines_through_the_ros_graph(trained_policy, short_course, tmp_path):
     from robotsim_learning.randomization import Randomizer, load_randomization
     out = tmp_path / 'evaluation'
-    completed = robotsim('evaluate', '--driver', 'policy', '--policy', str(trained_policy), '--episodes', '2',
+    completed = robotsim('policy', 'eval', '--driver', 'policy', '--policy', str(trained_policy), '--episodes', '2',
                          '--seed', str(EVALUATION_SEED), '--randomization', str(short_course), '--out', str(out),
                          '--baselines', 'expert,straight', '--no-progress')
     assert completed.returncode == 0, completed.stdout + completed.stderr
@@ -184,11 +184,11 @@ def test_bad_input_is_one_line(case, trained_policy, short_course, tmp_path):
     policy = str(tmp_path / 'nowhere.onnx') if case == 'missing policy' else str(trained_policy)
     seed = TRAINING_SEED if case == 'training seed' else EVALUATION_SEED
     baselines = 'expert,teleop' if case == 'unknown baseline' else 'expert'
-    completed = robotsim('evaluate', '--policy', policy, '--episodes', '1', '--seed', str(seed), '--randomization',
+    completed = robotsim('policy', 'eval', '--policy', policy, '--episodes', '1', '--seed', str(seed), '--randomization',
                          str(short_course), '--out', str(tmp_path / 'out'), '--baselines', baselines, timeout=120)
-    expected = {'missing policy': f'robotsim evaluate: error: --policy: {policy}: policy file not found',
-                'training seed': f'robotsim evaluate: error: --seed {TRAINING_SEED}: {policy} was trained on ',
-                'unknown baseline': "robotsim evaluate: error: --baselines: expected names from wander, expert, "
+    expected = {'missing policy': f'robotsim policy eval: error: --policy: {policy}: policy file not found',
+                'training seed': f'robotsim policy eval: error: --seed {TRAINING_SEED}: {policy} was trained on ',
+                'unknown baseline': "robotsim policy eval: error: --baselines: expected names from wander, expert, "
                                     "policy, straight, got 'teleop'"}[case]
     assert completed.returncode == 2, completed.stderr
     assert completed.stderr.startswith(expected) and len(completed.stderr.strip().splitlines()) == 1, completed.stderr

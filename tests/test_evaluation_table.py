@@ -1,5 +1,5 @@
 """The evaluation table of README.md (`make evaluate`, `make evaluate-table`: bench/evaluation_table.py):
-written from the episodes.csv of a real `robotsim evaluate` run through the ROS graph (two short episodes of
+written from the episodes.csv of a real `robotsim policy eval` run through the ROS graph (two short episodes of
 the straight-to-goal baseline), into its README block only; rewritten from the files alone; the targets'
 targets judged; a CSV missing a column or holding a bad value refused on one line."""
 
@@ -74,7 +74,7 @@ def test_table_from_a_real_evaluation_run(straight_run, tmp_path):
         episodes = list(csv.DictReader(stream))
     assert [(row['driver'], row['episode']) for row in episodes] == [('straight', '0'), ('straight', '1')]
     record = json.loads((out / 'run.json').read_text())
-    assert record['command'].startswith('robotsim evaluate --driver straight --episodes 2 --seed 6 ')
+    assert record['command'].startswith('robotsim policy eval --driver straight --episodes 2 --seed 6 ')
     assert record['returncode'] == 0 and record['episodes'] == EPISODES and record['machine']
 
     block = block_of(readme)
@@ -108,7 +108,7 @@ def test_table_from_a_real_evaluation_run(straight_run, tmp_path):
 
 def test_targets_are_judged(straight_run, tmp_path):
     """Policy 9/10 with 1 collision, expert 10/10: >= 90 % met, within 10 points met (the edge),
-    collisions 10 % > 5 % not met; the real run's rows relabelled, so the columns are robotsim evaluate's."""
+    collisions 10 % > 5 % not met; the real run's rows relabelled, so the columns are robotsim policy eval's."""
     out, _, _ = straight_run
     with open(out / 'episodes.csv', newline='') as stream:
         reader = csv.DictReader(stream)

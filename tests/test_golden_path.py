@@ -8,7 +8,7 @@ the one before wrote (small sizes; outcomes, shapes and values, never speed):
     robotsim dataset export --format lerobot
     robotsim dataset check-lerobot            the real LeRobot loads every frame
     robotsim policy train DATASET
-    robotsim evaluate --policy POLICY
+    robotsim policy eval --policy POLICY
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def test_record_view_render_dataset_lerobot_train_evaluate(tmp_path):
     policy = tmp_path / 'policy.onnx'
     robotsim('policy', 'train', str(dataset), '--out', str(policy), '--epochs', '3', '--hidden', '32,32', '--seed', '1')
     evaluation = tmp_path / 'evaluation'
-    robotsim('evaluate', '--driver', 'policy', '--policy', str(policy), '--episodes', '1', '--seed', '4242',
+    robotsim('policy', 'eval', '--driver', 'policy', '--policy', str(policy), '--episodes', '1', '--seed', '4242',
              '--randomization', str(DATASETS / 'expert_course.yaml'), '--baselines', '', '--out', str(evaluation),
              '--no-progress', timeout=1200)
     with open(evaluation / 'episodes.csv', newline='') as stream:

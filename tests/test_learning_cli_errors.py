@@ -1,4 +1,4 @@
-"""Bad input to `robotsim policy train`, `robotsim evaluate`, policy files and randomisation specs: one line
+"""Bad input to `robotsim policy train`, `robotsim policy eval`, policy files and randomisation specs: one line
 naming the file, key, argument or field and what was expected, exit status 2, no traceback, nothing of the
 user's data overwritten, and refused before the long work (training, episodes) starts."""
 
@@ -143,9 +143,9 @@ def test_corrupt_observation_spec_metadata_is_one_line(case, entry, tmp_path):
     corrupt_policy(policy, change)
     out = tmp_path / 'out'
     if entry == 'evaluate':
-        completed = robotsim('evaluate', '--policy', str(policy), '--seed', '9', '--episodes', '1', '--baselines', '',
+        completed = robotsim('policy', 'eval', '--policy', str(policy), '--seed', '9', '--episodes', '1', '--baselines', '',
                              '--out', str(out), '--no-progress')
-        prefix = 'robotsim evaluate: error: --policy: '
+        prefix = 'robotsim policy eval: error: --policy: '
     elif entry == 'dataset generate':
         completed = robotsim('dataset', 'generate', '--randomization', str(SPEC), '--episodes', '1', '--driver',
                              f'policy:{policy}', '--out', str(out), '--no-progress')
@@ -159,15 +159,15 @@ def test_corrupt_observation_spec_metadata_is_one_line(case, entry, tmp_path):
     assert not out.exists() or not any(out.iterdir())
 
 
-# ----------------------------------------------------------------------------- robotsim evaluate --out
+# ----------------------------------------------------------------------------- robotsim policy eval --out
 def test_evaluate_refuses_an_earlier_evaluation_folder(tmp_path):
     out = tmp_path / 'evaluation'
     (out / 'episodes' / 'expert-0').mkdir(parents=True)
     (out / 'episodes.csv').write_text('driver,seed\nexpert,9\n')
     (out / 'episodes' / 'expert-0' / 'trajectory.csv').write_text('t,x,y,yaw\n')
-    completed = robotsim('evaluate', '--driver', 'expert', '--baselines', '', '--seed', '9', '--episodes', '1',
+    completed = robotsim('policy', 'eval', '--driver', 'expert', '--baselines', '', '--seed', '9', '--episodes', '1',
                          '--out', str(out), '--no-progress')
-    line = one_line(completed, f'robotsim evaluate: error: --out {out}: holds an earlier evaluation '
+    line = one_line(completed, f'robotsim policy eval: error: --out {out}: holds an earlier evaluation '
                                '(episodes.csv, episodes/)')
     assert 'choose another --out or remove this one' in line, line
     assert (out / 'episodes.csv').read_text() == 'driver,seed\nexpert,9\n'
@@ -183,9 +183,9 @@ def test_evaluate_accepts_an_out_folder_without_an_evaluation(content, tmp_path)
     out.mkdir()
     if content == 'a run record':
         (out / 'run.json').write_text('{}\n')
-    completed = robotsim('evaluate', '--policy', str(tmp_path / 'missing.onnx'), '--seed', '9', '--episodes', '1',
+    completed = robotsim('policy', 'eval', '--policy', str(tmp_path / 'missing.onnx'), '--seed', '9', '--episodes', '1',
                          '--out', str(out), '--no-progress')
-    one_line(completed, f'robotsim evaluate: error: --policy: {tmp_path / "missing.onnx"}: policy file not found')
+    one_line(completed, f'robotsim policy eval: error: --policy: {tmp_path / "missing.onnx"}: policy file not found')
 
 
 @pytest.mark.parametrize('where', ['a file', 'below a file'])
@@ -193,9 +193,9 @@ def test_evaluate_out_that_cannot_be_a_folder_is_one_line(where, tmp_path):
     blocker = tmp_path / 'a_file'
     blocker.write_text('keep me\n')
     out = blocker if where == 'a file' else blocker / 'evaluation'
-    completed = robotsim('evaluate', '--driver', 'expert', '--baselines', '', '--seed', '9', '--episodes', '1',
+    completed = robotsim('policy', 'eval', '--driver', 'expert', '--baselines', '', '--seed', '9', '--episodes', '1',
                          '--out', str(out), '--no-progress')
-    line = one_line(completed, f'robotsim evaluate: error: --out {out}: ')
+    line = one_line(completed, f'robotsim policy eval: error: --out {out}: ')
     assert ('exists and is not a folder' if where == 'a file' else f'{blocker} is not a folder') in line, line
     assert blocker.read_text() == 'keep me\n'
 
@@ -215,9 +215,24 @@ def test_unknown_robot_or_world_in_a_spec_names_the_spec_and_key(key, exists, co
                              'expert', '--out', str(out), '--no-progress')
         prefix = 'robotsim: error: '
     else:
-        completed = robotsim('evaluate', '--driver', 'expert', '--baselines', '', '--randomization', str(spec),
+        completed = robotsim('policy', 'eval', '--driver', 'expert', '--baselines', '', '--randomization', str(spec),
                              '--seed', '9', '--episodes', '1', '--out', str(out), '--no-progress')
-        prefix = 'robotsim evaluate: error: '
+        prefix = 'robotsim policy eval: error: '
     line = one_line(completed, f"{prefix}{spec}: {key}: 'nosuch': file not found")
     assert 'one of ' in line and exists in line.split('one of ')[1].split(', '), line
     assert not out.exists() or not any(out.iterdir())
+
+
+# ----------------------------------------------------------------------------- command names
+def test_policy_commands_are_registered_and_the_old_spelling_says_the_new_one():
+    """Commands come from the robotsim.commands entry points (robotsim_learning registers its own); the
+    evaluation is `robotsim policy eval` beside `robotsim policy train`, and `robotsim evaluate` still runs after
+    one line naming the new spelling."""
+    from robotsim.cli import _registered_commands
+    words = [name for name, _ in _registered_commands()]
+    assert {('dataset',), ('policy', 'train'), ('policy', 'eval'), ('view',), ('render',)} <= set(words), words
+    old = robotsim('evaluate', '--driver', 'expert', '--baselines', 'teleop', '--seed', '9', '--episodes', '1')
+    lines = old.stderr.strip().splitlines()
+    assert old.returncode == 2 and len(lines) == 2, old.stderr
+    assert lines[0] == "robotsim: 'evaluate' is now 'robotsim policy eval'; the old spelling goes in the next release"
+    assert lines[1].startswith('robotsim policy eval: error: --baselines: '), lines

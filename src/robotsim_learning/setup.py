@@ -30,5 +30,13 @@ setup(
             'recorder = robotsim_learning.ros.recorder_node:main',
             'viewer = robotsim_learning.ros.viewer_node:main',
         ],
+        # The robotsim command's verbs this package adds (robotsim.cli reads the group): words joined by dots.
+        'robotsim.commands': [
+            'dataset = robotsim_learning.dataset_cli',
+            'policy.train = robotsim_learning.policy_cli',
+            'policy.eval = robotsim_learning.evaluation_cli',
+            'view = robotsim_learning.viewer_cli',
+            'render = robotsim_learning.render.cli',
+        ],
     },
 )

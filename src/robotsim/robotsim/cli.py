@@ -9,7 +9,7 @@
     robotsim arm reach X Y Z [PITCH] [--plan-only]   (plan on the running simulator's world, move through FollowJointTrajectory)
     robotsim dataset generate|verify|export ...   (randomised episodes as bags, manifest, LeRobot export)
     robotsim policy train DATASET --out policy.onnx   (behaviour cloning, ONNX export)
-    robotsim evaluate --driver policy --policy FILE --episodes N --seed S   (closed loop through the ROS graph)
+    robotsim policy eval --driver policy --policy FILE --episodes N --seed S   (closed loop through the ROS graph)
     robotsim view BAG --out run.html | robotsim view --live   (the robot in a browser: replay page, live view)
     robotsim render BAG --out DIR [--engine cycles|eevee|workbench] [--passes rgb,depth,seg,lineart]   (Blender)
 
@@ -159,33 +159,48 @@ def launch_command(args: argparse.Namespace) -> int:
         return 2
 
 
-# Subcommands that live with the learning package (robotsim_learning depends on this package, not the
-# reverse): module, what it is for (for the error line), help.
-LEARNING_COMMANDS = {
-    'dataset': ('dataset_cli', 'datasets', 'randomised episodes as bags, verify, LeRobot export'),
-    'policy': ('policy_cli', 'policies', 'behaviour cloning from datasets into an ONNX policy'),
-    'evaluate': ('evaluation_cli', 'evaluation', 'closed-loop episodes of a driver and baselines via ROS'),
-    'view': ('viewer_cli', 'the browser view', 'the robot in a browser: a replay page of a bag, or --live'),
-    'render': ('render.cli', 'Blender renders', 'Blender re-renders of a recorded episode: RGB, depth, segmentation, '
-                                                'line art'),
-}
+COMMANDS_GROUP = 'robotsim.commands'
+"""Entry point group through which packages add commands, as sensor kinds are added: the entry's name is the
+command's words joined by dots (``dataset``, ``policy.train``), its value a module with ``HELP`` (one line),
+``add_arguments(parser)`` and ``run(args) -> exit status`` (robotsim_learning registers its commands so)."""
+GROUP_HELP = {'policy': 'driving policies: train one from datasets, evaluate it in closed loop'}
+"""Help of a command word that only groups registered commands (``robotsim policy train|eval``)."""
 
 
-def _learning_module(name: str):
-    import importlib
-    return importlib.import_module(f'robotsim_learning.{LEARNING_COMMANDS[name][0]}')
+def _registered_commands() -> list[tuple[tuple[str, ...], object]]:
+    """(command words, entry point) of every registered command, in name order."""
+    from importlib.metadata import entry_points
+    return sorted(((tuple(entry.name.split('.')), entry) for entry in entry_points(group=COMMANDS_GROUP)),
+                  key=lambda item: item[0])
 
 
-def _learning_command(name: str):
+def _missing_package(name: str, error: ImportError):
     def handler(args: argparse.Namespace) -> int:
-        try:
-            run = _learning_module(name).run
-        except ImportError as error:
-            print(f'robotsim: error: {LEARNING_COMMANDS[name][1]} need the robotsim_learning package ({error})',
-                  file=sys.stderr)
-            return 2
-        return run(args)
+        print(f'robotsim: error: {name} needs a package that is not installed ({error})', file=sys.stderr)
+        return 2
     return handler
+
+
+def _add_registered_commands(commands) -> None:
+    groups: dict[str, object] = {}
+    for words, entry in _registered_commands():
+        *group_words, verb = words
+        target = commands
+        for word in group_words:
+            if word not in groups:
+                groups[word] = commands.add_parser(word, help=GROUP_HELP.get(word, '')).add_subparsers(
+                    dest=f'{word}_action', required=True)
+            target = groups[word]
+        try:
+            module = entry.load()
+        except ImportError as error:
+            parser = target.add_parser(verb, help='(not installed)')
+            parser.add_argument('rest', nargs='*')
+            parser.set_defaults(handler=_missing_package(' '.join(words), error))
+            continue
+        parser = target.add_parser(verb, help=module.HELP)
+        module.add_arguments(parser)
+        parser.set_defaults(handler=module.run)
 
 
 def bag_repair(args: argparse.Namespace) -> int:
@@ -329,17 +344,11 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate_parser.add_argument('--joint-states-topic', default='/joint_states', help='with --from-bag')
     calibrate_parser.set_defaults(handler=calibrate_odometry)
     _add_arm_parser(commands)
-    for name, (_, _, help_text) in LEARNING_COMMANDS.items():
-        learning_parser = commands.add_parser(name, help=help_text)
-        try:
-            _learning_module(name).add_arguments(learning_parser)
-        except ImportError:
-            learning_parser.add_argument('rest', nargs='*')  # the handler names the missing package
-        learning_parser.set_defaults(handler=_learning_command(name))
+    _add_registered_commands(commands)
     return parser
 
 
-RENAMED = {('calibrate', 'odometry'): ('odometry', 'calibrate')}
+RENAMED = {('calibrate', 'odometry'): ('odometry', 'calibrate'), ('evaluate',): ('policy', 'eval')}
 """Old spelling -> the command's name now (noun, then verb); an old spelling still runs, for one release, after a
 line saying what it is called now."""
 

@@ -6,7 +6,7 @@ instead of a list of its own:
 - the node graph (``driver:=NAME`` of both launchers; robotsim.bringup) starts ``node``;
 - the episode loop (``robotsim dataset generate --driver NAME``; robotsim_learning.ros.episode) runs
   the ROS-free driver class registered under the same name (tests/test_drivers.py checks both agree);
-- the evaluator (``robotsim evaluate --driver/--baselines``) takes the ``evaluated`` ones;
+- the evaluator (``robotsim policy eval --driver/--baselines``) takes the ``evaluated`` ones;
 - the LeRobot export gives a dataset the task text of its driver (``goal`` or not).
 
 ROS-free: names and facts only, no import of the packages that implement the drivers.
@@ -36,7 +36,7 @@ class DriverInfo:
     episodes: bool = True
     """It drives dataset episodes (``robotsim dataset generate --driver NAME``)."""
     evaluated: bool = False
-    """``robotsim evaluate`` runs it through the ROS graph (as the driver or a baseline)."""
+    """``robotsim policy eval`` runs it through the ROS graph (as the driver or a baseline)."""
     argument: str = ''
     """What ``NAME:ARGUMENT`` (episodes) or its launch argument names, e.g. the policy file; '' for none."""
 
@@ -70,7 +70,7 @@ def goal_drivers() -> tuple[str, ...]:
 
 
 def evaluated_drivers() -> tuple[str, ...]:
-    """The names ``robotsim evaluate --driver/--baselines`` accepts."""
+    """The names ``robotsim policy eval --driver/--baselines`` accepts."""
     return tuple(name for name, info in DRIVERS.items() if info.evaluated)
 
 

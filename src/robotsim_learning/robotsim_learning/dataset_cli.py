@@ -118,6 +118,10 @@ def _check_lerobot(export: str) -> int:
     return 0
 
 
+HELP = 'randomised episodes as bags, verify, LeRobot export'
+"""One line for ``robotsim --help`` (this module is a command: the ``robotsim.commands`` entry points)."""
+
+
 def add_arguments(parser) -> None:
     from robotsim_core.drivers import episode_drivers
     parser.add_argument('action', choices=['generate', 'verify', 'export', 'check-lerobot'],

@@ -1,7 +1,7 @@
 """Closed-loop evaluation, the ROS-free part: episode outcome from ground truth, obstacle clearance from
 the world geometry, success rates with Wilson intervals, the per-episode CSV and the report PNG.
 
-``robotsim evaluate`` (:mod:`robotsim_learning.ros.evaluation_graph`) runs each episode through the ROS graph
+``robotsim policy eval`` (:mod:`robotsim_learning.ros.evaluation_graph`) runs each episode through the ROS graph
 and feeds every ``/sim/ground_truth`` pose to an :class:`EpisodeTracker`, which decides the outcome the
 way the dataset's fast path does: ``success`` when the robot's centre is within the spec's
 ``goal_tolerance`` of the goal, ``collision`` when the robot touches an obstacle or a wall, ``timeout``

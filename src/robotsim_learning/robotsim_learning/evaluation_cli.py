@@ -1,6 +1,6 @@
-"""``robotsim evaluate``: closed-loop episodes of a driver and its baselines through the ROS graph.
+"""``robotsim policy eval``: closed-loop episodes of a driver and its baselines through the ROS graph.
 
-    robotsim evaluate --driver policy --policy FILE --episodes N --seed S [--randomization SPEC] [--out DIR]
+    robotsim policy eval --driver policy --policy FILE --episodes N --seed S [--randomization SPEC] [--out DIR]
                       [--baselines expert,straight,wander] [--real-time-factor auto|RTF]
 
 Episode i of every driver is scenario i of ``Randomizer(SPEC, S)``: the same worlds, spawns and goals for
@@ -22,6 +22,10 @@ from robotsim_core.errors import DescriptionError
 EVALUATION_DRIVERS = evaluated_drivers()
 """From the driver table (robotsim_core.drivers)."""
 DEFAULT_RANDOMIZATION = 'room_obstacles.yaml'
+
+
+HELP = 'closed-loop episodes of a driver and baselines through the ROS graph'
+"""One line for ``robotsim --help`` (this module is a command: the ``robotsim.commands`` entry points)."""
 
 
 def add_arguments(parser) -> None:
@@ -127,10 +131,10 @@ def run(args) -> int:
     try:
         return _run(args)
     except (_Refused, DescriptionError) as error:
-        print(f'robotsim evaluate: error: {error}', file=sys.stderr)
+        print(f'robotsim policy eval: error: {error}', file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # the running launch was stopped on the way out; the CSV has every finished episode
-        print(f'robotsim evaluate: interrupted; finished episodes are in {os.path.join(args.out, "episodes.csv")}',
+        print(f'robotsim policy eval: interrupted; finished episodes are in {os.path.join(args.out, "episodes.csv")}',
               file=sys.stderr)
         return 130
 

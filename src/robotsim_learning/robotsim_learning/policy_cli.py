@@ -1,4 +1,4 @@
-"""``robotsim policy train DATASET --out policy.onnx`` (the robotsim CLI hands ``policy`` commands here)."""
+"""``robotsim policy train DATASET --out policy.onnx``: behaviour cloning from datasets, ONNX out."""
 
 from __future__ import annotations
 
@@ -7,8 +7,11 @@ import os
 import sys
 
 
+HELP = 'behaviour cloning from datasets into an ONNX policy'
+"""One line for ``robotsim --help`` (this module is a command: the ``robotsim.commands`` entry points)."""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument('action', choices=['train'], help='train: behaviour cloning from a dataset, ONNX out')
     parser.add_argument('datasets', nargs='+', metavar='DATASET',
                         help='dataset folders (robotsim dataset generate --driver expert, or dagger:POLICY)')
     parser.add_argument('--out', required=True,

@@ -21,6 +21,10 @@ DEFAULT_FOXGLOVE_PORT = 8765
 """Foxglove WebSocket port of the live view (Foxglove's own default); 0 turns it off."""
 
 
+HELP = 'the robot in a browser: a replay page of a bag, or --live'
+"""One line for ``robotsim --help`` (this module is a command: the ``robotsim.commands`` entry points)."""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('bag', nargs='?', help='a rosbag2 folder (record:=true or a dataset episode) to replay')
     parser.add_argument('--out', help='the HTML file to write (one self-contained offline page)')

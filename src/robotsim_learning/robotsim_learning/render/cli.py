@@ -41,6 +41,10 @@ class RenderError(RuntimeError):
     """One line for the user (exit status 2)."""
 
 
+HELP = 'Blender re-renders of a recorded episode: RGB, depth, segmentation, line art'
+"""One line for ``robotsim --help`` (this module is a command: the ``robotsim.commands`` entry points)."""
+
+
 def add_arguments(parser) -> None:
     parser.add_argument('source', nargs='?', help='a recorded bag folder: a dataset episode (its world.yaml and '
                                                   'robot.yaml are used) or a record:=true recording')
