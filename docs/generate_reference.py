@@ -4,7 +4,8 @@
 - ``reference/launch.md``: every launch argument, from the node graph's ``BringupConfig`` (its field
   docstrings, as ``ros2 launch robotsim sim.launch.py --show-args`` prints them), and the driver table;
 - ``reference/config.md``: every key of robot, overlay, world, fleet and real-driver files and of every
-  installed sensor kind, from the spec dataclasses' field docstrings.
+  installed sensor kind, from the spec dataclasses' field docstrings;
+- ``reference/topics.md``: every topic of the shipped robots and of the world, from the topic contract.
 
 Run by ``make docs``; ``--check`` compares instead of writing (tests/test_docs.py runs it) and exits 1 naming
 the pages that differ. Needs the workspace's environment (``source scripts/env.sh``).
@@ -203,7 +204,42 @@ def config_page() -> str:
     return '\n'.join(lines).rstrip('\n') + '\n'
 
 
-PAGES = {'cli.md': cli_page, 'launch.md': launch_page, 'config.md': config_page}
+# ------------------------------------------------------------------------------------- topic contract
+SHIPPED_ROBOTS = ('rover', 'racer', 'scout')
+"""The robots generated from YAML that robotsim ships (the imported public URDFs have their own sensors)."""
+
+
+def topics_page() -> str:
+    from robotsim_core.contract import WORLD_TOPICS, robot_contract
+    from robotsim_core.description import load_robot
+
+    def qos(spec) -> str:
+        return f'{spec.reliability}, {spec.durability}, depth {spec.depth}'
+
+    lines = [GENERATED, '', '# Topics', '',
+             'Every topic a robot offers, from its contract (`robotsim_core/contract.py`, built from the robot',
+             'description): what the simulator publishes and what the real drivers must publish (`robotsim contract',
+             'check` verifies a live graph against it). Names are relative: under a namespace a robot\'s topics are',
+             '`/<namespace>/<name>` and its frames `<namespace>/<frame>`; `/clock` and the world\'s topics are',
+             'never namespaced. Rate 0: event-driven or latched. Sim only: not offered by the real robot.', '',
+             '## The world\'s topics', '',
+             '| topic | type | frame | QoS | rate (Hz) |', '|---|---|---|---|---|']
+    for topic in WORLD_TOPICS:
+        lines.append(f'| `/{topic.name}` | `{topic.type}` | {f"`{topic.frame_id}`" if topic.frame_id else ""} | '
+                     f'{qos(topic.qos)} | {topic.rate:g} |')
+    for name in SHIPPED_ROBOTS:
+        contract = robot_contract(load_robot(name))
+        lines += ['', f'## {name}', '', '| topic | type | frame | QoS | rate (Hz) | sensor | sim only |',
+                  '|---|---|---|---|---|---|---|']
+        for topic in contract.topics:
+            lines.append(f'| `{topic.name}` | `{topic.type}` | {f"`{topic.frame_id}`" if topic.frame_id else ""} | '
+                         f'{qos(topic.qos)} | {topic.rate:g} | {topic.sensor} | {"yes" if topic.sim_only else ""} |')
+        lines += ['', 'Frames that must connect (parent -> child): '
+                  + ', '.join(f'`{parent}` -> `{child}`' for parent, child in contract.frames) + '.']
+    return '\n'.join(lines) + '\n'
+
+
+PAGES = {'cli.md': cli_page, 'launch.md': launch_page, 'config.md': config_page, 'topics.md': topics_page}
 
 
 def main(argv: list[str] | None = None) -> int:

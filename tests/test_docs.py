@@ -77,7 +77,7 @@ def test_the_reference_pages_are_generated_from_the_code_and_current(tmp_path):
     stale = tmp_path / 'docs'
     (stale / 'reference').mkdir(parents=True)
     (stale / 'generate_reference.py').write_text((DOCS / 'generate_reference.py').read_text())
-    for page in ('cli.md', 'launch.md', 'config.md'):
+    for page in ('cli.md', 'launch.md', 'config.md', 'topics.md'):
         (stale / 'reference' / page).write_text((DOCS / 'reference' / page).read_text())
     (stale / 'reference' / 'launch.md').write_text(launch.replace('| `seed` |', '| `old_seed` |'))
     run = subprocess.run([sys.executable, str(stale / 'generate_reference.py'), '--check'],
