@@ -13,7 +13,7 @@ Sections (``--sections``, run in this order; each writes one raw CSV, one row pe
   by the rover, simulator core, real contact; the failure's code and reason per placement.
 
 Every solution is re-checked here once more with the robot tree's own forward kinematics
-(robotsim_core.kinematics, not the chain the solver uses): a row counts as a success only if that
+(robotsim_core.description.kinematics, not the chain the solver uses): a row counts as a success only if that
 re-check is within 0.1 mm / 0.1 deg too.
 
 Writes into --out: ik.csv, planning.csv, tracking.csv, pick.csv, summary.json and summary.md (per arm and
@@ -47,7 +47,7 @@ from robotsim_core.arm.ik import (ORIENTATION_TOLERANCE, POSITION_TOLERANCE, Pos
 from robotsim_core.description import load_robot
 from robotsim_core.errors import DescriptionError
 from robotsim_core.geometry import rotation_angle_between
-from robotsim_core.kinematics import forward_kinematics
+from robotsim_core.description.kinematics import forward_kinematics
 from robotsim_core.statistics import wilson_interval
 
 from bench_sim import machine as machine_line  # the simulator benchmark's machine line (selects the GL backend)

@@ -158,3 +158,68 @@ def test_imports_run_downward_only():
     # The check sees an upward import: the bringup's own modules import every package below them.
     assert any(target.startswith('robotsim_learning') for name, path in python_modules() if name == 'robotsim.bringup'
                for target, _ in imports(path, name))
+
+
+def import_graph(unit=lambda module: module) -> dict[str, set[str]]:
+    """Which workspace module (or unit of modules, ``unit(module)``) imports which, lazy imports included;
+    ``from package import name`` counts as an import of the module ``package.name`` when there is one."""
+    modules = dict(python_modules())
+    graph: dict[str, set[str]] = {unit(name): set() for name in modules}
+    for name, path in modules.items():
+        for target, _ in imports(path, name):
+            while target and target not in modules:
+                target = target.rpartition('.')[0]
+            if target and unit(target) != unit(name):
+                graph[unit(name)].add(unit(target))
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import cycles of ``graph``: its strongly connected components of more than one node (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in sorted(graph.get(node, ())):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                other = stack.pop()
+                component.append(other)
+                if other == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def _subpackage(module: str) -> str:
+    """A module's unit: its subpackage (robotsim_core.description, robotsim_core.arm, ...) or itself."""
+    parts = module.split('.')
+    return module if len(parts) <= 2 or not (WORKSPACE / 'src' / parts[0] / parts[0] / parts[1]).is_dir() \
+        else '.'.join(parts[:2])
+
+
+def test_no_import_cycles_between_modules_or_subpackages():
+    """No module imports itself through others, and no subpackage does either: ``robotsim_core.description``
+    (the robot and world description, its URDF and MJCF writers and its kinematics) imports only leaf modules."""
+    assert not cycles(import_graph()), cycles(import_graph())
+    by_unit = import_graph(_subpackage)
+    assert not cycles(by_unit), cycles(by_unit)
+    assert by_unit['robotsim_core.description'] <= {'robotsim_core.errors', 'robotsim_core.geometry',
+                                                    'robotsim_core.config_schema', 'robotsim_core.sensor_kinds'}, \
+        by_unit['robotsim_core.description']
+    # The check sees a cycle when there is one.
+    assert cycles({'a': {'b'}, 'b': {'c'}, 'c': {'a'}, 'd': {'a'}}) == [['a', 'b', 'c']]

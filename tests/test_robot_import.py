@@ -18,8 +18,8 @@ import pytest
 
 from robotsim_core.description import load_robot
 from robotsim_core.description.meshes import mujoco_mesh
-from robotsim_core.mjcf import robot_to_mjcf
-from robotsim_core.urdf import default_package_resolver
+from robotsim_core.description.mjcf import robot_to_mjcf
+from robotsim_core.description.urdf import default_package_resolver
 from robotsim_sim.scene import RobotPlacement, load_world, resolve_world_path
 from robotsim_sim.simulation import SimOptions, Simulation
 from rostest_helpers import WORKSPACE
@@ -384,7 +384,7 @@ def test_self_collision_exclusions_are_reported_by_reason():
 def test_every_core_module_imports_on_its_own():
     modules = sorted('robotsim_core.' + '.'.join(path.relative_to(CORE).with_suffix('').parts)
                      for path in CORE.rglob('*.py') if path.name != '__init__.py')
-    assert 'robotsim_core.urdf' in modules and 'robotsim_core.description.urdf_import' in modules
+    assert 'robotsim_core.description.urdf' in modules and 'robotsim_core.description.urdf_import' in modules
     script = ('import importlib, subprocess, sys\n'
               'failed = [m for m in sys.argv[1:] if subprocess.run([sys.executable, "-c", f"import {m}"],'
               ' capture_output=True).returncode]\n'

@@ -10,7 +10,7 @@ from tf2_msgs.msg import TFMessage
 
 from robotsim_core.description import load_robot
 from robotsim_core.geometry import rotation_angle_between
-from robotsim_core.urdf import urdf_to_tree
+from robotsim_core.description.urdf import urdf_to_tree
 from robotsim_sim.scene import RobotPlacement, load_world, resolve_world_path
 from robotsim_sim.simulation import SimOptions, Simulation
 from rostest_helpers import LATCHED, RELIABLE, NodeProcess, Observer

@@ -15,7 +15,7 @@ from pygltflib import GLTF2
 
 from robotsim_core.description import load_robot
 from robotsim_core.geometry import homogeneous, rpy_to_matrix
-from robotsim_core.kinematics import forward_kinematics
+from robotsim_core.description.kinematics import forward_kinematics
 from robotsim_core.viewer.gltf import ROOT_NODE, WORLD_NODE, Z_UP_TO_Y_UP, build_scene, robot_placement, scene_glb
 from robotsim_sim.scene import load_world, resolve_world_path
 from test_robot_import import EXAMPLE_ROBOTS

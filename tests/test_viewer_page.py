@@ -23,7 +23,7 @@ from rosbags.highlevel import AnyReader
 
 from browser_helpers import chromium, open_viewer
 from robotsim_core.description import load_robot
-from robotsim_core.kinematics import forward_kinematics
+from robotsim_core.description.kinematics import forward_kinematics
 from robotsim_core.viewer.page import ENTRY_MODULES, VENDOR, import_map, vendor_record
 from rostest_helpers import Launch
 

@@ -484,7 +484,7 @@ def check_ros_parameter(value: Any, source: str, key: str) -> None:
 
 def _real_nodes(config: BringupConfig, fleet: FleetSpec) -> list[NodeSpec]:
     from robotsim_core.description import load_robot
-    from robotsim_core.urdf import tree_to_urdf
+    from robotsim_core.description.urdf import tree_to_urdf
     nodes = []
     for entry in fleet.robots:
         path = real_config_path(config, entry.robot)

@@ -43,8 +43,8 @@ def describe(args: argparse.Namespace) -> int:
     import mujoco
 
     from robotsim_core.description import load_robot
-    from robotsim_core.mjcf import robot_to_mjcf
-    from robotsim_core.urdf import tree_to_urdf
+    from robotsim_core.description.mjcf import robot_to_mjcf
+    from robotsim_core.description.urdf import tree_to_urdf
 
     for option, path in (('--urdf', args.urdf), ('--mjcf', args.mjcf), ('--gltf', args.gltf)):
         if path:

@@ -115,7 +115,7 @@ class GyroFit:
 
 def imu_to_base_rotation(model: RobotModel, imu_frame: str) -> np.ndarray:
     """3x3 rotation of the IMU frame in base_link, from the description's fixed joints."""
-    from .kinematics import forward_kinematics as link_poses
+    from .description.kinematics import forward_kinematics as link_poses
 
     poses = link_poses(model.tree, {})
     if imu_frame not in poses:

@@ -18,8 +18,8 @@ from robotsim_core.arm.ik import (ORIENTATION_TOLERANCE, POSITION_TOLERANCE, IkO
                                   PositionPitchTarget, PositionTarget, solve_arm_ik, solve_ik)
 from robotsim_core.description import load_robot
 from robotsim_core.geometry import rotation_angle_between
-from robotsim_core.kinematics import forward_kinematics
-from robotsim_core.urdf import tree_to_urdf
+from robotsim_core.description.kinematics import forward_kinematics
+from robotsim_core.description.urdf import tree_to_urdf
 from rostest_helpers import WORKSPACE
 from test_robot_import import needs_example_robots
 
@@ -36,7 +36,7 @@ def chain_of(robot: str) -> tuple:
 
 
 def tree_tool_pose(model, chain: ArmChain, positions) -> np.ndarray:
-    """The tool pose by the robot tree's forward kinematics (robotsim_core.kinematics)."""
+    """The tool pose by the robot tree's forward kinematics (robotsim_core.description.kinematics)."""
     poses = forward_kinematics(model.tree, chain.tree_positions(positions))
     return np.linalg.inv(poses[chain.root]) @ poses[chain.tool.link] @ chain.tool.offset
 

@@ -15,7 +15,7 @@ from robotsim_core.arm.timing import (JointMotionLimits, TimedTrajectory, Trajec
                                       joint_limits_from_model, time_parameterize)
 from robotsim_core.description import load_robot
 from robotsim_core.description.model import DEFAULT_ACCELERATION_PER_VELOCITY, DEFAULT_JERK_PER_ACCELERATION
-from robotsim_core.urdf import tree_to_urdf
+from robotsim_core.description.urdf import tree_to_urdf
 
 from test_description_errors import assert_clean_error, describe
 from test_robot_import import needs_example_robots

@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from robotsim_core.description import load_robot
-from robotsim_core.kinematics import forward_kinematics
-from robotsim_core.mjcf import robot_to_mjcf
-from robotsim_core.urdf import tree_to_urdf, urdf_to_tree
+from robotsim_core.description.kinematics import forward_kinematics
+from robotsim_core.description.mjcf import robot_to_mjcf
+from robotsim_core.description.urdf import tree_to_urdf, urdf_to_tree
 from rostest_helpers import WORKSPACE
 
 CONFIG = WORKSPACE / 'config' / 'robots'

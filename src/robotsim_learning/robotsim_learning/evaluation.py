@@ -41,7 +41,7 @@ def footprint(model) -> np.ndarray:
     collision shape (the xy extent of its bounding box at the zero configuration), less those lying inside
     another (the arm above the base). Shape by shape rather than one rectangle round the whole robot, so a
     corner where the robot has no part (beside a protruding camera) does not touch an obstacle first."""
-    from robotsim_core.kinematics import forward_kinematics
+    from robotsim_core.description.kinematics import forward_kinematics
     poses = forward_kinematics(model.tree, {})
     base_inverse = np.linalg.inv(poses[model.base_link])
     rectangles = []

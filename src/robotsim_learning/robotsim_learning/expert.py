@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from robotsim_core.description.model import RobotModel
-from robotsim_core.kinematics import forward_kinematics
+from robotsim_core.description.kinematics import forward_kinematics
 
 
 @dataclass

@@ -23,7 +23,7 @@ from robotsim_core.config_schema import spec_field
 from robotsim_core.contract import LATCHED_QOS, TopicSpec, sensor_qos
 from robotsim_core.description.spec import MAX_IMAGE_SIDE, MIN_SENSOR_RATE, NAME_OR_EMPTY, PoseSpec, TopicQosSpec, name_field
 from robotsim_core.errors import DescriptionError
-from robotsim_core.mjcf import OPTICAL_TO_MUJOCO_CAMERA_QUAT, number_text, vector_text
+from robotsim_core.description.mjcf import OPTICAL_TO_MUJOCO_CAMERA_QUAT, number_text, vector_text
 from robotsim_core.sensor_kinds import SensorContext, SensorFrames, SensorKind
 
 from .gl_backend import RenderUnavailable, unavailable_reason

@@ -20,7 +20,7 @@ from .arm_controller import (ArmGoal, ArmOutcome, CheckedTrajectory, ControllerS
 from .controllers import TrajectoryPoint
 
 if TYPE_CHECKING:
-    from .simulation import RobotInstance
+    from .robot_assembly import RobotInstance
 
 
 def _columns(checked: CheckedTrajectory, joints: list[str]) -> CheckedTrajectory | None:

@@ -1,6 +1,6 @@
 """One robot's MuJoCo ids and addresses in a compiled scene, looked up once (dm_control's named access).
 
-The MJCF builder (:mod:`robotsim_core.mjcf`) owns the names of the elements it writes and the scene
+The MJCF builder (:mod:`robotsim_core.description.mjcf`) owns the names of the elements it writes and the scene
 prefixes a robot's names with its namespace; :class:`RobotBinding` is the one place that turns
 (description entity, prefix) into MuJoCo ids. The simulation, the arm planner and the pick-and-place
 scene index through it instead of rebuilding names.
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import mujoco
 
 from robotsim_core.description.model import RobotModel
-from robotsim_core.mjcf import free_joint_name, position_servo_name, wheel_motor_name
+from robotsim_core.description.mjcf import free_joint_name, position_servo_name, wheel_motor_name
 
 
 @dataclass(frozen=True)

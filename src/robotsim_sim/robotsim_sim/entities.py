@@ -15,7 +15,7 @@ import mujoco
 import numpy as np
 
 from robotsim_core.errors import DescriptionError
-from robotsim_core.mjcf import free_joint_name
+from robotsim_core.description.mjcf import free_joint_name
 
 OVERLAP_TOLERANCE = 0.01
 """Metres two things may interpenetrate at a spawn or a teleport: resting contact and mesh/primitive

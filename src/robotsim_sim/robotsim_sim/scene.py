@@ -22,7 +22,7 @@ from robotsim_core.description.model import RobotModel
 from robotsim_core.description.world_spec import SpawnSpec, WorldSpec
 from robotsim_core.errors import DescriptionError
 from robotsim_core.geometry import rpy_to_quat
-from robotsim_core.mjcf import free_joint_name, robot_to_mjcf
+from robotsim_core.description.mjcf import free_joint_name, robot_to_mjcf
 from robotsim_core.sensor_kinds import sensor_kind
 
 

@@ -6,35 +6,35 @@ counted in physics steps (``time_ns = step_count * timestep_ns``) so stamps are 
 random choice flows from the seed: each sensor has its own stream spawned from it by the sensor's
 place in the robot description, so a reset with the same seed replays the same noise, and a
 sensor's noise does not depend on which other sensors are simulated (e.g. cameras off).
+
+What it is made of, each in a module of its own: the compiled scene and its names
+(:mod:`.compiled_scene`), each robot's assembly with named access (:mod:`.robot_assembly`), the arm's
+and gripper's goals (:mod:`.arm_goals`), entity poses (:mod:`.entities`) and the instability watch
+(:mod:`.instability`). :class:`Simulation` keeps time, step, reset and readings, and closes what it made.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import mujoco
 import numpy as np
 
-from robotsim_core.contract import Contract, robot_contract
-from robotsim_core.drive import WheelOdometry
-from robotsim_core.errors import DescriptionError
 from robotsim_core.geometry import quat_to_yaw
-from robotsim_firmware.host_library import CHANNELS as FIRMWARE_MOTOR_CHANNELS
-from robotsim_firmware.in_the_loop import FirmwareInTheLoop
-from robotsim_core.sensor_kinds import SensorContext, sensor_kind
+from robotsim_core.sensor_kinds import sensor_kind
 from robotsim_sensors.camera import CameraRenderer
 
-from .arm_controller import (ArmController, ArmGoal, ArmOutcome, ControllerState, GripperConfig, GripperController,
-                             GripperOutcome, TrajectoryConstraints)
-from .controllers import BaseController, PositionServoFeedForward, TrajectoryFollower, WheelSpeedLoop
+from .arm_controller import ArmGoal, ArmOutcome, ControllerState, GripperConfig, GripperOutcome, TrajectoryConstraints
 from .arm_goals import ArmGoals
 from .binding import RobotBinding
-from .capture import CaptureThread
-from .entities import Entities
 from .compiled_scene import CompiledScene
-from .scene import FIRST_ROBOT_GROUP, RobotPlacement
+from .entities import Entities
+from .instability import Instability, InstabilityWatch
+from .robot_assembly import AssemblyOptions, NamedAccess, RobotInstance, Scheduled, assemble_robot
+from .scene import RobotPlacement
 from robotsim_core.description.world_spec import WorldSpec
+
+__all__ = ['BaseStateReading', 'Event', 'Instability', 'JointStateReading', 'RobotInstance', 'SimOptions', 'Simulation']
 
 
 @dataclass
@@ -64,106 +64,6 @@ class Event:
     robot: int
     channel: str      # sensor name, 'joint_states' or 'base_state'
     reading: object
-
-
-# MuJoCo resets the world when one of these fires (unless auto-reset is disabled).
-UNSTABLE_WARNINGS = {mujoco.mjtWarning.mjWARN_BADQACC: 'NaN, Inf or huge acceleration',
-                     mujoco.mjtWarning.mjWARN_BADQVEL: 'NaN, Inf or huge velocity',
-                     mujoco.mjtWarning.mjWARN_BADQPOS: 'NaN, Inf or huge position'}
-
-
-@dataclass
-class Instability:
-    """MuJoCo found the physics unstable and reset the world to its initial state."""
-
-    stamp: int        # sim time (ns) of the step that went unstable
-    what: str
-    entity: str       # robot or world body owning the offending degree of freedom
-    dof: int
-
-
-@dataclass
-class _Scheduled:
-    """A periodic reading: capture k is due at round(k * 1e9 / rate) ns of sim time (no drift
-    for rates whose period is not a whole number of nanoseconds or steps), taken at the first
-    physics step at or after that instant."""
-
-    channel: str
-    rate: float
-    measure: object   # callable(data, rng, stamp) -> reading
-    rng: np.random.Generator | None = None
-    index: int = 0
-    next_ns: int = 0
-    on_reset: object = None   # callable(rng) run at every reset (e.g. draw IMU biases)
-    capture: CaptureThread | None = None   # measured in a thread of its own (SimOptions.camera_threads)
-    slot: int = 0
-    """Which of the robot's noise streams is this reading's: joint states 0, base state 1, the
-    description's sensors 2, 3, ... in order, whether or not each is simulated (cameras off leave
-    theirs unused), so a sensor's noise does not depend on which other sensors run."""
-
-    def advance(self, now_ns: int) -> None:
-        while self.next_ns <= now_ns:
-            self.index += 1
-            self.next_ns = round(self.index * 1e9 / self.rate)
-
-
-@dataclass
-class RobotInstance:
-    placement: RobotPlacement
-    contract: Contract
-    base_controller: BaseController | None
-    wheel_loop: WheelSpeedLoop | None
-    arm: TrajectoryFollower
-    """Follows trajectories of the arm joints (every arm's, in description order)."""
-    gripper: TrajectoryFollower
-    """Follows the gripper fingers' setpoints (every gripper joint; mimicking fingers have no servo)."""
-    odometry: WheelOdometry | None
-    joint_names: list[str]
-    binding: RobotBinding
-    """MuJoCo ids and addresses of the robot's elements."""
-    qpos_index: np.ndarray
-    dof_index: np.ndarray
-    root_body: int
-    root_qpos: int
-    root_dof: int
-    # Driven wheels in drive.driven_wheels order: their motor actuators and joint dofs.
-    wheel_actuators: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
-    wheel_dofs: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
-    wheel_targets: object = None          # the WheelTargets the arrays below were made from
-    wheel_speed_targets: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    steer_actuators: dict[str, int] = field(default_factory=dict)
-    arm_actuators: dict[str, int] = field(default_factory=dict)
-    # The arm's servos: actuator, qpos and dof index of every arm joint (follower order).
-    arm_actuator_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
-    arm_qpos: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
-    arm_dofs: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
-    arm_feedforward: PositionServoFeedForward | None = None
-    # Gripper: qpos/dof of every gripper joint; the servoed ones as (follower column, actuator).
-    gripper_qpos: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
-    gripper_dofs: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
-    gripper_columns: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
-    gripper_actuator_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
-    arm_controller: ArmController | None = None
-    """FollowJointTrajectory goals on the arm joints (None: the robot has no arm)."""
-    gripper_controller: GripperController | None = None
-    """GripperCommand goals on the first gripper's driven finger (None: no gripper)."""
-    joint_limits: dict[str, tuple[float, float]] = field(default_factory=dict)
-    """Position limits of the arm and gripper joints (continuous joints have none)."""
-    clamped_ever: set[str] = field(default_factory=set)
-    """Joints a topic trajectory was clamped at (kept across resets: one warning per joint per run)."""
-    newly_clamped: list[tuple[str, float, float]] = field(default_factory=list)
-    """(joint, requested, clamped to) of the last topic trajectory, for joints clamped for the first time."""
-    schedule: list[_Scheduled] = field(default_factory=list)
-    firmware: FirmwareInTheLoop | None = None
-    wheel_qpos: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
-
-    @property
-    def model(self):
-        return self.placement.model
-
-    @property
-    def prefix(self) -> str:
-        return self.placement.prefix
 
 
 @dataclass
@@ -208,8 +108,8 @@ class Simulation:
         self.timestep_ns = round(world.timestep * 1e9)
         self.step_count = 0
         self.seed = self.options.seed
-        self.instabilities: list[Instability] = []
-        self.instability_count = 0
+        self.watch = InstabilityWatch(self.model, self.data, self._entity_of_root)
+        """Notices MuJoCo's resets after an instability (robotsim_sim.instability)."""
         self.renderer = None
         """The renderer of captures in the physics thread (None: cameras off, or each in its own thread)."""
         renders = any(sensor_kind(s.type).renders for p in placements for s in p.model.sensors)
@@ -219,9 +119,9 @@ class Simulation:
         self.geom_labels, self.labels = scene.geom_labels, scene.labels
         self.robots: list[RobotInstance] = []
         self.entities = Entities(self.model, self.data, world, self.robots)
+        """The robots and free bodies by name: poses, teleports, the placement rule (robotsim_sim.entities)."""
         self.goals = ArmGoals(self.model, self.data, self.robots, lambda: self.time)
         """The arm's and gripper's goals of every robot and their outcomes (robotsim_sim.arm_goals)."""
-        """The robots and free bodies by name: poses, teleports, the placement rule (robotsim_sim.entities)."""
         try:
             for index, (placement, binding) in enumerate(zip(placements, bindings)):
                 self._make_robot(index, placement, binding)
@@ -233,93 +133,23 @@ class Simulation:
 
     # ------------------------------------------------------------------ construction
     def _make_robot(self, index: int, placement: RobotPlacement, binding: RobotBinding) -> RobotInstance:
-        model, prefix, m = placement.model, placement.prefix, self.model
-        joints = [j.name for j in model.tree.moving_joints()]
-        qpos_index = np.array([binding.qpos[j] for j in joints], dtype=int)
-        dof_index = np.array([binding.dofs[j] for j in joints], dtype=int)
-        arm_joints = [j for arm in model.arms for j in arm.joints + arm.gripper_joints[:1]]
-        moved_by_arm = [j for arm in model.arms for j in arm.joints]
-        fingers = [j for arm in model.arms for j in arm.gripper_joints]
-        limits = {j: (model.tree.joints[j].limit.lower, model.tree.joints[j].limit.upper) for j in moved_by_arm + fingers
-                  if model.tree.joints[j].limit is not None and model.tree.joints[j].type != 'continuous'}
-        robot = RobotInstance(
-            placement=placement, contract=robot_contract(model, self.options.joint_state_rate, self.options.odom_rate),
-            base_controller=BaseController(model.drive, self.options.command_timeout) if model.drive else None,
-            wheel_loop=WheelSpeedLoop(model.drive) if model.drive else None,
-            arm=TrajectoryFollower(moved_by_arm), gripper=TrajectoryFollower(fingers), joint_limits=limits,
-            odometry=WheelOdometry(model.drive) if model.drive else None,
-            joint_names=joints, qpos_index=qpos_index, dof_index=dof_index, binding=binding,
-            # A fixed-base robot is welded to the world: no free joint, no root dofs (-1).
-            root_body=binding.root_body, root_qpos=binding.root_qpos, root_dof=binding.root_dof)
-        self.robots.append(robot)  # before its threads and links exist: close() frees them if a later step fails
-        if model.drive:
-            driven = model.drive.driven_wheels
-            robot.wheel_actuators = np.array([binding.wheel_motors[w.joint] for w in driven], dtype=int)
-            robot.wheel_dofs = np.array([binding.dofs[w.joint] for w in driven], dtype=int)
-            robot.wheel_qpos = np.array([binding.qpos[w.joint] for w in driven], dtype=int)
-            if self.options.firmware:
-                if model.drive.type != 'differential':
-                    raise DescriptionError(model.source, 'drive.type', 'firmware in the loop drives differential bases; '
-                                           f'{model.name} is {model.drive.type} (run it with firmware:=false)')
-                if len(driven) > FIRMWARE_MOTOR_CHANNELS:
-                    raise DescriptionError(model.source, 'wheels', f'firmware in the loop drives at most '
-                                           f'{FIRMWARE_MOTOR_CHANNELS} wheels (one per motor channel of the MCU); '
-                                           f'{model.name} has {len(driven)} driven wheels (run it with firmware:=false)')
-                links = self.options.serial_links or []
-                robot.firmware = FirmwareInTheLoop(len(driven), links[index] if index < len(links) else None,
-                                                   self.options.seed, self.options.baud)
-            for wheel in model.drive.wheels:
-                if wheel.steer_joint:
-                    robot.steer_actuators[wheel.steer_joint] = binding.position_servos[wheel.steer_joint]
-        for joint in arm_joints:
-            robot.arm_actuators[joint] = binding.position_servos[joint]
-        self._make_arm_controllers(robot, moved_by_arm, fingers, limits)
-        robot.schedule.append(_Scheduled('joint_states', self.options.joint_state_rate,
-                                         lambda data, rng, stamp, r=robot: self._joint_states(r, stamp), slot=0))
-        robot.schedule.append(_Scheduled('base_state', self.options.odom_rate,
-                                         lambda data, rng, stamp, r=robot: self._base_state(r, stamp), slot=1))
-        for slot, sensor in enumerate(model.sensors, 2):  # each kind places its own model (robotsim_core.sensor_kinds)
-            kind = sensor_kind(sensor.type)
-            context = SensorContext(m, prefix, sensor, FIRST_ROBOT_GROUP + index, self.renderer, self.geom_labels)
-            if kind.renders and self.options.cameras and self.options.camera_threads:
-                light = self.world.light
-                capture = CaptureThread(m, lambda: CameraRenderer(m, light.shadows, light.reflections),
-                                        lambda renderer, c=context, k=kind: k.make(replace(c, renderer=renderer)))
-                on_reset = getattr(capture.sensor, 'on_reset', None)
-                robot.schedule.append(_Scheduled(sensor.name, sensor.spec.rate, None, capture=capture, slot=slot, on_reset=(
-                    None if on_reset is None else lambda rng, c=capture, f=on_reset: c.run(f, rng))))
-                continue
-            placed = kind.make(context)
-            if placed is not None:
-                robot.schedule.append(_Scheduled(sensor.name, sensor.spec.rate, placed.measure, slot=slot,
-                                                 on_reset=getattr(placed, 'on_reset', None)))
+        o = self.options
+        links = o.serial_links or []
+        options = AssemblyOptions(o.joint_state_rate, o.odom_rate, o.command_timeout, o.firmware,
+                                  links[index] if index < len(links) else None, o.seed, o.baud, o.cameras,
+                                  o.camera_threads, o.arm_constraints, o.allow_partial_joints_goal, o.gripper)
+        # appended before its threads and links exist: close() frees them if a later step fails
+        robot = assemble_robot(index, placement, binding, self.model, options, self.world.light, self.renderer,
+                               self.geom_labels, self.robots.append)
+        robot.schedule[:0] = [  # readings of the simulation itself, before the description's sensors
+            Scheduled('joint_states', o.joint_state_rate, lambda data, rng, stamp, r=robot: self._joint_states(r, stamp),
+                      slot=0),
+            Scheduled('base_state', o.odom_rate, lambda data, rng, stamp, r=robot: self._base_state(r, stamp), slot=1)]
         return robot
 
-    def _make_arm_controllers(self, robot: RobotInstance, arm_joints: list[str], fingers: list[str],
-                              limits: dict[str, tuple[float, float]]) -> None:
-        m, model, binding = self.model, robot.model, robot.binding
-
-        def addresses(joints):
-            return (np.array([binding.qpos[j] for j in joints], dtype=int),
-                    np.array([binding.dofs[j] for j in joints], dtype=int))
-        robot.arm_qpos, robot.arm_dofs = addresses(arm_joints)
-        robot.gripper_qpos, robot.gripper_dofs = addresses(fingers)
-        robot.gripper_columns = np.array([i for i, j in enumerate(fingers) if j in robot.arm_actuators], dtype=int)
-        robot.gripper_actuator_ids = np.array([robot.arm_actuators[fingers[i]] for i in robot.gripper_columns], dtype=int)
-        if arm_joints:
-            robot.arm_actuator_ids = np.array([robot.arm_actuators[j] for j in arm_joints], dtype=int)
-            robot.arm_feedforward = PositionServoFeedForward(m, robot.arm_qpos, robot.arm_dofs, robot.arm_actuator_ids)
-            robot.arm_feedforward.widen_control_range(m)
-            robot.arm_controller = ArmController(robot.arm, {j: limits[j] for j in arm_joints if j in limits},
-                                                 self.options.arm_constraints, self.options.allow_partial_joints_goal)
-        driven = next((arm.gripper_joints[0] for arm in model.arms if arm.gripper_joints), None)
-        if driven is not None:
-            limit = model.tree.joints[driven].limit
-            lower, upper = limits.get(driven, (-math.inf, math.inf))
-            effort = limit.effort if limit is not None and limit.effort > 0 else float(
-                m.actuator_forcerange[robot.arm_actuators[driven], 1])
-            robot.gripper_controller = GripperController(robot.gripper, driven, lower, upper, effort,
-                                                         self.options.gripper)
+    def named(self, robot: int = 0) -> NamedAccess:
+        """Robot ``robot``'s joints, actuators and bodies by name (robotsim_sim.robot_assembly.NamedAccess)."""
+        return NamedAccess(self.data, self.robots[robot])
 
     # ------------------------------------------------------------------ time
     @property
@@ -376,39 +206,26 @@ class Simulation:
             robot.odometry.reset()
             robot.odometry.update(self.time, self._wheel_positions(robot))
 
-    # ------------------------------------------------------------------ instability
-    def _unstable_warning(self):
-        return next((kind for kind in UNSTABLE_WARNINGS if self.data.warning[kind].number), None)
-
-    def _on_instability(self) -> None:
-        """MuJoCo reset the whole world to its initial state because a position, velocity or
-        acceleration became NaN, infinite or huge (it prints this only to stderr). Record what
-        happened, when and where, and resynchronise the controllers with the reset world."""
-        kind = self._unstable_warning()
-        dof = int(self.data.warning[kind].lastinfo) if kind is not None else -1
-        entity = self._entity_of_dof(dof) if 0 <= dof < self.model.nv else 'unknown'
-        what = UNSTABLE_WARNINGS[kind] if kind is not None else 'unstable physics'
-        self.instabilities.append(Instability(self.time_ns, what, entity, dof))
-        self.instability_count += 1
-        # MuJoCo's reset set its clock and counters back to zero (the counters to one for the
-        # warning at hand, however often it fired); align both so the next one shows again.
-        self.data.time = self.time
-        for warning in UNSTABLE_WARNINGS:
-            self.data.warning[warning].number = 0
-        for robot in self.robots:
-            self._resync_after_physics_reset(robot)
-
-    def _entity_of_dof(self, dof: int) -> str:
-        root = self.model.body_rootid[self.model.jnt_bodyid[self.model.dof_jntid[dof]]]
+    # ------------------------------------------------------------------ instability (robotsim_sim.instability)
+    def _entity_of_root(self, root: int) -> str | None:
         for robot in self.robots:
             if root == self.model.body_rootid[robot.root_body]:
                 return robot.placement.namespace or robot.model.name
-        return self.model.body(root).name or f'body {root}'
+        return None
+
+    @property
+    def instabilities(self) -> list[Instability]:
+        """Instabilities not yet taken."""
+        return self.watch.pending
+
+    @property
+    def instability_count(self) -> int:
+        """Instabilities since the simulation started."""
+        return self.watch.count
 
     def take_instabilities(self) -> list[Instability]:
         """Instabilities since the last call (for the node to report)."""
-        taken, self.instabilities = self.instabilities, []
-        return taken
+        return self.watch.take()
 
     # ------------------------------------------------------------------ commands
     def command_base(self, robot: int, linear: float, angular: float) -> bool:
@@ -510,11 +327,9 @@ class Simulation:
         self.step_count += 1
         if self.goals.running:
             self.goals.update()
-        # MuJoCo's reset after an instability puts its clock back: one comparison per step notices.
-        # (On an episode's first step the clock agrees either way, so look at the warnings.)
-        if self.data.time < (self.step_count - 0.5) * self.model.opt.timestep or (
-                self.step_count == 1 and self._unstable_warning() is not None):
-            self._on_instability()
+        if self.watch.check(self.step_count, self.time_ns):  # MuJoCo reset the world: resync the controllers
+            for robot in self.robots:
+                self._resync_after_physics_reset(robot)
         now = self.time_ns
         events = []
         synced = False
@@ -570,11 +385,7 @@ class Simulation:
         """Release what the simulation made: the firmware's pseudo-terminals, the capture threads (with their GL
         contexts) and the physics thread's camera renderer. Closing twice is harmless."""
         for robot in self.robots:
-            if robot.firmware is not None:
-                robot.firmware.close()
-            for item in robot.schedule:
-                if item.capture is not None:
-                    item.capture.close()
+            robot.close()
         if self.renderer is not None:
             self.renderer.close()
             self.renderer = None

@@ -10,7 +10,7 @@ import mujoco
 import pytest
 
 from robotsim_core.description import load_robot
-from robotsim_core.mjcf import free_joint_name, position_servo_name, wheel_motor_name
+from robotsim_core.description.mjcf import free_joint_name, position_servo_name, wheel_motor_name
 from robotsim_sim.binding import RobotBinding, entity_free_joint
 from robotsim_sim.scene import RobotPlacement, build_scene, compile_scene, load_world, resolve_world_path
 from robotsim_core.description.world_spec import SpawnSpec
@@ -23,7 +23,7 @@ def test_element_names_are_written_in_one_module():
     """No module but the MJCF builder spells an element-name suffix: others call its naming functions."""
     offenders = []
     for module, path in python_modules():
-        if module == 'robotsim_core.mjcf':
+        if module == 'robotsim_core.description.mjcf':
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.endswith(NAMING_SUFFIXES):

@@ -4,7 +4,7 @@ geometric Jacobian, fast enough for the inner loop of inverse kinematics.
 A chain runs from a root link (the model's ``base_link`` unless given) through the arm's joints to a
 tool frame. Its joint vector is ordered as the arm role lists its joints. Everything on the way that
 is not an arm joint is folded into constant transforms once, with the tree's own forward kinematics
-(:func:`robotsim_core.kinematics.forward_kinematics`): fixed joints, and any other moving joint on the
+(:func:`robotsim_core.description.kinematics.forward_kinematics`): fixed joints, and any other moving joint on the
 path (TIAGo's torso lift under its arm), which stays at ``fixed_positions`` (default: the model's
 initial position, else 0) and is listed in :attr:`ArmChain.frozen_joints`.
 
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..description.model import RobotModel
-from ..kinematics import forward_kinematics
+from ..description.kinematics import forward_kinematics
 
 TOOL_LINK_CONVENTIONS = ('tcp', 'tool0', 'tool_link', 'ee_link')
 """Link names taken as the tool frame (the whole name or its last ``_``-separated part(s)), most preferred

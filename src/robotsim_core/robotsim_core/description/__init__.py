@@ -1,15 +1,11 @@
-"""Robot descriptions: YAML spec -> :class:`RobotModel` -> URDF and MuJoCo model."""
+"""Robot and world descriptions: YAML spec -> :class:`RobotModel` -> URDF (:mod:`.urdf`), MuJoCo model
+(:mod:`.mjcf`) and kinematics (:mod:`.kinematics`); URDF import (:mod:`.urdf_import`).
+
+Everything a description is made of lives in this package, which imports nothing of robotsim_core
+beyond its leaf modules (errors, geometry, config_schema, sensor_kinds): no import cycle, checked by
+``tests/test_layering.py``."""
+
+from .load import load_robot
+from .model import RobotModel
 
 __all__ = ['RobotModel', 'load_robot']
-
-
-def __getattr__(name: str):
-    # Lazy, so that importing a submodule (e.g. from robotsim_core.urdf, which load.py itself
-    # imports) never runs load.py first: no circular import whichever module is imported first.
-    if name == 'RobotModel':
-        from .model import RobotModel
-        return RobotModel
-    if name == 'load_robot':
-        from .load import load_robot
-        return load_robot
-    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

@@ -1,7 +1,7 @@
 """The robot model every output is generated from: a kinematic tree plus the roles of its parts.
 
 Both the YAML generator (:mod:`.build`) and the URDF importer (:mod:`.urdf_import`) produce a
-:class:`RobotModel`; :mod:`robotsim_core.urdf` and :mod:`robotsim_core.mjcf` only ever read one.
+:class:`RobotModel`; :mod:`robotsim_core.description.urdf` and :mod:`robotsim_core.description.mjcf` only ever read one.
 That is what keeps the URDF and the MuJoCo model from disagreeing.
 """
 

@@ -13,8 +13,8 @@ import os
 import numpy as np
 
 from ..errors import DescriptionError
-from ..kinematics import forward_kinematics
-from ..urdf import default_package_resolver, urdf_to_tree
+from .kinematics import forward_kinematics
+from .urdf import default_package_resolver, urdf_to_tree
 
 MIN_ARM_JOINTS = 1
 

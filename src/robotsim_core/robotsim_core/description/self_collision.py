@@ -57,7 +57,7 @@ def touching_pairs(model: RobotModel, positions: dict[str, float]) -> set[frozen
     """Link pairs whose collision geoms are within :data:`TOUCH_MARGIN` at ``positions``."""
     import mujoco
 
-    from ..mjcf import robot_to_mjcf
+    from .mjcf import robot_to_mjcf
 
     try:
         compiled = mujoco.MjModel.from_xml_string(robot_to_mjcf(model))

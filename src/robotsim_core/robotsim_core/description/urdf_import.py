@@ -20,8 +20,8 @@ import numpy as np
 
 from ..errors import DescriptionError
 from ..geometry import Pose
-from ..kinematics import forward_kinematics
-from ..urdf import default_package_resolver, gazebo_contacts, resolve_mesh_path, urdf_to_tree
+from .kinematics import forward_kinematics
+from .urdf import default_package_resolver, gazebo_contacts, resolve_mesh_path, urdf_to_tree
 from .build import add_sensor_frames, drive_geometry, make_drive_role
 from .inertia import mujoco_inertials
 from .model import ArmRole, LinkContact, RobotModel, WheelRole

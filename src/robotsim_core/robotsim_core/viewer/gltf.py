@@ -27,7 +27,7 @@ import numpy as np
 
 from ..description.model import RobotModel, Shape
 from ..geometry import homogeneous, rpy_to_matrix
-from ..kinematics import joint_motion, resolve_mimics
+from ..description.kinematics import joint_motion, resolve_mimics
 
 ROOT_NODE = 'ros_world'
 """The node that turns ROS +Z up into glTF +Y up; its children are in ROS coordinates."""

@@ -21,7 +21,7 @@ from .page import render_page
 def model_from_urdf(text: str, source: str) -> RobotModel:
     """A drawable model of a URDF (meshes resolved through the ament index and package folders): no
     drive or sensor roles, root link = base."""
-    from ..urdf import urdf_to_tree
+    from ..description.urdf import urdf_to_tree
 
     tree = urdf_to_tree(text, source)
     root = tree.root()

@@ -22,8 +22,8 @@ from tf2_msgs.msg import TFMessage
 from robotsim_core.contract import LATCHED_QOS, TF_QOS
 from robotsim_core.description import load_robot
 from robotsim_core.errors import DescriptionError
-from robotsim_core.kinematics import joint_motion
-from robotsim_core.urdf import tree_to_urdf, urdf_to_tree
+from robotsim_core.description.kinematics import joint_motion
+from robotsim_core.description.urdf import tree_to_urdf, urdf_to_tree
 from robotsim_core.ros import common as convert
 
 

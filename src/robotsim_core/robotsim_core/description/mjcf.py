@@ -17,9 +17,9 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from .description.model import Geometry, KinematicTree, RobotModel, Shape
-from .geometry import rpy_to_matrix, rpy_to_quat
-from .sensor_kinds import sensor_kind
+from .model import Geometry, KinematicTree, RobotModel, Shape
+from ..geometry import rpy_to_matrix, rpy_to_quat
+from ..sensor_kinds import sensor_kind
 
 VISUAL_GROUP = 1     # visual-only geoms: rendered, never collide
 # MuJoCo cameras look along their -z with +y up; the ROS optical frame looks along +z with

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .description.model import Joint, KinematicTree
-from .geometry import axis_angle_matrix, homogeneous
+from .model import Joint, KinematicTree
+from ..geometry import axis_angle_matrix, homogeneous
 
 
 def joint_motion(joint: Joint, position: float) -> np.ndarray:

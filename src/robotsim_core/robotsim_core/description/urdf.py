@@ -14,11 +14,11 @@ import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping
 
-from .description.meshes import mujoco_mesh
-from .description.model import (Geometry, Inertial, Joint, JointLimit, KinematicTree, Link, LinkContact,
+from .meshes import mujoco_mesh
+from .model import (Geometry, Inertial, Joint, JointLimit, KinematicTree, Link, LinkContact,
                                 Mimic, Shape)
-from .errors import DescriptionError
-from .geometry import Pose
+from ..errors import DescriptionError
+from ..geometry import Pose
 
 MIN_MESH_SCALE, MAX_MESH_SCALE = 1e-6, 1e3
 """Magnitude of a mesh's scale factors: a millionth (a mesh in micrometres) to a thousand; 1e12 is a typo."""
