@@ -1,7 +1,7 @@
 """Policy benchmark: inference latency of the shipped ONNX policy on this CPU, and closed-loop evaluation
 episodes per hour through the ROS graph beside the fast path.
 
-1. Episodes of the policy driver on the fast path (`robotsim dataset generate --driver policy:FILE
+1. Episodes of the policy driver on the fast path (`robotsim dataset generate --driver policy --policy FILE
    --no-cameras`, in-process simulation core, one worker; cameras only if the policy looks at images) on
    held-out scenarios: episodes per hour.
 2. From those recorded bags, every decision the policy node would take (each /scan with the odometry,
@@ -228,7 +228,7 @@ def main() -> int:
         ('ROS graph: `robotsim policy eval --driver policy --baselines \'\'` (a launch per episode)', graph['rate'],
          graph['rtf'], graph['mean_episode'], graph['outcomes'],
          f"{graph['pacing']} (auto; first episode {graph['verdict']})"),
-        (f'fast path: `robotsim dataset generate --driver policy:FILE` {cameras}, 1 worker', fast['rate'],
+        (f'fast path: `robotsim dataset generate --driver policy --policy FILE` {cameras}, 1 worker', fast['rate'],
          fast['rtf'], fast['mean_episode'], fast['outcomes'], 'as fast as possible')]
     lines = [
         f'Measured by `make bench` on {time.strftime("%Y-%m-%d")} (this machine, see above): policy '

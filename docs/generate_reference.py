@@ -34,7 +34,7 @@ def _cell(text: object) -> str:
 def _option_rows(parser: argparse.ArgumentParser) -> list[str]:
     rows = []
     for action in parser._actions:
-        if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
+        if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)) or action.help == argparse.SUPPRESS:
             continue
         if action.option_strings:
             name = ', '.join(f'`{option}`' for option in action.option_strings)
@@ -64,12 +64,17 @@ def _commands(parser: argparse.ArgumentParser, prefix: str):
 
 
 def cli_page() -> str:
-    from robotsim.cli import build_parser
+    from robotsim.cli import EXIT_CODES, RENAMED, build_parser
 
     lines = [GENERATED, '', '# Command line', '',
-             'Every `robotsim` command and its options, as `robotsim COMMAND --help` prints them. Bad input prints one',
-             'line naming the file, key or option and what was expected, and exits with status 2 (no traceback);',
-             'commands that check something exit 1 when the check fails and 0 when it passes.', '']
+             'Every `robotsim` command and its options, as `robotsim COMMAND --help` prints them: one subcommand per',
+             'verb, noun first (`robotsim policy train`, `robotsim bag info`), each with its own `--help`.', '',
+             '| exit status | meaning |', '|---|---|',
+             *[f'| {code} | {_cell(text)} |' for code, text in EXIT_CODES.items()], '',
+             'Old spellings still run for one release, after one line naming the new one: '
+             + ', '.join(f'`robotsim {" ".join(old)}` (now `robotsim {" ".join(new)}`)' for old, new in RENAMED.items())
+             + '; `dataset generate --engine` (now `--executor`) and `--driver NAME:FILE` (now `--driver NAME --policy '
+               'FILE`).', '']
     for words, parser, help_text in _commands(build_parser(), 'robotsim'):
         lines += [f'## `{words}`', '']
         if help_text:

@@ -303,7 +303,7 @@ def test_corpus_generate_verify_corrupt_resume_engines_export(tmp_path):
     pytest.importorskip('ray')
     ray_out = tmp_path / 'ray'
     robotsim('dataset', 'generate', '--randomization', str(SMALL_COURSE), '--episodes', '3', '--seed', '5',
-             '--workers', '2', '--engine', 'ray', '--out', str(ray_out), '--no-progress', check=True)
+             '--workers', '2', '--executor', 'ray', '--out', str(ray_out), '--no-progress', check=True)
     assert hashes(ray_out) == {i: sha for i, sha in hashes(two).items() if i < 3}
 
     # A corrupted bag: verify names that episode and exits 1.

@@ -169,8 +169,9 @@ def test_export_to_an_existing_file_names_out(tmp_path, dataset):
 @pytest.mark.parametrize('action', ['verify', 'export'])
 def test_verify_and_export_without_a_dataset_argument_is_a_usage_error(tmp_path, action):
     out = tmp_path / 'x'
-    line = error_line(robotsim('dataset', action, *(['--out', out] if action == 'export' else [])))
-    assert line.startswith(f'robotsim: error: {action}: expected the dataset folder: robotsim dataset {action} DATASET')
+    completed = robotsim('dataset', action, *(['--out', out] if action == 'export' else []))
+    assert completed.returncode == 2 and completed.stderr.strip().splitlines() == [
+        f'robotsim dataset {action}: error: the following arguments are required: dataset'], completed.stderr
     assert not out.exists()
 
 
@@ -295,32 +296,52 @@ def test_verify_reports_a_killed_generation_as_incomplete(tmp_path):
 # ------------------------------------------------------------------------ 9: options that would be ignored
 @pytest.mark.parametrize('arguments, expected', [
     (['generate', '--ray-address', '127.0.0.1:1'],
-     '--ray-address: applies only with --engine ray (got --engine local); nothing was done'),
-    (['generate', '--engine', 'ray', '--ray-address', '127.0.0.1:1', '--workers', '2'],
-     '--workers: not used with --ray-address (the Ray cluster schedules the episodes on its CPUs); nothing was done'),
+     'robotsim: error: --ray-address: applies only with --executor ray (got --executor local); nothing was done'),
+    (['generate', '--executor', 'ray', '--ray-address', '127.0.0.1:1', '--workers', '2'],
+     'robotsim: error: --workers: not used with --ray-address (the Ray cluster schedules the episodes on its CPUs); '
+     'nothing was done'),
+    (['generate', '--driver', 'wander', '--policy', 'p.onnx'],
+     'robotsim: error: --policy: applies only to the drivers that take a policy file (policy, dagger), not --driver '
+     'wander; nothing was done'),
     (['generate', '--format', 'lerobot'],
-     'generate: --format does not apply to generate (export only); nothing was done'),
-    (['generate', '--rate', '10'], 'generate: --rate does not apply to generate (export only); nothing was done'),
+     'robotsim dataset generate: error: --format does not apply to generate (export only); nothing was done'),
+    (['generate', '--rate', '10'],
+     'robotsim dataset generate: error: --rate does not apply to generate (export only); nothing was done'),
     (['generate', '--max-skew', '0.1'],
-     'generate: --max-skew does not apply to generate (export only); nothing was done'),
+     'robotsim dataset generate: error: --max-skew does not apply to generate (export only); nothing was done'),
     (['generate', '--format', 'lerobot', '--rate', '5'],
-     'generate: --format, --rate do not apply to generate (export only); nothing was done'),
-    (['generate', 'DATASET'], "generate: unexpected argument 'DATASET'; expected only options (the dataset folder is "
-                              '--out DIR)'),
-    (['verify', 'DATASET', '--seed', '0'], 'verify: --seed does not apply to verify (generate only); nothing was done'),
+     'robotsim dataset generate: error: --format, --rate do not apply to generate (export only); nothing was done'),
+    (['generate', 'DATASET'],
+     'robotsim dataset generate: error: unexpected arguments: DATASET (see robotsim dataset generate --help)'),
+    (['verify', 'DATASET', '--seed', '0'],
+     'robotsim dataset verify: error: --seed does not apply to verify (generate only); nothing was done'),
     (['export', 'DATASET', '--episodes', '1'],
-     'export: --episodes does not apply to export (generate only); nothing was done'),
-], ids=['ray-address-without-ray', 'workers-with-ray-address', 'format', 'rate', 'max-skew', 'format-and-rate',
-        'positional',
-        'verify-seed', 'export-episodes'])
+     'robotsim dataset export: error: --episodes does not apply to export (generate only); nothing was done'),
+], ids=['ray-address-without-ray', 'workers-with-ray-address', 'policy-for-wander', 'format', 'rate', 'max-skew',
+        'format-and-rate', 'positional', 'verify-seed', 'export-episodes'])
 def test_an_option_that_does_not_apply_is_refused(tmp_path, dataset, arguments, expected):
+    """Each verb is a subcommand of its own: another verb's option is refused in one line naming whose it is."""
     out = tmp_path / 'out'
     arguments = [str(dataset) if a == 'DATASET' else a for a in arguments]
-    expected = expected.replace("'DATASET'", repr(str(dataset)))
+    expected = expected.replace('DATASET', str(dataset))
     if arguments[0] == 'generate':
         arguments += ['--randomization', str(SMALL_COURSE), '--episodes', '1', '--no-cameras', '--no-progress']
     if arguments[0] != 'verify':
         arguments += ['--out', str(out)]
-    line = error_line(robotsim('dataset', *arguments, timeout=120))
-    assert line == f'robotsim: error: {expected}'
+    completed = robotsim('dataset', *arguments, timeout=120)
+    assert completed.returncode == 2 and 'Traceback' not in completed.stderr, completed.stderr
+    assert completed.stderr.strip().splitlines() == [expected]
     assert not out.exists()
+
+
+def test_old_spellings_run_after_one_line_naming_the_new_ones(tmp_path):
+    """--engine is --executor now and --driver NAME:FILE is --driver NAME --policy FILE; both still run."""
+    completed = robotsim('dataset', 'generate', '--randomization', tmp_path / 'missing.yaml', '--out', tmp_path / 'o',
+                         '--engine', 'local', '--driver', f'policy:{tmp_path / "p.onnx"}')
+    lines = completed.stderr.strip().splitlines()
+    assert completed.returncode == 2 and len(lines) == 3, completed.stderr
+    assert lines[0] == ("robotsim: '--engine' of robotsim dataset generate is now '--executor'; the old spelling goes "
+                        'in the next release')
+    assert lines[1] == ("robotsim: '--driver policy:FILE' is now '--driver policy --policy FILE'; the old spelling "
+                        'goes in the next release')
+    assert lines[2].startswith('robotsim: error: ') and 'missing.yaml' in lines[2], lines

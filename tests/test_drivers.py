@@ -41,15 +41,25 @@ def test_the_launchers_start_the_tables_node_or_refuse_the_name(name):
             graph_for('real', _arguments(name))
 
 
-def test_the_episode_loop_runs_exactly_the_tables_episode_drivers():
-    from robotsim_learning.ros.episode import DRIVERS as EPISODE_CLASSES, make_driver
+def test_one_class_per_driver_runs_in_the_episode_loop_and_the_node():
+    """The table names one ROS-free class per driver of the base; the episode loop builds it with make_driver,
+    the generic driver node with the same call, and every bringup driver of the base is that node."""
+    from robotsim_learning.driving import Driver, make_driver
 
-    assert set(EPISODE_CLASSES) == set(episode_drivers())
     for name in episode_drivers():
         driver = make_driver(f'{name}:{POLICY}' if DRIVERS[name].argument == 'policy' else name)
-        assert driver.name == name
-    with pytest.raises(ValueError, match="unknown driver 'pick'"):
+        assert isinstance(driver, Driver) and driver.name == name and driver.rate > 0 and driver.inputs
+        assert driver.privileged == bool(DRIVERS[name].sim_only), name
+    with pytest.raises(ValueError, match="--driver: unknown driver 'pick'"):
         make_driver('pick')
+    with pytest.raises(ValueError, match='--driver policy: expected policy:FILE'):
+        make_driver('policy')
+    with pytest.raises(ValueError, match="--driver wander: takes no argument"):
+        make_driver('wander:x')
+    setup = (WORKSPACE / 'src' / 'robotsim_learning' / 'setup.py').read_text()
+    for name, info in DRIVERS.items():
+        if info.node is not None and info.implementation:
+            assert f"'{info.node[1]} = robotsim_learning.ros.driver_node:{name}'" in setup, name
 
 
 def test_the_evaluator_and_the_export_read_the_table():

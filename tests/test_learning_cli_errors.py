@@ -148,7 +148,7 @@ def test_corrupt_observation_spec_metadata_is_one_line(case, entry, tmp_path):
         prefix = 'robotsim policy eval: error: --policy: '
     elif entry == 'dataset generate':
         completed = robotsim('dataset', 'generate', '--randomization', str(SPEC), '--episodes', '1', '--driver',
-                             f'policy:{policy}', '--out', str(out), '--no-progress')
+                             'policy', '--policy', str(policy), '--out', str(out), '--no-progress')
         prefix = 'robotsim: error: '
     else:  # the node a bringup with driver:=policy policy:=FILE starts
         completed = subprocess.run([executable('robotsim_learning', 'policy'), '--ros-args', '-p',

@@ -15,7 +15,7 @@ from robotsim_learning.observation import spec_for_robot
 from rostest_helpers import WORKSPACE
 
 pytest.importorskip('jax', reason='training needs requirements/train.txt (Python 3.11+)')
-from robotsim_learning.ros.episode import DRIVERS, PolicyDriver, register_driver, run_episode  # noqa: E402
+from robotsim_learning.ros.episode import run_episode  # noqa: E402
 from robotsim_learning.policy_runtime import PolicyRuntime  # noqa: E402
 from robotsim_learning.policy_training import episode_samples, robot_of  # noqa: E402
 from robotsim_learning.randomization import Randomizer, load_randomization  # noqa: E402
@@ -59,12 +59,8 @@ def test_policy_train_writes_a_policy_that_drives_an_episode(expert_dataset, tmp
     assert len(observations) > 20 and observations.shape[1] == runtime.spec.size
     assert np.isfinite(observations).all() and np.abs(actions).max() > 0.05
     # The exported policy drives a fast-path episode (contract topics + goal only, as the node).
-    register_driver('trained_policy', lambda: PolicyDriver(str(policy)))
-    try:
-        randomizer = Randomizer(load_randomization(str(EXPERT_COURSE)), 99)
-        result = run_episode(randomizer, 0, str(tmp_path / 'episode'), 'trained_policy', duration=3.0)
-    finally:
-        DRIVERS.pop('trained_policy')
+    randomizer = Randomizer(load_randomization(str(EXPERT_COURSE)), 99)
+    result = run_episode(randomizer, 0, str(tmp_path / 'episode'), f'policy:{policy}', duration=3.0)
     assert result.counts['/cmd_vel'] > 10 and result.travel > 0.05, result
 
 
@@ -75,7 +71,7 @@ def test_dagger_episodes_carry_expert_labels_and_train_with_the_demonstrations(e
                     '--hidden', '16', '--no-image').returncode == 0
     dagger = tmp_path / 'dagger'
     completed = robotsim('dataset', 'generate', '--randomization', str(EXPERT_COURSE), '--out', str(dagger),
-                         '--episodes', '2', '--seed', '6', '--driver', f'dagger:{policy}', '--workers', '1',
+                         '--episodes', '2', '--seed', '6', '--driver', 'dagger', '--policy', str(policy), '--workers', '1',
                          '--no-progress')
     assert completed.returncode == 0, completed.stderr
     bag = dagger / json.loads((dagger / 'dataset.json').read_text())['episodes'][0]['bag']
@@ -90,7 +86,7 @@ def test_dagger_episodes_carry_expert_labels_and_train_with_the_demonstrations(e
     refused = robotsim('dataset', 'generate', '--randomization', str(EXPERT_COURSE), '--out', str(tmp_path / 'x'),
                        '--episodes', '1', '--driver', 'dagger')
     assert refused.returncode == 2 and refused.stderr.strip().endswith(
-        '--driver dagger: expected dagger:FILE with an ONNX policy file'), refused.stderr
+        '--driver dagger: expected --policy FILE, the ONNX policy file it drives with'), refused.stderr
 
 
 def test_training_refuses_a_folder_without_demonstrations(tmp_path):

@@ -192,6 +192,24 @@ def test_bag_repair_refuses_what_is_not_a_bag_in_one_line(tmp_path):
             (name, result.stderr)
     result = run_cli('bag', 'repair')
     assert result.returncode == 2 and 'bag' in result.stderr  # argparse: the missing argument is named
+    for name, expected in {'missing': 'no such folder', 'garbage': 'no metadata.yaml'}.items():
+        result = run_cli('bag', 'info', str(tmp_path / name))
+        lines = result.stderr.strip().splitlines()
+        assert result.returncode == 2 and len(lines) == 1 and expected in lines[0], (name, result.stderr)
+    assert f'robotsim bag repair {tmp_path / "garbage"}' in lines[0]
+
+
+def test_bag_info_lists_what_the_metadata_and_the_file_hold(tmp_path):
+    """``robotsim bag info`` as ``ros2 bag info`` prints it: per topic its type and count, and the total."""
+    write_test_bag(tmp_path / 'bag', messages=40)
+    result = run_cli('bag', 'info', str(tmp_path / 'bag'))
+    assert result.returncode == 0, result.stderr
+    metadata = yaml.safe_load((tmp_path / 'bag' / 'metadata.yaml').read_text())['rosbag2_bagfile_information']
+    assert f"Messages:          {metadata['message_count']}" in result.stdout, result.stdout
+    for topic in metadata['topics_with_message_count']:
+        name, kind = topic['topic_metadata']['name'], topic['topic_metadata']['type']
+        line = next(line for line in result.stdout.splitlines() if f'Topic: {name} ' in line)
+        assert f'Type: {kind} | Count: {topic["message_count"]} | Serialization Format: cdr' in line, line
 
 
 # ----------------------------------------------------------------------------- live bringups

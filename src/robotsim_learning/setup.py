@@ -23,15 +23,18 @@ setup(
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
-            'wander = robotsim_learning.ros.wander_node:main',
-            'expert = robotsim_learning.ros.expert_node:main',
-            'policy = robotsim_learning.ros.policy_node:main',
-            'straight = robotsim_learning.ros.straight_node:main',
+            'driver = robotsim_learning.ros.driver_node:main',
+            'wander = robotsim_learning.ros.driver_node:wander',
+            'expert = robotsim_learning.ros.driver_node:expert',
+            'policy = robotsim_learning.ros.driver_node:policy',
+            'straight = robotsim_learning.ros.driver_node:straight',
             'recorder = robotsim_learning.ros.recorder_node:main',
             'viewer = robotsim_learning.ros.viewer_node:main',
         ],
         # The robotsim command's verbs this package adds (robotsim.cli reads the group): words joined by dots.
         'robotsim.commands': [
+            'bag.info = robotsim_learning.bag_cli.info',
+            'bag.repair = robotsim_learning.bag_cli.repair',
             'dataset = robotsim_learning.dataset_cli',
             'policy.train = robotsim_learning.policy_cli',
             'policy.eval = robotsim_learning.evaluation_cli',

@@ -163,7 +163,8 @@ COMMANDS_GROUP = 'robotsim.commands'
 """Entry point group through which packages add commands, as sensor kinds are added: the entry's name is the
 command's words joined by dots (``dataset``, ``policy.train``), its value a module with ``HELP`` (one line),
 ``add_arguments(parser)`` and ``run(args) -> exit status`` (robotsim_learning registers its commands so)."""
-GROUP_HELP = {'policy': 'driving policies: train one from datasets, evaluate it in closed loop'}
+GROUP_HELP = {'policy': 'driving policies: train one from datasets, evaluate it in closed loop',
+              'bag': 'rosbag2 MCAP bag tools: info, repair'}
 """Help of a command word that only groups registered commands (``robotsim policy train|eval``)."""
 
 
@@ -201,21 +202,6 @@ def _add_registered_commands(commands) -> None:
         parser = target.add_parser(verb, help=module.HELP)
         module.add_arguments(parser)
         parser.set_defaults(handler=module.run)
-
-
-def bag_repair(args: argparse.Namespace) -> int:
-    # The bag tools live with the recorder (robotsim_learning, which depends on this package).
-    try:
-        from robotsim_learning.bag_repair import BagRepairError, repair_bag
-    except ImportError as error:
-        print(f'robotsim: error: bag repair needs the robotsim_learning package ({error})', file=sys.stderr)
-        return 2
-    try:
-        print(repair_bag(args.bag))
-    except BagRepairError as error:
-        print(f'robotsim: error: {error}', file=sys.stderr)
-        return 2
-    return 0
 
 
 def calibrate_odometry(args: argparse.Namespace) -> int:
@@ -295,8 +281,52 @@ def _add_arm_parser(commands) -> None:
     reach.set_defaults(handler=arm_reach)
 
 
+EXIT_CODES = {0: 'done; a check passed',
+              1: 'a check found problems (dataset verify, contract check, dataset check-lerobot): named on stdout',
+              2: 'bad input: one line on stderr naming the file, key, argument or option and what was expected; '
+                 'nothing was done'}
+"""The exit status of every command."""
+
+
+class CommandParser(argparse.ArgumentParser):
+    """The parser of every command and subcommand (argparse hands its class down to subparsers): bad arguments are
+    one line, ``PROG: error: MESSAGE``, and exit status 2; ``--help`` shows the usage."""
+
+    def error(self, message: str):
+        self.exit(2, f'{self.prog}: error: {message}\n')
+
+
+def _chosen_parsers(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[argparse.ArgumentParser]:
+    """The parsers a command line went through, from ``robotsim`` down to the verb's."""
+    path = [parser]
+    while True:
+        sub = next((a for a in path[-1]._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if sub is None or getattr(args, sub.dest, None) is None:
+            return path
+        path.append(sub.choices[getattr(args, sub.dest)])
+
+
+def _refuse_extras(parser: argparse.ArgumentParser, args: argparse.Namespace, extras: list[str]) -> None:
+    """Arguments the chosen verb does not take: one line, naming the sibling verbs an option belongs to."""
+    path = _chosen_parsers(parser, args)
+    leaf = path[-1]
+    verb = leaf.prog.rsplit(' ', 1)[-1]
+    flags = [extra.split('=', 1)[0] for extra in extras if extra.startswith('--')]
+    siblings = {}
+    if len(path) > 1:
+        sub = next(a for a in path[-2]._actions if isinstance(a, argparse._SubParsersAction))
+        siblings = {name: p for name, p in sub.choices.items() if p is not leaf}
+    owners = {flag: [name for name, p in siblings.items() if flag in p._option_string_actions] for flag in flags}
+    if flags and all(owners.values()):
+        names = sorted({name for found in owners.values() for name in found})
+        leaf.error(f'{", ".join(flags)} {"does" if len(flags) == 1 else "do"} not apply to {verb} '
+                   f'({" and ".join(names)} only); nothing was done')
+    leaf.error(f'unexpected arguments: {" ".join(extras)} (see {leaf.prog} --help)')
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog='robotsim', description='robotsim command line')
+    parser = CommandParser(prog='robotsim', description='robotsim command line',
+                           epilog='Exit status: ' + '; '.join(f'{code} {text}' for code, text in EXIT_CODES.items()))
     commands = parser.add_subparsers(dest='command', required=True)
     describe_parser = commands.add_parser('describe', help='generate URDF and MuJoCo model from a robot description')
     describe_parser.add_argument('robot', help='robot YAML (or URDF overlay YAML) path, or a name in config/robots')
@@ -327,11 +357,6 @@ def build_parser() -> argparse.ArgumentParser:
                                help='sim.launch.py, real.launch.py or robot.launch.py (use_sim:=true|false)')
     launch_parser.add_argument('arguments', nargs='*', metavar='name:=value', help='launch arguments')
     launch_parser.set_defaults(handler=launch_command)
-    bag_parser = commands.add_parser('bag', help='rosbag2 MCAP bag tools')
-    repair_parser = bag_parser.add_subparsers(dest='bag_action', required=True).add_parser(
-        'repair', help='rebuild the MCAP summary/footer and metadata.yaml of an interrupted recording')
-    repair_parser.add_argument('bag', help='the bag folder (holding one .mcap file)')
-    repair_parser.set_defaults(handler=bag_repair)
     odometry_parser = commands.add_parser('odometry', help="the base's wheel odometry")
     calibrate_parser = odometry_parser.add_subparsers(dest='odometry_action', required=True).add_parser(
         'calibrate', help="fit a skid-steer base's drive.wheel_separation_multiplier (its effective track)")
@@ -363,7 +388,10 @@ def _current_spelling(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(_current_spelling(list(sys.argv[1:] if argv is None else argv)))
+    parser = build_parser()
+    args, extras = parser.parse_known_args(_current_spelling(list(sys.argv[1:] if argv is None else argv)))
+    if extras:
+        _refuse_extras(parser, args, extras)
     try:
         return args.handler(args)
     except DescriptionError as error:

@@ -3,9 +3,10 @@
 A driver is named once here with what the consumers need to know of it; each consumer reads this table
 instead of a list of its own:
 
-- the node graph (``driver:=NAME`` of both launchers; robotsim.bringup) starts ``node``;
+- the node graph (``driver:=NAME`` of both launchers; robotsim.bringup) starts ``node``: for a driver of the
+  base, the generic driver node (robotsim_learning.ros.driver_node) running its ``implementation``;
 - the episode loop (``robotsim dataset generate --driver NAME``; robotsim_learning.ros.episode) runs
-  the ROS-free driver class registered under the same name (tests/test_drivers.py checks both agree);
+  the same ``implementation`` class in-process;
 - the evaluator (``robotsim policy eval --driver/--baselines``) takes the ``evaluated`` ones;
 - the LeRobot export gives a dataset the task text of its driver (``goal`` or not).
 
@@ -39,19 +40,27 @@ class DriverInfo:
     """``robotsim policy eval`` runs it through the ROS graph (as the driver or a baseline)."""
     argument: str = ''
     """What ``NAME:ARGUMENT`` (episodes) or its launch argument names, e.g. the policy file; '' for none."""
+    implementation: str = ''
+    """``module:Class`` of its one ROS-free driver class (robotsim_learning.driving.Driver), which both the
+    episode loop and the generic driver node run; '' for a driver with a node of its own (the arm's pick)."""
 
 
 DRIVERS: dict[str, DriverInfo] = {info.name: info for info in (
     DriverInfo('wander', 'reactive lidar wanderer (the demo driver)', goal=False,
-               node=('robotsim_learning', 'wander'), evaluated=True),
+               node=('robotsim_learning', 'wander'), evaluated=True,
+               implementation='robotsim_learning.driving:WanderDriver'),
     DriverInfo('expert', 'plans on the known world to the goal, around obstacles', goal=True,
-               sim_only="reads the simulator's ground truth", node=('robotsim_learning', 'expert'), evaluated=True),
+               sim_only="reads the simulator's ground truth", node=('robotsim_learning', 'expert'), evaluated=True,
+               implementation='robotsim_learning.driving:ExpertDriver'),
     DriverInfo('policy', 'a trained ONNX policy on the contract topics (sim or real)', goal=True,
-               node=('robotsim_learning', 'policy'), required=True, evaluated=True, argument='policy'),
+               node=('robotsim_learning', 'policy'), required=True, evaluated=True, argument='policy',
+               implementation='robotsim_learning.driving:PolicyDriver'),
     DriverInfo('straight', 'baseline: straight at the goal on odometry, obstacles ignored', goal=True,
-               node=('robotsim_learning', 'straight'), evaluated=True),
+               node=('robotsim_learning', 'straight'), evaluated=True,
+               implementation='robotsim_learning.driving:StraightDriver'),
     DriverInfo('dagger', 'DAgger: the policy drives, the expert labels every decision', goal=True,
-               sim_only="the expert labelling it reads the simulator's ground truth", argument='policy'),
+               sim_only="the expert labelling it reads the simulator's ground truth", argument='policy',
+               implementation='robotsim_learning.driving:DaggerDriver'),
     DriverInfo('pick', "the arm picks the world's cube and places it in the world's bin", goal=False,
                sim_only='places the cube through the simulator and plans on its world',
                node=('robotsim_sim', 'pick_place'), required=True, episodes=False),

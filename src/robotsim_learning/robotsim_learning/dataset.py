@@ -11,7 +11,7 @@ An episode is written under ``.partial/`` and renamed into place when its bag is
 entered in the manifest; so an episode in the manifest is complete, and anything under
 ``.partial/`` is half-written: ``--resume`` deletes and regenerates it, and skips every episode the
 manifest lists. Each episode is fully determined by (seed, episode index): the same bytes for any
-number of workers and either engine.
+number of workers and either executor.
 """
 
 from __future__ import annotations
@@ -173,7 +173,8 @@ def incompleteness(out: str, listed_verify: bool = False) -> str | None:
     if _is_count(settings.get('seed')):
         command += ['--seed', str(settings['seed'])]
     if isinstance(settings.get('driver'), str):
-        command += ['--driver', settings['driver']]
+        name, _, policy = settings['driver'].partition(':')
+        command += ['--driver', name] + (['--policy', policy] if policy else [])
     if settings.get('cameras') is False:
         command.append('--no-cameras')
     if settings.get('prune') is True:
@@ -232,7 +233,7 @@ def prune_reason(rules, result) -> str | None:
     return None
 
 
-# ---------------------------------------------------------------------------------------------- engines
+# ---------------------------------------------------------------------------------------------- executors
 def _pool_map(tasks: list[tuple], workers: int):
     """Yield results as episodes finish: in this process for one worker, else a process pool."""
     if workers <= 1:
@@ -260,7 +261,7 @@ def _ray_map(tasks: list[tuple], workers: int, address: str | None):
     try:
         import ray
     except ImportError:
-        raise DatasetError('--engine ray: Ray is not installed (pip install ray==2.60.0, '
+        raise DatasetError('--executor ray: Ray is not installed (pip install ray==2.60.0, '
                            'see requirements/test.txt)') from None
     started_here = not ray.is_initialized()
     if started_here:
@@ -299,10 +300,10 @@ def _check_output_dir(out: Path) -> None:
 
 
 def generate(spec_path: str, out: str, episodes: int, seed: int, driver: str, workers: int = 1,
-             engine: str = 'local', resume: bool = False, prune: bool = False, cameras: bool = True,
+             executor: str = 'local', resume: bool = False, prune: bool = False, cameras: bool = True,
              ray_address: str | None = None, progress=True) -> dict:
     """Generate (or complete, with ``resume``) a dataset; returns the manifest."""
-    from .ros.episode import make_driver
+    from .driving import make_driver
     from .randomization import load_randomization, spec_hash
 
     spec = load_randomization(spec_path)
@@ -378,7 +379,7 @@ def generate(spec_path: str, out: str, episodes: int, seed: int, driver: str, wo
     if progress and todo:
         from tqdm import tqdm
         bar = tqdm(total=len(todo), unit='episode', desc='generating', file=sys.stderr, dynamic_ncols=True)
-    results = _ray_map(tasks, workers, ray_address) if engine == 'ray' else _pool_map(tasks, workers)
+    results = _ray_map(tasks, workers, ray_address) if executor == 'ray' else _pool_map(tasks, workers)
     listed = len(manifest['episodes'])  # episodes the manifest on disk lists
     try:
         for entry in results:

@@ -1,52 +1,44 @@
-"""``robotsim dataset generate|verify|export|check-lerobot`` (the argument parser lives in robotsim.cli)."""
+"""``robotsim dataset generate|verify|export|check-lerobot``: one subcommand per verb, each with its own ``--help``."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from robotsim_core.errors import DescriptionError
 
-# The options each action uses (argparse destinations); any other one given is refused, not ignored.
-# Options default to None in the parser so that "given" can be told from "not given"; their
-# defaults are applied here.
-OPTIONS = {
-    'generate': {'randomization', 'out', 'episodes', 'seed', 'driver', 'workers', 'engine', 'ray_address', 'resume',
-                 'prune', 'no_cameras', 'no_progress'},
-    'verify': {'dataset'},
-    'export': {'dataset', 'out', 'format', 'rate', 'max_skew'},
-    'check-lerobot': {'dataset'},
-}
-DEFAULTS = {'episodes': 10, 'seed': 0, 'driver': 'wander', 'workers': 1, 'engine': 'local', 'format': 'lerobot',
-            'rate': 10.0}
-ALL_OPTIONS = sorted(set().union(*OPTIONS.values()) - {'dataset'})
+class _Renamed(argparse.Action):
+    """An old option spelling: still works, for one release, after one line naming the new one."""
+
+    def __init__(self, option_strings, dest, new: str = '', **kwargs):
+        self.new = new
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"robotsim: '{option_string}' of {parser.prog} is now '{self.new}'; the old spelling goes in the next "
+              'release', file=sys.stderr)
+        setattr(namespace, self.dest, values)
 
 
-def _flag(dest: str) -> str:
-    return '--' + dest.replace('_', '-')
-
-
-def _check_applicable(args) -> None:
-    """Refuse, in one line, an option or argument the action would silently ignore."""
+def _driver(args) -> str:
+    """The driver as the episode loop names it: NAME, or NAME:FILE for a driver that takes the policy file."""
+    from robotsim_core.drivers import DRIVERS
     from .dataset import DatasetError
 
-    action = args.action
-    if action == 'generate' and getattr(args, 'dataset', None) is not None:
-        raise DatasetError(f'generate: unexpected argument {args.dataset!r}; expected only options (the dataset '
-                           'folder is --out DIR)')
-    given = [dest for dest in ALL_OPTIONS if getattr(args, dest, None) is not None and getattr(args, dest) is not False]
-    foreign = [dest for dest in given if dest not in OPTIONS[action]]
-    if foreign:
-        owners = sorted({other for dest in foreign for other in OPTIONS if dest in OPTIONS[other]})
-        raise DatasetError(f'{action}: {", ".join(_flag(d) for d in foreign)} '
-                           f'{"does" if len(foreign) == 1 else "do"} not apply to {action} '
-                           f'({" and ".join(owners)} only); nothing was done')
-    if action == 'generate' and args.ray_address is not None:
-        if args.engine != 'ray':
-            raise DatasetError(f'--ray-address: applies only with --engine ray (got --engine {args.engine or "local"});'
-                               ' nothing was done')
-        if args.workers is not None:
-            raise DatasetError('--workers: not used with --ray-address (the Ray cluster schedules the episodes on its '
-                               'CPUs); nothing was done')
+    name, _, inline = args.driver.partition(':')
+    if inline:
+        print(f"robotsim: '--driver {name}:FILE' is now '--driver {name} --policy FILE'; the old spelling goes in the "
+              'next release', file=sys.stderr)
+        if args.policy:
+            raise DatasetError(f'--policy: given twice (--driver {args.driver} and --policy {args.policy})')
+    info = DRIVERS.get(name)
+    if args.policy and (info is None or info.argument != 'policy'):
+        raise DatasetError(f'--policy: applies only to the drivers that take a policy file '
+                           f'({", ".join(n for n, i in DRIVERS.items() if i.argument == "policy")}), not --driver '
+                           f'{name}; nothing was done')
+    if info is not None and info.argument == 'policy' and not (args.policy or inline):
+        raise DatasetError(f'--driver {name}: expected --policy FILE, the ONNX policy file it drives with')
+    return f'{name}:{args.policy}' if args.policy else args.driver
 
 
 def run(args) -> int:
@@ -54,20 +46,18 @@ def run(args) -> int:
     from .lerobot_export import ExportError, export_lerobot
 
     try:
-        _check_applicable(args)
-        for dest, default in DEFAULTS.items():
-            if getattr(args, dest, None) is None:
-                setattr(args, dest, default)
         if args.action == 'generate':
-            if not args.randomization or not args.out:
-                raise DatasetError('generate: expected --randomization SPEC.yaml and --out DIR')
-            generate(args.randomization, args.out, args.episodes, args.seed, args.driver, args.workers, args.engine,
-                     args.resume, args.prune, cameras=not args.no_cameras, ray_address=args.ray_address,
-                     progress=not args.no_progress)
+            if args.ray_address is not None:
+                if args.executor != 'ray':
+                    raise DatasetError(f'--ray-address: applies only with --executor ray (got --executor '
+                                       f'{args.executor}); nothing was done')
+                if args.workers is not None:
+                    raise DatasetError('--workers: not used with --ray-address (the Ray cluster schedules the episodes '
+                                       'on its CPUs); nothing was done')
+            generate(args.randomization, args.out, args.episodes, args.seed, _driver(args),
+                     args.workers if args.workers is not None else 1, args.executor, args.resume, args.prune,
+                     cameras=not args.no_cameras, ray_address=args.ray_address, progress=not args.no_progress)
             return 0
-        if args.dataset is None:
-            usage = ' --out DIR (DATASET: a dataset or one bag folder)' if args.action == 'export' else ''
-            raise DatasetError(f'{args.action}: expected the dataset folder: robotsim dataset {args.action} DATASET{usage}')
         if args.action == 'verify':
             problems = verify(args.dataset)
             missing = incompleteness(args.dataset, listed_verify=not problems)
@@ -82,10 +72,6 @@ def run(args) -> int:
             return 0
         if args.action == 'check-lerobot':
             return _check_lerobot(args.dataset)
-        if args.format != 'lerobot':
-            raise ExportError(f'--format: expected lerobot, got {args.format!r}')
-        if not args.out:
-            raise ExportError('export: expected --out DIR')
         export_lerobot(args.dataset, args.out, args.rate, args.max_skew)
         return 0
     except (DatasetError, ExportError, ValueError, DescriptionError) as error:
@@ -123,31 +109,51 @@ HELP = 'randomised episodes as bags, verify, LeRobot export'
 
 
 def add_arguments(parser) -> None:
-    from robotsim_core.drivers import episode_drivers
-    parser.add_argument('action', choices=['generate', 'verify', 'export', 'check-lerobot'],
-                        help='generate: run randomised episodes into bags; verify: check a dataset; '
-                             'export: write a LeRobot dataset (format v3.0); check-lerobot: open an export with the '
-                             'real LeRobot loader (installed on first use into its own environment, about 6 GB)')
-    parser.add_argument('dataset', nargs='?', help='verify/export: the dataset folder (export: or one bag folder); '
-                                                   'check-lerobot: the exported LeRobot dataset')
-    parser.add_argument('--randomization', help='generate: the randomisation spec YAML (config/randomization/)')
-    parser.add_argument('--out', help='generate: the dataset folder (new, empty, or a dataset to --resume); '
-                                      'export: the LeRobot dataset folder (new or empty)')
-    parser.add_argument('--episodes', type=int, help='generate: how many episodes (default 10)')
-    parser.add_argument('--seed', type=int, help='generate: episode i depends on (seed, i) only (default 0)')
-    parser.add_argument('--driver', help='generate: the episode driver, NAME or NAME:FILE (one of '
-                                         f'{", ".join(episode_drivers())}; default wander)')
-    parser.add_argument('--workers', type=int, help='generate: processes (or local Ray CPUs) in parallel (default 1)')
-    parser.add_argument('--engine', choices=['local', 'ray'],
-                        help='generate: local process pool (default), or Ray tasks (a local Ray instance, or '
-                             '--ray-address)')
-    parser.add_argument('--ray-address', help='generate --engine ray: an existing Ray cluster')
-    parser.add_argument('--resume', action='store_true', help='generate: complete an interrupted generation')
-    parser.add_argument('--prune', action='store_true', help="generate: drop episodes the spec's prune rules call useless")
-    parser.add_argument('--no-cameras', action='store_true', help='generate: without camera images')
-    parser.add_argument('--no-progress', action='store_true', help='generate: no progress bar')
-    parser.add_argument('--format', help='export: lerobot (LeRobot dataset format v3.0; the default)')
-    parser.add_argument('--rate', type=float, help='export: frames per second (more than 0, at most 1000; default 10)')
-    parser.add_argument('--max-skew', type=float, default=None,
-                        help='export: reject frames where a stream is further than this from the frame time (s; '
-                             'default half a frame period)')
+    from robotsim_core.drivers import DRIVERS, episode_drivers
+    verbs = parser.add_subparsers(dest='action', required=True, metavar='{generate,verify,export,check-lerobot}')
+    generate = verbs.add_parser('generate', help='run randomised episodes into MCAP bags, with a manifest',
+                                description='Run randomised episodes into MCAP bags (one folder per episode) and '
+                                            'write dataset.json. Episode i depends on (--seed, i) only: the same '
+                                            'bytes for any --workers and --executor.')
+    generate.add_argument('--randomization', required=True, metavar='SPEC.yaml',
+                          help='the randomisation spec (config/randomization/)')
+    generate.add_argument('--out', required=True, metavar='DIR',
+                          help='the dataset folder (new, empty, or a dataset to --resume)')
+    generate.add_argument('--episodes', type=int, default=10, help='how many episodes (default 10)')
+    generate.add_argument('--seed', type=int, default=0, help='episode i depends on (seed, i) only (default 0)')
+    generate.add_argument('--driver', default='wander', metavar='NAME',
+                          help=f'who drives the episodes: {", ".join(episode_drivers())} (default wander)')
+    generate.add_argument('--policy', metavar='FILE', help='the ONNX policy file of --driver '
+                          + ' or '.join(n for n, i in DRIVERS.items() if i.argument == 'policy' and i.episodes))
+    generate.add_argument('--workers', type=int, default=None,
+                          help='processes (or local Ray CPUs) in parallel (default 1)')
+    generate.add_argument('--executor', choices=['local', 'ray'], default='local',
+                          help='where episodes run: a local process pool (default), or Ray tasks (a local Ray '
+                               'instance, or --ray-address)')
+    generate.add_argument('--engine', dest='executor', choices=['local', 'ray'], action=_Renamed, new='--executor',
+                          help=argparse.SUPPRESS)
+    generate.add_argument('--ray-address', help='with --executor ray: an existing Ray cluster')
+    generate.add_argument('--resume', action='store_true', help='complete an interrupted generation')
+    generate.add_argument('--prune', action='store_true', help="drop episodes the spec's prune rules call useless")
+    generate.add_argument('--no-cameras', action='store_true', help='without camera images')
+    generate.add_argument('--no-progress', action='store_true', help='no progress bar')
+    verify = verbs.add_parser('verify', help='check a dataset: manifest, scenario files, MCAP CRCs',
+                              description='Check every episode of a dataset against its manifest. Exit 0: OK; 1: a '
+                                          'bad or missing episode (named); 2: not a dataset.')
+    verify.add_argument('dataset', help='the dataset folder')
+    export = verbs.add_parser('export', help='write a LeRobot dataset (format v3.0)',
+                              description='Write a LeRobot dataset (format v3.0) from a dataset or one bag folder.')
+    export.add_argument('dataset', help='the dataset folder, or one bag folder')
+    export.add_argument('--out', required=True, metavar='DIR', help='the LeRobot dataset folder (new or empty)')
+    export.add_argument('--format', choices=['lerobot'], default='lerobot',
+                        help='lerobot (LeRobot dataset format v3.0; the default)')
+    export.add_argument('--rate', type=float, default=10.0,
+                        help='frames per second (more than 0, at most 1000; default 10)')
+    export.add_argument('--max-skew', type=float, default=None,
+                        help='reject frames where a stream is further than this from the frame time (s; default '
+                             'half a frame period)')
+    check = verbs.add_parser('check-lerobot', help='open an export with the real LeRobot loader',
+                             description='Open an export with the real LeRobot loader (installed on first use into '
+                                         'its own environment, about 6 GB) and iterate every frame. Exit 0: read; 1: '
+                                         'LeRobot refused it.')
+    check.add_argument('dataset', metavar='EXPORT', help='the exported LeRobot dataset folder')

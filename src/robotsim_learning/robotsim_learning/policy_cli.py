@@ -13,7 +13,7 @@ HELP = 'behaviour cloning from datasets into an ONNX policy'
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('datasets', nargs='+', metavar='DATASET',
-                        help='dataset folders (robotsim dataset generate --driver expert, or dagger:POLICY)')
+                        help='dataset folders (robotsim dataset generate --driver expert, or --driver dagger --policy FILE)')
     parser.add_argument('--out', required=True,
                         help='the ONNX policy file to write (its folder must exist; checked before training)')
     parser.add_argument('--epochs', type=int, default=60, help='passes over the training episodes')

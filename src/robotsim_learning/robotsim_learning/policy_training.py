@@ -5,7 +5,7 @@ Each recorded ``/cmd_vel`` (the driver's action) becomes one sample, paired with
 policy node would have built at that moment from the same bag: the latest scan, the image and
 odometry closest to it (:func:`robotsim_learning.observation.observation_from_messages`) and the
 latest goal. From expert datasets only episodes that reached their goal (and were not pruned) are
-used, so the policy imitates successful demonstrations. DAgger datasets (``--driver dagger:FILE``)
+used, so the policy imitates successful demonstrations. DAgger datasets (``--driver dagger --policy FILE``)
 label every decision of the policy with the expert's command (``/expert/cmd_vel``): those labels are
 the targets, and every episode counts, failures included: they hold the states the policy gets
 itself into. Several datasets are aggregated (DAgger's data aggregation). Validation holds out whole

@@ -8,10 +8,10 @@ the ROS graph holds (``robotsim launch sim record:=true``): the robot's contract
 actions). Each message's bag time is its header stamp (sim time), as the recorder's sim-time
 receive stamps are up to transport delay.
 
-Drivers: a :class:`Driver` gets an :class:`Observation` (the newest message of every topic the
-robot's nodes see, plus ``goal_pose``; for a privileged driver also ground truth and the world) at
-its own rate and returns a ``geometry_msgs/Twist`` or ``None`` to give up. The wanderer is here;
-the expert and the learned policy plug in through :func:`register_driver`.
+Drivers: the ROS-free classes of :mod:`robotsim_learning.driving`, named in the driver table. One gets an
+:class:`~robotsim_learning.driving.Observation` (the newest message of every topic the robot's nodes see,
+plus ``goal_pose``; for a privileged driver also ground truth and the world) at its own rate and returns
+(linear, angular), recorded as the ``geometry_msgs/Twist`` on /cmd_vel, or None to give up.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from robotsim_core.description import load_robot
 from robotsim_core.ros.common import stamp_msg, yaw_quaternion
 
 from ..bag_writer import BagWriter, canonical_cdr_view
+from ..driving import DriveContext, Observation, make_driver
 from ..randomization import Randomizer, Scenario
-from ..wander import Wanderer
 
 GOAL_TOPIC = '/goal_pose'
 COMMAND_TOPIC = '/cmd_vel'
@@ -43,201 +43,6 @@ OUTCOMES = ('success', 'collision', 'timeout', 'gave_up')
 GOAL_PERIOD = 1.0
 """Sim seconds between /goal_pose messages (a goal publisher on the robot republishes it, too; a late
 subscriber and the export's alignment see it without latching)."""
-
-
-@dataclass
-class Observation:
-    """What a driver sees at one control instant."""
-    stamp_ns: int
-    """Sim time (ns)."""
-    latest: dict[str, object]
-    """Newest message per topic, by relative name ('scan', 'odom', 'imu/data', 'camera/image_raw',
-    'goal_pose', ...): the messages the ROS nodes receive, as ROS message objects."""
-    updated: set[str]
-    """Topics with a new message since the driver's previous call."""
-    ground_truth: object | None = None
-    """Privileged drivers only: the latest /sim/ground_truth (nav_msgs/Odometry in 'world')."""
-    world: object | None = None
-    """Privileged drivers only: the episode's WorldSpec (obstacles, walls)."""
-    goal_in_world: tuple[float, float, float] | None = None
-    """Privileged drivers only: (x, y, yaw) of the goal in 'world'."""
-
-
-class Driver:
-    """Base class of episode drivers (subclass it; set ``name``)."""
-    name = 'driver'
-    privileged = False
-    """True: the observation carries ground truth and the world (simulation-only drivers, e.g. an expert)."""
-    rate = 10.0
-    """Hz of sim time at which :meth:`act` is called."""
-
-    def reset(self, scenario: Scenario) -> None:
-        """A new episode starts (a privileged driver may read the scenario; others should not)."""
-
-    def act(self, observation: Observation) -> Twist | None:
-        """The base command now, or None to give up (the episode ends as 'gave_up')."""
-        raise NotImplementedError
-
-
-class WanderDriver(Driver):
-    """The demo driver of `make sim`: reactive lidar wandering (ignores the goal)."""
-    name = 'wander'
-
-    def reset(self, scenario: Scenario) -> None:
-        self.wanderer = Wanderer()
-        self.last = (0.0, 0.0)
-
-    def act(self, observation: Observation) -> Twist:
-        command = Twist()
-        scan = observation.latest.get('scan')
-        if scan is not None and 'scan' in observation.updated:
-            command.linear.x, command.angular.z = self.wanderer.command(
-                np.asarray(scan.ranges, dtype=np.float64), scan.angle_min, scan.angle_increment)
-        elif scan is not None:
-            command.linear.x, command.angular.z = self.last
-        self.last = (command.linear.x, command.angular.z)
-        return command
-
-
-class ExpertDriver(Driver):
-    """The privileged expert (simulation only): plans on the episode's world from ground truth."""
-    name = 'expert'
-    privileged = True
-    rate = 20.0
-
-    def reset(self, scenario: Scenario) -> None:
-        import yaml
-
-        from robotsim_core.config_schema import parse_spec
-        from robotsim_core.description.build import build_robot
-        from robotsim_core.description.spec import RobotSpec
-        self.model = build_robot(parse_spec(RobotSpec, yaml.safe_load(scenario.robot_yaml), 'scenario robot'),
-                                 'scenario robot')
-        self.expert = None
-
-    def act(self, observation: Observation) -> Twist | None:
-        from robotsim_core.geometry import quat_to_yaw
-
-        from ..expert import Expert
-        if self.expert is None:
-            self.expert = Expert(observation.world, self.model)
-        command = Twist()
-        truth = observation.ground_truth
-        if truth is None:
-            return command
-        q = truth.pose.pose.orientation
-        pose = (truth.pose.pose.position.x, truth.pose.pose.position.y, quat_to_yaw(q.w, q.x, q.y, q.z))
-        linear, angular, status = self.expert.command(pose, observation.goal_in_world[:2])
-        if status == 'no_path':
-            return None  # the episode ends as 'gave_up'
-        command.linear.x, command.angular.z = linear, angular
-        return command
-
-
-class PolicyDriver(Driver):
-    """A trained ONNX policy (``--driver policy:FILE``), seeing exactly what the policy node sees
-    (contract topics and the goal), at the node's rate."""
-    name = 'policy'
-    rate = 10.0
-
-    def __init__(self, path: str = ''):
-        from ..policy_runtime import PolicyRuntime
-        if not path:
-            raise ValueError(f'--driver {self.name}: expected {self.name}:FILE with an ONNX policy file')
-        self.runtime = PolicyRuntime(path)
-
-    def reset(self, scenario: Scenario) -> None:
-        from collections import deque
-        from ..observation import ImuHeadingOdometry
-        self.images, self.odometry = deque(maxlen=5), deque(maxlen=20)
-        self.estimate = ImuHeadingOdometry() if self.runtime.spec.uses_imu else None
-
-    def act(self, observation: Observation) -> Twist:
-        from ..observation import observation_from_messages
-        from ..policy_runtime import InferenceError
-        latest = observation.latest
-        if self.estimate is not None and 'imu/data' in observation.updated:
-            self.estimate.add_imu(latest['imu/data'])
-        for name, queue in (('camera/image_raw', self.images), ('odom', self.odometry)):
-            if name in observation.updated:
-                queue.append(latest[name])
-        if self.estimate is not None and 'odom' in observation.updated:
-            self.estimate.add_odometry(latest['odom'])
-        command = Twist()
-        scan, goal = latest.get('scan'), latest.get('goal_pose')
-        pose = self.estimate.pose() if self.estimate is not None else None
-        if scan is None or goal is None or not self.odometry or (self.runtime.spec.uses_image and not self.images) \
-                or (self.estimate is not None and pose is None):
-            return command
-        try:
-            command.linear.x, command.angular.z = self.runtime.act(observation_from_messages(
-                self.runtime.spec, scan, self.images, self.odometry, (goal.pose.position.x, goal.pose.position.y),
-                pose))
-        except (InferenceError, ValueError):
-            return Twist()  # as the node does: a failed inference stops the robot
-        return command
-
-
-class StraightDriver(Driver):
-    """The straight-to-goal baseline: odometry and the goal only, obstacles ignored."""
-    name = 'straight'
-    rate = 10.0
-
-    def reset(self, scenario: Scenario) -> None:
-        from ..straight import StraightToGoal
-        self.driver = StraightToGoal()
-
-    def act(self, observation: Observation) -> Twist:
-        from ..observation import yaw_of
-        command = Twist()
-        odometry, goal = observation.latest.get('odom'), observation.latest.get('goal_pose')
-        if odometry is not None and goal is not None:
-            pose = odometry.pose.pose
-            command.linear.x, command.angular.z = self.driver.command(
-                (pose.position.x, pose.position.y, yaw_of(pose.orientation)), (goal.pose.position.x, goal.pose.position.y))
-        return command
-
-
-class DaggerDriver(PolicyDriver):
-    """DAgger (``--driver dagger:FILE``): the policy drives, the expert labels every decision with what it
-    would have commanded (recorded on /expert/cmd_vel), so training sees the states the policy itself
-    reaches. With probability ``expert_share`` (seeded per episode) a decision is the expert's."""
-    name = 'dagger'
-    privileged = True
-    labels = True
-    expert_share = 0.3
-
-    def reset(self, scenario: Scenario) -> None:
-        super().reset(scenario)
-        self.expert = ExpertDriver()
-        self.expert.reset(scenario)
-        self.choices = np.random.default_rng([scenario.sim_seed, 7])  # the episode's own, reproducible stream
-        self.label = None
-
-    def act(self, observation: Observation) -> Twist | None:
-        policy_command = super().act(observation)
-        self.label = self.expert.act(observation)
-        if self.label is None:
-            return None  # the expert sees no way to the goal: the episode ends as 'gave_up'
-        return self.label if self.choices.random() < self.expert_share else policy_command
-
-
-DRIVERS: dict[str, type] = {'wander': WanderDriver, 'expert': ExpertDriver, 'straight': StraightDriver,
-                            'policy': PolicyDriver, 'dagger': DaggerDriver}
-
-
-def register_driver(name: str, factory) -> None:
-    """Make ``--driver NAME`` available (the policy issue's expert and policy drivers)."""
-    DRIVERS[name] = factory
-
-
-def make_driver(name: str) -> Driver:
-    """``NAME`` or ``NAME:ARGUMENT`` (a driver's file, e.g. ``policy:policy.onnx``): a plain string, so worker
-    processes started afresh build the same driver."""
-    base, _, argument = name.partition(':')
-    if base not in DRIVERS:
-        raise ValueError(f'--driver: unknown driver {base!r}; expected one of {", ".join(sorted(DRIVERS))}')
-    return DRIVERS[base](argument) if argument else DRIVERS[base]()
 
 
 @dataclass
@@ -255,6 +60,22 @@ class EpisodeResult:
     drawn: dict = field(default_factory=dict)
     spawn: tuple = ()
     goal: tuple = ()
+
+
+def _twist(command: tuple[float, float]) -> Twist:
+    twist = Twist()
+    twist.linear.x, twist.angular.z = float(command[0]), float(command[1])
+    return twist
+
+
+def _scenario_robot(scenario: Scenario):
+    """The episode's robot description (randomized as the scenario drew it)."""
+    import yaml
+
+    from robotsim_core.config_schema import parse_spec
+    from robotsim_core.description.build import build_robot
+    from robotsim_core.description.spec import RobotSpec
+    return build_robot(parse_spec(RobotSpec, yaml.safe_load(scenario.robot_yaml), 'scenario robot'), 'scenario robot')
 
 
 def goal_in_odom(spawn, goal) -> tuple[float, float, float]:
@@ -431,7 +252,7 @@ def _loop(sim, messages, bag, scenario, world, driver_name, duration, tolerance,
         record(name, message, 0)
     goal_odom = goal_in_odom(scenario.spawn, scenario.goal)
     if driver is not None:
-        driver.reset(scenario)
+        driver.reset(DriveContext(lambda: _scenario_robot(scenario), scenario.sim_seed))
     replay = list(commands or [])
     period_ns = round(1e9 / (driver.rate if driver else 10.0))
     next_control_ns = next_goal_ns = 0
@@ -480,12 +301,13 @@ def _loop(sim, messages, bag, scenario, world, driver_name, duration, tolerance,
             if driver.privileged:
                 observation.ground_truth, observation.world, observation.goal_in_world = truth, world, scenario.goal
             updated.clear()
-            command = driver.act(observation)
-            if command is None:
+            decided = driver.act(observation)
+            if decided is None:
                 outcome = 'gave_up'
                 break
+            command = _twist(decided)
             if getattr(driver, 'labels', False):
-                record(LABEL_TOPIC[1:], driver.label, now)
+                record(LABEL_TOPIC[1:], _twist(driver.label), now)
         if command is not None:
             sim.command_base(0, command.linear.x, command.angular.z)
             record('cmd_vel', command, now)

@@ -49,18 +49,9 @@ class GraphEpisode:
 
 
 def nominal_command_rate(driver: str, model) -> float:
-    """Hz (sim time) at which the driver node publishes /cmd_vel."""
-    if driver == 'expert':
-        from .expert_node import COMMAND_RATE
-        return COMMAND_RATE
-    if driver == 'straight':
-        from .straight_node import COMMAND_RATE
-        return COMMAND_RATE
-    if driver == 'policy':  # the node's default rate: the bringup leaves it so
-        from .policy_node import COMMAND_RATE
-        return COMMAND_RATE
-    from robotsim_core.contract import robot_contract  # the wanderer answers every scan
-    return next(topic.rate for topic in robot_contract(model).topics if topic.name == 'scan')
+    """Hz (sim time) at which the driver node publishes /cmd_vel: the driver's own rate (the bringup leaves it)."""
+    from ..driving import driver_class
+    return float(driver_class(driver).rate)
 
 
 class GraphObserver:

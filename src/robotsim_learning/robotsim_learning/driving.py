@@ -1,0 +1,298 @@
+"""The drivers of the robot's base, ROS-free: one class each, run by the episode loop and by the driver node.
+
+A :class:`Driver` is reset at the start of a run and then asked, at its own ``rate`` of sim (or robot)
+time, for the base command given an :class:`Observation`: the newest message of each topic it reads
+(``inputs``; message objects of the ROS types, read by attribute only, so no ROS import here) and,
+for a ``privileged`` driver, the simulator's ground truth and world. It answers ``(linear m/s,
+angular rad/s)``, or None when it gives up (the episode ends as 'gave_up'; the node stands still
+and says why in ``status``).
+
+Who runs them: ``robotsim dataset generate --driver NAME`` (robotsim_learning.ros.episode, the
+simulation stepped in-process) and ``driver:=NAME`` of a bringup (robotsim_learning.ros.driver_node,
+one generic node on the ROS graph). Each class is named once, in the driver table
+(:data:`robotsim_core.drivers.DRIVERS`, its ``implementation``); :func:`make_driver` builds one from it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from robotsim_core.drivers import DRIVERS
+
+from .observation import ImuHeadingOdometry, goal_in_base, observation_from_messages, yaw_of
+from .wander import Wanderer
+
+GOAL = 'goal_pose'
+"""The goal's topic (geometry_msgs/PoseStamped in odom), read by every goal driver."""
+GROUND_TRUTH = 'sim/ground_truth'
+"""The simulator's ground truth (nav_msgs/Odometry in world), read by privileged drivers only."""
+
+
+@dataclass
+class Observation:
+    """What a driver sees at one control instant."""
+    stamp_ns: int
+    """Sim (or robot) time, ns."""
+    latest: dict[str, object]
+    """Newest message per topic, by relative name ('scan', 'odom', 'imu/data', 'camera/image_raw',
+    'goal_pose', ...): the messages the ROS nodes receive, as ROS message objects."""
+    updated: set[str]
+    """Topics with a new message since the driver's previous call."""
+    ground_truth: object | None = None
+    """Privileged drivers only: the latest /sim/ground_truth (nav_msgs/Odometry in 'world')."""
+    world: object | None = None
+    """Privileged drivers only: the world description (robotsim_core.description.world_spec.WorldSpec)."""
+    goal_in_world: tuple[float, ...] | None = None
+    """Privileged drivers only: (x, y[, yaw]) of the goal in 'world'."""
+
+
+@dataclass
+class DriveContext:
+    """What a driver may know of the run it starts."""
+    robot: Callable[[], object]
+    """The robot's description (robotsim_core.description.RobotModel), built when asked for."""
+    seed: int = 0
+    """The run's seed: a driver's own random choices flow from it."""
+
+
+class Driver:
+    """Base class of the drivers (subclass it; the driver table names the subclass)."""
+    name = 'driver'
+    privileged = False
+    """True: the observation carries ground truth and the world (simulation-only drivers, e.g. the expert)."""
+    rate = 10.0
+    """Hz of sim time at which :meth:`act` is called."""
+    status = ''
+    """Why the driver does not drive now ('goal reached', 'no collision-free path ...'), '' while it drives."""
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """The topics it reads, each of which must be recent for it to drive (besides ``goal_pose``)."""
+        return ()
+
+    def describe(self) -> str:
+        """One line on what drives (the driver node logs it at start)."""
+        return DRIVERS[self.name].summary
+
+    def reset(self, context: DriveContext) -> None:
+        """A new run starts (a privileged driver may read the context's robot; others should not need it)."""
+        self.status = ''
+
+    def act(self, observation: Observation) -> tuple[float, float] | None:
+        """The base command now, or None to give up."""
+        raise NotImplementedError
+
+
+def _goal_xy(observation: Observation) -> tuple[float, float] | None:
+    goal = observation.latest.get(GOAL)
+    return None if goal is None else (goal.pose.position.x, goal.pose.position.y)
+
+
+class WanderDriver(Driver):
+    """The demo driver of `make sim`: reactive lidar wandering (ignores the goal)."""
+    name = 'wander'
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return ('scan',)
+
+    def reset(self, context: DriveContext) -> None:
+        super().reset(context)
+        self.wanderer = Wanderer()
+        self.last = (0.0, 0.0)
+
+    def act(self, observation: Observation) -> tuple[float, float]:
+        scan = observation.latest.get('scan')
+        if scan is None:
+            command = (0.0, 0.0)
+        elif 'scan' in observation.updated:
+            command = self.wanderer.command(np.asarray(scan.ranges, dtype=np.float64), scan.angle_min,
+                                            scan.angle_increment)
+        else:
+            command = self.last
+        self.last = command
+        return command
+
+
+class ExpertDriver(Driver):
+    """The privileged expert (simulation only): plans on the known world from ground truth to the goal."""
+    name = 'expert'
+    privileged = True
+    rate = 20.0
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return (GROUND_TRUTH,)
+
+    def reset(self, context: DriveContext) -> None:
+        super().reset(context)
+        self.model = context.robot()
+        self.expert = self.world = None
+
+    def act(self, observation: Observation) -> tuple[float, float] | None:
+        from robotsim_core.geometry import quat_to_yaw
+
+        from .expert import Expert
+        if self.expert is None or self.world is not observation.world:
+            self.expert, self.world = Expert(observation.world, self.model), observation.world
+        truth = observation.ground_truth
+        if truth is None or observation.goal_in_world is None:
+            return 0.0, 0.0
+        q = truth.pose.pose.orientation
+        pose = (truth.pose.pose.position.x, truth.pose.pose.position.y, quat_to_yaw(q.w, q.x, q.y, q.z))
+        x, y = observation.goal_in_world[:2]
+        linear, angular, status = self.expert.command(pose, (x, y))
+        if status == 'no_path':
+            self.status = f'no collision-free path to the goal ({x:.2f}, {y:.2f}) in world'
+            return None
+        self.status = 'goal reached' if status == 'reached' else ''
+        return linear, angular
+
+
+class PolicyDriver(Driver):
+    """A trained ONNX policy (``--driver policy --policy FILE``, ``driver:=policy policy:=FILE``): the robot's contract
+    topics and the goal, nothing of the simulator. ``robot`` (a name or YAML path) checks the file fits that
+    robot; ``goal_tolerance`` > 0 stops it within that distance of the goal (by its own pose estimate)."""
+    name = 'policy'
+    rate = 10.0
+
+    def __init__(self, path: str = '', providers: tuple[str, ...] = ('CPUExecutionProvider',),
+                 robot: str | None = None, goal_tolerance: float = 0.0):
+        from .policy_runtime import PolicyFileError, PolicyRuntime, policy_for_robot
+        if not path:
+            raise PolicyFileError(f"{self.name}: expected the path of an ONNX policy file ({self.name}:FILE), got ''")
+        self.runtime = policy_for_robot(path, robot, providers) if robot else PolicyRuntime(path, providers)
+        self.path, self.providers = path, providers
+        self.goal_tolerance = goal_tolerance
+        self.status = ''
+
+    def describe(self) -> str:
+        return f'policy {self.path} ({self.runtime.spec.size} inputs) on {", ".join(self.providers)}'
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        spec = self.runtime.spec
+        return ('scan',) + (('camera/image_raw',) if spec.uses_image else ()) + ('odom',) + \
+            (('imu/data',) if spec.uses_imu else ())
+
+    def reset(self, context: DriveContext) -> None:
+        super().reset(context)
+        self.images, self.odometry = deque(maxlen=5), deque(maxlen=20)
+        self.estimate = ImuHeadingOdometry() if self.runtime.spec.uses_imu else None
+
+    def act(self, observation: Observation) -> tuple[float, float]:
+        from .observation import closest_by_stamp, stamp_seconds
+        from .policy_runtime import InferenceError
+        latest = observation.latest
+        if self.estimate is not None and 'imu/data' in observation.updated:
+            self.estimate.add_imu(latest['imu/data'])
+        for name, queue in (('camera/image_raw', self.images), ('odom', self.odometry)):
+            if name in observation.updated:
+                queue.append(latest[name])
+        if self.estimate is not None and 'odom' in observation.updated:
+            self.estimate.add_odometry(latest['odom'])
+        scan, goal = latest.get('scan'), _goal_xy(observation)
+        pose = self.estimate.pose() if self.estimate is not None else None
+        if scan is None or goal is None or not self.odometry or (self.runtime.spec.uses_image and not self.images) \
+                or (self.estimate is not None and pose is None):
+            self.status = self.estimate.problem if self.estimate is not None and pose is None else ''
+            return 0.0, 0.0
+        if self.goal_tolerance > 0:
+            if pose is None:
+                odometry = closest_by_stamp(self.odometry, stamp_seconds(scan.header.stamp)).pose.pose
+                here = (odometry.position.x, odometry.position.y, yaw_of(odometry.orientation))
+            else:
+                here = pose
+            if math.hypot(*goal_in_base(goal, here)) <= self.goal_tolerance:
+                self.status = 'goal reached'
+                return 0.0, 0.0
+        try:
+            command = self.runtime.act(observation_from_messages(self.runtime.spec, scan, self.images, self.odometry,
+                                                                 goal, pose))
+        except (InferenceError, ValueError) as error:
+            self.status = f'inference failed: {error}'
+            return 0.0, 0.0  # a failed inference stops the robot
+        self.status = ''
+        return command
+
+
+class StraightDriver(Driver):
+    """The straight-to-goal baseline: odometry and the goal only, obstacles ignored."""
+    name = 'straight'
+    rate = 10.0
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return ('odom',)
+
+    def reset(self, context: DriveContext) -> None:
+        from .straight import StraightToGoal
+        super().reset(context)
+        self.driver = StraightToGoal()
+
+    def act(self, observation: Observation) -> tuple[float, float]:
+        odometry, goal = observation.latest.get('odom'), _goal_xy(observation)
+        if odometry is None or goal is None:
+            return 0.0, 0.0
+        pose = odometry.pose.pose
+        return self.driver.command((pose.position.x, pose.position.y, yaw_of(pose.orientation)), goal)
+
+
+class DaggerDriver(PolicyDriver):
+    """DAgger (``--driver dagger --policy FILE``): the policy drives, the expert labels every decision with what it
+    would have commanded (recorded on /expert/cmd_vel), so training sees the states the policy itself
+    reaches. With probability ``expert_share`` (seeded per run) a decision is the expert's."""
+    name = 'dagger'
+    privileged = True
+    labels = True
+    expert_share = 0.3
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return super().inputs + (GROUND_TRUTH,)
+
+    def reset(self, context: DriveContext) -> None:
+        super().reset(context)
+        self.expert = ExpertDriver()
+        self.expert.reset(context)
+        self.choices = np.random.default_rng([context.seed, 7])  # the run's own, reproducible stream
+        self.label = None
+
+    def act(self, observation: Observation) -> tuple[float, float] | None:
+        policy_command = super().act(observation)
+        self.label = self.expert.act(observation)
+        if self.label is None:
+            self.status = self.expert.status
+            return None  # the expert sees no way to the goal: the episode ends as 'gave_up'
+        return self.label if self.choices.random() < self.expert_share else policy_command
+
+
+def driver_class(name: str, option: str = '--driver') -> type[Driver]:
+    """The class the driver table names for ``name`` (ValueError naming ``option``: not a driver of the base)."""
+    info = DRIVERS.get(name)
+    if info is None or not info.implementation:
+        known = ', '.join(n for n, i in DRIVERS.items() if i.implementation)
+        raise ValueError(f'{option}: unknown driver {name!r}; expected one of {known}')
+    module, _, attribute = info.implementation.partition(':')
+    return getattr(importlib.import_module(module), attribute)
+
+
+def make_driver(name: str, option: str = '--driver', **options) -> Driver:
+    """``NAME`` or ``NAME:ARGUMENT`` (a driver's file, e.g. ``policy:policy.onnx``): a plain string, so worker
+    processes started afresh build the same driver. ``options`` go to a driver that takes an argument
+    (the policy's ``providers``, ``robot``, ``goal_tolerance``); errors name ``option``."""
+    base, _, argument = name.partition(':')
+    cls = driver_class(base, option)
+    if DRIVERS[base].argument:
+        if not argument:
+            raise ValueError(f'{option} {base}: expected {base}:FILE with an ONNX policy file')
+        return cls(argument, **options)
+    if argument:
+        raise ValueError(f'{option} {base}: takes no argument, got {name!r}')
+    return cls()
