@@ -5,7 +5,9 @@
   docstrings, as ``ros2 launch robotsim sim.launch.py --show-args`` prints them), and the driver table;
 - ``reference/config.md``: every key of robot, overlay, world, fleet and real-driver files and of every
   installed sensor kind, from the spec dataclasses' field docstrings;
-- ``reference/topics.md``: every topic of the shipped robots and of the world, from the topic contract.
+- ``reference/topics.md``: every topic of the shipped robots and of the world, from the topic contract;
+- ``reference/sim_node.md``: the simulator node's parameters, services, actions and subscriptions, from its
+  interface table (robotsim_sim.node_interface).
 
 Run by ``make docs``; ``--check`` compares instead of writing (tests/test_docs.py runs it) and exits 1 naming
 the pages that differ. Needs the workspace's environment (``source scripts/env.sh``).
@@ -244,7 +246,44 @@ def topics_page() -> str:
     return '\n'.join(lines) + '\n'
 
 
-PAGES = {'cli.md': cli_page, 'launch.md': launch_page, 'config.md': config_page, 'topics.md': topics_page}
+# --------------------------------------------------------------------------------- the simulator node
+def sim_node_page() -> str:
+    from robotsim_sim.node_interface import (SIM_NODE_ACTIONS, SIM_NODE_PARAMETERS, SIM_NODE_SERVICES,
+                                             SIM_NODE_SUBSCRIPTIONS)
+
+    def bounds(parameter) -> str:
+        if parameter.simulation_value:
+            return 'as the launch argument'
+        low, high = parameter.minimum, parameter.maximum
+        return (f'{low:g} ... {high:g}' if low is not None and high is not None else f'>= {low:g}' if low is not None
+                else '')
+
+    def endpoints(title: str, items) -> list[str]:
+        rows = ['', f'## {title}', '', '| name | type | per robot | meaning |', '|---|---|---|---|']
+        for item in items:
+            rows.append(f'| `{item.name}` | `{item.type}` | {"yes" if item.per_robot else "no"}'
+                        f'{" (robots with an arm)" if item.arm_only else ""} | {_cell(item.description)} |')
+        return rows
+
+    lines = [GENERATED, '', '# The simulator node', '',
+             '`robotsim_sim sim_node` (node name `robotsim_sim`): the physics, the sensors and the built-in controllers',
+             "on the ROS graph. It publishes the robot's contract topics ([topics](topics.md)) and `/clock`; the",
+             'launchers set its parameters from the [launch arguments](launch.md). Every parameter is checked at start:',
+             'a value of another type or out of bounds is one line and exit status 2. Per-robot names are under the',
+             "robot's namespace in a fleet.", '', '## Parameters', '',
+             '| parameter | default | bounds | meaning |', '|---|---|---|---|']
+    for parameter in SIM_NODE_PARAMETERS:
+        default = str(parameter.default).lower() if isinstance(parameter.default, bool) else parameter.default
+        lines.append(f'| `{parameter.name}` | {f"`{default}`" if default != "" else "(empty)"} | {bounds(parameter)} | '
+                     f'{_cell(parameter.description)} |')
+    lines += endpoints('Services', SIM_NODE_SERVICES)
+    lines += endpoints('Actions', SIM_NODE_ACTIONS)
+    lines += endpoints('Subscriptions', SIM_NODE_SUBSCRIPTIONS)
+    return '\n'.join(lines) + '\n'
+
+
+PAGES = {'cli.md': cli_page, 'launch.md': launch_page, 'config.md': config_page, 'topics.md': topics_page,
+         'sim_node.md': sim_node_page}
 
 
 def main(argv: list[str] | None = None) -> int:

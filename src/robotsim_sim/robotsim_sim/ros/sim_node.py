@@ -54,6 +54,7 @@ from .. import scenario
 from .arm_actions import ArmActions
 from .robot_messages import RobotMessages, world_entities_message
 from ..scene import RobotPlacement, load_world, resolve_world_path
+from ..node_interface import PARAMETERS
 from ..simulation import SimOptions, Simulation
 
 MAX_STEP_SECONDS = 60.0
@@ -106,43 +107,46 @@ class RobotPorts:
 class SimNode(Node):
     def __init__(self):
         super().__init__('robotsim_sim')
-        def declare(name, default, **bounds):
-            return checked_parameter(self, name, default, **bounds)
-        robot_name = declare('robot', 'rover')
-        namespace = declare('namespace', '')
-        fleet_name = declare('fleet', '')
-        self.world_name = declare('world', 'room')
-        seed = self.simulation_parameter('seed', 0)
-        self.real_time_factor = float(self.simulation_parameter('real_time_factor', 1.0))
-        cameras = declare('cameras', True)
-        self.cmd_vel_stamped = declare('cmd_vel_stamped', False)
-        command_timeout = declare('command_timeout', 0.5, minimum=1e-3)
-        self.clock_rate = declare('clock_rate', 250.0, minimum=1e-3)
-        frame_prefix = declare('frame_prefix', '')
-        self.firmware = declare('firmware', False)
-        serial_link = declare('serial_link', '')
+        def declare(name, default=None):
+            """The parameter ``name`` of the node's table (robotsim_sim.node_interface), checked."""
+            spec = PARAMETERS[name]
+            if spec.simulation_value:
+                return self.simulation_parameter(name, spec.default)
+            return checked_parameter(self, name, spec.default if default is None else default, spec.minimum,
+                                     spec.maximum)
+        robot_name = declare('robot')
+        namespace = declare('namespace')
+        fleet_name = declare('fleet')
+        self.world_name = declare('world')
+        seed = declare('seed')
+        self.real_time_factor = float(declare('real_time_factor'))
+        cameras = declare('cameras')
+        self.cmd_vel_stamped = declare('cmd_vel_stamped')
+        command_timeout = declare('command_timeout')
+        self.clock_rate = declare('clock_rate')
+        frame_prefix = declare('frame_prefix')
+        self.firmware = declare('firmware')
+        serial_link = declare('serial_link')
         # With firmware in the loop the motor bridge publishes odometry, its TF and the wheel joints.
         self.publish_base = declare('publish_base', not self.firmware)
-        self.duration = float(self.simulation_parameter('duration', 0.0))
-        start_paused = declare('start_paused', False)
-        log_period = declare('log_period', 5.0, minimum=0.1, maximum=3600.0)  # a ROS timer period
+        self.duration = float(declare('duration'))
+        start_paused = declare('start_paused')
+        log_period = declare('log_period')  # a ROS timer period
 
         # The arm's and gripper's action servers: ros2_control's controller parameters, same names.
         constraints = TrajectoryConstraints(
-            trajectory=declare('arm_controller.constraints.trajectory', TrajectoryConstraints.trajectory, minimum=0.0),
-            goal=declare('arm_controller.constraints.goal', TrajectoryConstraints.goal, minimum=0.0),
-            stopped_velocity_tolerance=declare('arm_controller.constraints.stopped_velocity_tolerance',
-                                               TrajectoryConstraints.stopped_velocity_tolerance, minimum=0.0),
-            goal_time=declare('arm_controller.constraints.goal_time', TrajectoryConstraints.goal_time, minimum=0.0))
-        allow_partial = declare('arm_controller.allow_partial_joints_goal', False)
-        feedback_rate = declare('arm_controller.action_monitor_rate', 20.0, minimum=0.1, maximum=1000.0)
-        state_rate = declare('arm_controller.state_publish_rate', 50.0, minimum=0.0, maximum=1000.0)
+            trajectory=declare('arm_controller.constraints.trajectory'),
+            goal=declare('arm_controller.constraints.goal'),
+            stopped_velocity_tolerance=declare('arm_controller.constraints.stopped_velocity_tolerance'),
+            goal_time=declare('arm_controller.constraints.goal_time'))
+        allow_partial = declare('arm_controller.allow_partial_joints_goal')
+        feedback_rate = declare('arm_controller.action_monitor_rate')
+        state_rate = declare('arm_controller.state_publish_rate')
         gripper = GripperConfig(
-            goal_tolerance=declare('gripper_controller.goal_tolerance', GripperConfig.goal_tolerance, minimum=1e-9),
-            stall_velocity_threshold=declare('gripper_controller.stall_velocity_threshold',
-                                             GripperConfig.stall_velocity_threshold, minimum=1e-9),
-            stall_timeout=declare('gripper_controller.stall_timeout', GripperConfig.stall_timeout, minimum=1e-3),
-            allow_stalling=declare('gripper_controller.allow_stalling', GripperConfig.allow_stalling))
+            goal_tolerance=declare('gripper_controller.goal_tolerance'),
+            stall_velocity_threshold=declare('gripper_controller.stall_velocity_threshold'),
+            stall_timeout=declare('gripper_controller.stall_timeout'),
+            allow_stalling=declare('gripper_controller.allow_stalling'))
 
         fleet = load_fleet(fleet_name) if fleet_name else single_robot(robot_name, namespace)
         if serial_link and len(fleet.robots) > 1:
