@@ -40,17 +40,73 @@ def test_the_readme_is_a_front_page_whose_links_and_targets_exist():
 
 
 def test_every_page_is_in_the_table_of_contents_and_speaks_of_the_project():
-    index = (DOCS / 'index.md').read_text(encoding='utf-8')
-    for page in PAGES:
-        name = page.relative_to(DOCS).with_suffix('').as_posix()
-        assert name == 'index' or re.search(rf'^{re.escape(name)}$', index, re.MULTILINE), \
-            f'docs/{name}.md is in no toctree of docs/index.md'
+    for page in PAGES:  # in the toctree of docs/index.md, or of its own folder's index.md
+        own = page.parent / 'index.md'
+        index = own if own.is_file() and page != own else DOCS / 'index.md'
+        name = page.relative_to(index.parent).with_suffix('').as_posix()
+        assert page == DOCS / 'index.md' or re.search(rf'^{re.escape(name)}$', index.read_text(encoding='utf-8'),
+                                                      re.MULTILINE), f'{page.relative_to(WORKSPACE)} is in no toctree'
+
     for path in [README, *PAGES]:
         if path.parent.name == 'reference':
             continue  # generated from the code's help texts, where 'write the URDF here' means the option's path
         for number, line in enumerate(path.read_text(encoding='utf-8').splitlines(), 1):
             found = INTERNAL_WORDS.search(line)
             assert not found, f'{path.relative_to(WORKSPACE)}:{number}: {found.group(0)!r}: {line.strip()}'
+
+
+def documented_commands() -> list[tuple[str, str]]:
+    """(where, command) of every ``robotsim ...`` line in a code block of the README and the docs (continuation
+    lines joined, comments dropped), except synopsis lines (``[OPTIONAL]``, ``a|b``, ``...``)."""
+    import shlex
+    found = []
+    for path in [README, *PAGES]:
+        if path.parent.name == 'reference':
+            continue
+        block, pending = False, ''
+        for number, line in enumerate(path.read_text(encoding='utf-8').splitlines(), 1):
+            if line.lstrip().startswith('```'):
+                block, pending = not block, ''
+                continue
+            if not block:
+                continue
+            line = pending + ' ' + line.strip() if pending else line.strip()
+            if line.endswith('\\'):
+                pending = line[:-1]
+                continue
+            pending = ''
+            command = re.split(r'\s{3,}| # ', line)[0].strip()  # a synopsis' description, a comment
+            if command.startswith('robotsim ') and not re.search(r'\[|\||\.\.\.', command):
+                found.append((f'{path.relative_to(WORKSPACE)}:{number}', shlex.split(command)[1:]))
+    return found
+
+
+def test_every_documented_command_is_accepted_by_the_parser():
+    """Every concrete ``robotsim`` command the README, the guides and the tutorials show parses with the real
+    command line (old spellings too would: they are refused here), so a renamed option cannot linger in a page."""
+    from robotsim.cli import RENAMED, build_parser
+
+    commands = documented_commands()
+    assert len(commands) > 30, commands
+    problems = []
+    for where, words in commands:
+        if any(tuple(words[:len(old)]) == old for old in RENAMED) or '--engine' in words and words[0] == 'dataset' \
+                or any(word.startswith('--driver') and ':' in word for word in words):
+            problems.append(f'{where}: an old spelling: robotsim {" ".join(words)}')
+            continue
+        parser = build_parser()
+        try:
+            args, extras = parser.parse_known_args(words)
+        except SystemExit:
+            problems.append(f'{where}: refused: robotsim {" ".join(words)}')
+            continue
+        if extras:
+            problems.append(f'{where}: not accepted {extras}: robotsim {" ".join(words)}')
+    assert not problems, '\n'.join(problems)
+    # The check refuses what the parser refuses.
+    parser = build_parser()
+    with pytest.raises(SystemExit):
+        parser.parse_args(['dataset', 'generate', '--out', 'x'])
 
 
 def test_the_cli_at_a_glance_names_real_commands():
