@@ -66,7 +66,7 @@ bench-arm: setup
 
 # The policy's closed-loop evaluation (robotsim policy eval, every episode a launch of the simulator and
 # the driver node) and its README table (bench/evaluation_table.py; out/evaluation/run.json records the
-# machine, date, policy sha256 and command). POLICY=, EPISODES=, SEED= override the issue's settings.
+# machine, date, policy sha256 and command). POLICY=, EPISODES=, SEED= override the shipped evaluation's settings.
 evaluate: setup
 	@source scripts/env.sh && scripts/build.sh && python bench/evaluation_table.py --run --write-readme \
 		--policy $(or $(POLICY),config/policies/rover_goal_reaching.onnx) --episodes $(or $(EPISODES),50) \

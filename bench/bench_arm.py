@@ -1,4 +1,4 @@
-"""Arm benchmark (issue 13), ROS-free, for the rover, UR5 and Panda arms; ``make bench-arm``.
+"""Arm benchmark, ROS-free, for the rover, UR5 and Panda arms; ``make bench-arm``.
 
 Sections (``--sections``, run in this order; each writes one raw CSV, one row per case):
 

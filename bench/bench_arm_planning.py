@@ -55,7 +55,7 @@ REPEATABLE = ('seed', 'success', 'reason', 'iterations', 'collision_checks', 'ra
               'path_length_rad', 'recheck', 'rejected', 'start', 'goal')
 """Columns equal between two runs with the same settings (all but the wall-clock and CPU times)."""
 SUCCESS_TARGET = 0.99
-"""Planning success the issue asks for on random feasible queries in a cluttered scene."""
+"""Planning success required on random feasible queries in a cluttered scene."""
 RECHECK_FRACTION = 0.1
 """The dense re-check samples edges at this fraction of the planner's resolution."""
 MAX_SAMPLE_ATTEMPTS = 10000

@@ -1,4 +1,4 @@
-"""Arm tracking benchmark (issue 13), ROS-free: planned, jerk-limited trajectories executed by the
+"""Arm tracking benchmark, ROS-free: planned, jerk-limited trajectories executed by the
 simulator's arm controller, per arm (rover, UR5, Panda).
 
 Each arm stands in its cluttered planning-benchmark scene (bench/bench_arm_planning.py), in a
@@ -56,7 +56,7 @@ from robotsim_core.description.world_spec import WorldSpec  # noqa: E402
 
 ARMS = tuple(CLUTTERED_WORLDS)
 TRACKING_TARGET = 0.005
-"""Worst tracking error (rad) a trajectory may have (issue 13)."""
+"""Worst tracking error (rad) a trajectory may have."""
 LIMIT_RATIO_TOLERANCE = 1e-6
 """A profile value up to this fraction above its limit counts as within it (float round-off)."""
 SETTLE = 0.5

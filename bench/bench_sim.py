@@ -231,7 +231,7 @@ def main() -> int:
     row('RTF, cameras off, sim_node publishing everything', f'{node_off:.1f}', '>= 30')
     two = node_rtf(True, 'two_rovers')
     row('RTF, two rovers (fleet two_rovers), default sensors, sim_node', f'{two:.1f}')
-    # The sensors issue's targets are ratios of figures of this one run (a shared machine drifts between runs).
+    # The sensors' targets are ratios of figures of this one run (a shared machine drifts between runs).
     row('ratio: sim_node / core, cameras off', f'{node_off / core_off:.2f}', '>= 0.75')
     row('ratio: sim_node / core, default sensors', f'{node / core:.2f}', 'no regression')
     row('ratio: two rovers / one rover, sim_node, default sensors', f'{two / node:.2f}', '>= 0.6')

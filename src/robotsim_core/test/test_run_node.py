@@ -33,3 +33,29 @@ def test_a_node_stopped_while_it_is_made_exits_quietly(tmp_path, error, status, 
         assert shows in completed.stderr
     else:
         assert completed.stderr.strip() == '', completed.stderr
+
+
+SPINNING = '''
+import sys
+import rclpy
+from rclpy.node import Node
+from robotsim_core.ros.common import run_node
+
+def run(node):
+    if {shut_down}:
+        rclpy.shutdown()  # what rclpy's signal handler does at Ctrl-C, before the spin notices
+    raise RuntimeError("Unable to convert call argument '0' to Python object")
+
+sys.exit(run_node('probe', lambda: Node('probe'), (ValueError,), ['probe'], run=run))
+'''
+
+
+@pytest.mark.parametrize('shut_down, status', [(True, 0), (False, 1)], ids=['after a signal', 'context valid'])
+def test_an_error_of_the_spin_after_the_context_was_shut_down_is_a_normal_stop(tmp_path, shut_down, status):
+    """Ctrl-C shuts the context down while the executor takes a message: rclpy's binding then raises
+    RuntimeError; that is the stop, not a failure (exit 0, no traceback). The same error otherwise shows."""
+    script = tmp_path / 'spinning.py'
+    script.write_text(SPINNING.format(shut_down=shut_down))
+    completed = run_python(script, check=False)
+    assert completed.returncode == status, completed
+    assert ('Traceback' in completed.stderr) == (status != 0), completed.stderr

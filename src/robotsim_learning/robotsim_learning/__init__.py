@@ -1,5 +1,5 @@
-"""robotsim recording, datasets, policies and closed-loop evaluation.
-
-Today: the reactive lidar wanderer (:mod:`.wander`), the demo driver of ``make sim``; the
-bag recorder (:mod:`.recorder_node`, :mod:`.bag_writer`) and ``robotsim bag repair`` (:mod:`.bag_repair`).
-"""
+"""robotsim's learning side: the drivers (:mod:`.driving`, one ROS-free class each, run by the episode loop and
+by the driver node), randomised datasets as MCAP bags (:mod:`.dataset`, :mod:`.bag_writer`), the LeRobot export
+(:mod:`.lerobot_export`), behaviour cloning to ONNX (:mod:`.policy_training`), closed-loop evaluation
+(:mod:`.evaluation`), the browser view (:mod:`.viewer_servers`) and Blender renders (:mod:`.render`); ROS
+adapters in ``ros/``; command-line verbs registered as ``robotsim.commands`` entry points."""

@@ -33,7 +33,7 @@ from .mcap_crc import seal_summary_crc, write_chunk_crcs
 BAG_VERSION = 9
 """rosbag2 metadata version written (Jazzy and later)."""
 FLUSH_PERIOD = 0.5
-"""Seconds a written message may stay in memory before it is on disk (the issue asks for <= 1 s)."""
+"""Seconds a written message may stay in memory before it is on disk (at most 1 s is promised)."""
 _MESSAGE_RECORD = struct.Struct('<BQHIQQ')
 _CHUNK_SIZE = 2**20
 """rosbags closes the pending chunk once it holds more than this many bytes."""

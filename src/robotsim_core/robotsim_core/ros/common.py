@@ -122,10 +122,11 @@ def _interrupted(error: BaseException) -> bool:
 def _stopped_by_a_signal(error: BaseException) -> bool:
     """Whether ``error`` only reports that Ctrl-C / SIGTERM shut the context down first: rclpy's signal
     handler shuts it down at once, the KeyboardInterrupt follows later, and in between creating a node or
-    an entity raises RCLError ("the given context is not valid")."""
+    an entity raises RCLError ("the given context is not valid"), and taking a message the executor had
+    found ready raises pybind11's RuntimeError ("Unable to convert call argument '0' to Python object").
+    The same errors while the context is valid are real and show."""
     import rclpy
-    from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
-    return isinstance(error, _rclpy.RCLError) and not rclpy.ok()
+    return isinstance(error, RuntimeError) and not rclpy.ok()
 
 
 @contextlib.contextmanager
