@@ -36,16 +36,24 @@ class FirmwareInTheLoop:
     def device_path(self) -> str:
         return self.link.path
 
-    def reset(self, seed: int = 0) -> None:
-        """Power-on: the MCU reboots, injected faults are cleared, encoder noise restarts from the seed."""
+    def reset(self, seed: int = 0, wheel_angles: np.ndarray | None = None) -> None:
+        """Power-on: the MCU reboots, injected faults are cleared, encoder noise restarts from the seed.
+
+        ``wheel_angles``: where the wheels are at the reboot (after a world reset, where the reset put them).
+        The firmware takes its speed estimate's baseline from the encoders at boot, so they must read the
+        wheels' new angles then, not the ones before the reset: otherwise the first loops see the jump
+        back as a wheel spinning impossibly fast (a false encoder glitch on the bridge)."""
         self.rng = np.random.default_rng(seed)
         self.stuck: dict[int, int] = {}
         self.noise: dict[int, int] = {}
         self.dead: set[int] = set()
         self.link.down, self.link.drop_every = False, 0
+        if wheel_angles is not None:
+            self._write_encoders(wheel_angles)
         self.mcu.reset()
 
-    def step(self, wheel_angles: np.ndarray, dt_ns: int) -> np.ndarray:
+    def _write_encoders(self, wheel_angles: np.ndarray) -> None:
+        """The wheel angles as the MCU's encoder registers count them (with any injected encoder fault)."""
         plant = self.mcu.plant
         for channel in range(self.channels):
             count = wrap_int32(math.floor(wheel_angles[channel] * self.counts_per_radian))
@@ -55,6 +63,10 @@ class FirmwareInTheLoop:
                 amplitude = self.noise[channel]
                 count = wrap_int32(count + int(self.rng.integers(-amplitude, amplitude + 1)))
             plant.encoder[channel] = count
+
+    def step(self, wheel_angles: np.ndarray, dt_ns: int) -> np.ndarray:
+        plant = self.mcu.plant
+        self._write_encoders(wheel_angles)
         from_host = self.link.transfer(self.mcu.transmitted(), dt_ns * 1e-9)
         if from_host:
             self.mcu.receive(from_host)

@@ -182,7 +182,7 @@ class Simulation:
                 robot.base_controller.reset()
             self._resync_after_physics_reset(robot)
             if robot.firmware is not None:
-                robot.firmware.reset(self.seed)
+                robot.firmware.reset(self.seed, self.data.qpos[robot.wheel_qpos])  # the wheels as reset
             robot.arm.reset()
             robot.gripper.reset()
             self.goals.end_at_reset(robot)

@@ -60,3 +60,36 @@ def test_the_watch_notices_mujocos_reset_and_names_the_body():
     assert data.time == pytest.approx(steps * 2e-3)  # MuJoCo's clock put back to the simulation's
     mujoco.mj_step(model, data)
     assert not watch.check(steps + 1, (steps + 1) * 2_000_000)
+
+
+def test_arm_goals_alone_on_an_assembled_robot():
+    """robotsim_sim.arm_goals without a Simulation: a robot assembled on a compiled scene, the topic's rules for
+    a trajectory (refused naming the joint, clamped at a limit once), the follower holding the result."""
+    from robotsim_sim.arm_controller import GripperConfig, TrajectoryConstraints
+    from robotsim_sim.arm_goals import ArmGoals
+    from robotsim_sim.robot_assembly import AssemblyOptions, assemble_robot
+
+    world = load_world(resolve_world_path('room'))
+    placement = RobotPlacement(load_robot('rover'))
+    scene = CompiledScene.compile(world, [placement])
+    data = mujoco.MjData(scene.model)
+    robots = []
+    options = AssemblyOptions(50.0, 50.0, 0.5, False, None, 0, 115200, False, False, TrajectoryConstraints(), False,
+                              GripperConfig())
+    robot = assemble_robot(0, placement, scene.bindings[0], scene.model, options, world.light, None,
+                           scene.geom_labels, robots.append)
+    try:
+        assert robots == [robot]
+        assert [item.channel for item in robot.schedule] == ['laser', 'imu']  # cameras off; no joint states here
+        goals = ArmGoals(scene.model, data, robots, lambda: 1.0)
+        joints = robot.arm.joints
+        refused = goals.command(0, ['elbow_typo'], [(0.5, [0.1])])
+        assert refused and 'elbow_typo' in refused, refused
+        low, high = robot.joint_limits[joints[1]]
+        assert goals.command(0, [joints[1]], [(0.5, [high + 1.0])]) is None
+        assert robot.newly_clamped == [(joints[1], high + 1.0, high)]
+        assert goals.command(0, [joints[1]], [(0.5, [high + 1.0])]) is None and robot.newly_clamped == []  # once
+        desired = robot.arm.sample(2.0)  # the clock said 1.0: the point is due at 1.5
+        assert desired is not None and desired.positions[1] == pytest.approx(high)
+    finally:
+        robot.close()
