@@ -123,6 +123,10 @@ class WheelOdometry:
     def reset(self) -> None:
         self.x = self.y = self.yaw = 0.0
         self.linear = self.angular = 0.0
+        self.travelled = 0.0
+        """Metres the base has moved since the reset, forward or back (what its pose uncertainty grows with)."""
+        self.turned = 0.0
+        """Radians the base has turned since the reset, either way."""
         self._last: dict[str, float] | None = None
         self._last_time: float | None = None
 
@@ -133,6 +137,8 @@ class WheelOdometry:
             return
         travel = {w.joint: (wheel_positions[w.joint] - self._last[w.joint]) * w.radius for w in self.drive.driven_wheels}
         distance, turn = forward_kinematics(self.drive, travel, steer_angles)
+        self.travelled += abs(distance)
+        self.turned += abs(turn)
         heading = self.yaw + turn / 2  # midpoint rule
         self.x += distance * math.cos(heading)
         self.y += distance * math.sin(heading)

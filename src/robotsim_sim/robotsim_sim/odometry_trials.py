@@ -1,6 +1,11 @@
 """Odometry against ground truth in the headless simulation core (no ROS): drives calibration
 manoeuvres on an open floor and fits ``drive.wheel_separation_multiplier``
-(:mod:`robotsim_core.odometry_calibration` has the method and the fit)."""
+(:mod:`robotsim_core.odometry_calibration` has the method and the fit).
+
+With ``firmware=True`` the wheels are driven by the C firmware in the loop, and an in-process host
+(:class:`InProcessBridge`) sends it what the motor bridge sends (robotsim_firmware.base_commands: the speed
+loop's gains, wheel speed setpoints at 50 Hz of sim time) instead of the serial link's host: the
+measurement of the firmware-driven base, without a bridge process or a ROS graph."""
 
 from __future__ import annotations
 
@@ -13,6 +18,9 @@ from robotsim_core.description.model import RobotModel
 from robotsim_core.geometry import quat_to_yaw
 from robotsim_core.odometry_calibration import (CALIBRATION_MANOEUVRES, Manoeuvre, YawComparison, fit_multiplier,
                                                 require_differential)
+
+from robotsim_firmware import protocol
+from robotsim_firmware.base_commands import SETPOINT_PERIOD, BaseCommands
 
 from .scene import RobotPlacement
 from .simulation import SimOptions, Simulation
@@ -30,25 +38,73 @@ def _relative(pose_xy: np.ndarray, origin_xy: np.ndarray, origin_yaw: float) -> 
     return np.array([c * dx + s * dy, -s * dx + c * dy])
 
 
-class OdometryTrials:
-    """One simulation of ``model`` with a given multiplier; :meth:`drive` runs one manoeuvre from rest."""
+class InProcessBridge:
+    """Stands in for the firmware's serial link and the motor bridge behind it: hands the MCU the bridge's frames
+    (hello and gains after every reboot, a setpoint every SETPOINT_PERIOD of sim time), reads nothing back."""
 
-    def __init__(self, model: RobotModel, multiplier: float, world: WorldSpec | None = None, seed: int = 0):
+    def __init__(self, link, model: RobotModel):
+        self.link = link
+        """The pty link it replaces (closed with it)."""
+        self.down, self.drop_every = False, 0  # what FirmwareInTheLoop sets on its link
+        self.commands = BaseCommands(model.drive, [w.joint for w in model.drive.driven_wheels])
+        self.command = (0.0, 0.0)
+        """The twist the bridge was last sent (linear m/s, angular rad/s)."""
+        self.start()
+
+    def start(self) -> None:
+        """The MCU (re)booted: say hello, set the gains, start the setpoints from rest."""
+        self.commands = BaseCommands(self.commands.drive, self.commands.wheel_joints)
+        self._sequence = 0
+        self._outgoing = self._frame(protocol.hello) + self._frame(self.commands.gains)
+        self._since_setpoint = SETPOINT_PERIOD
+
+    def _frame(self, make) -> bytes:
+        self._sequence += 1
+        return protocol.encode_frame(make(self._sequence))
+
+    def transfer(self, to_host: bytes, dt: float) -> bytes:
+        self._since_setpoint += dt
+        if self._since_setpoint >= SETPOINT_PERIOD - 1e-9:
+            self._since_setpoint -= SETPOINT_PERIOD
+            self._outgoing += self._frame(lambda sequence: self.commands.velocity(sequence, *self.command))
+        sent, self._outgoing = self._outgoing, b''
+        return sent
+
+    def close(self) -> None:
+        self.link.close()
+
+
+class OdometryTrials:
+    """One simulation of ``model`` with a given multiplier; :meth:`drive` runs one manoeuvre from rest, with the
+    built-in base controller or (``firmware``) the firmware in the loop driven as the motor bridge drives it."""
+
+    def __init__(self, model: RobotModel, multiplier: float, world: WorldSpec | None = None, seed: int = 0,
+                 firmware: bool = False):
         require_differential(model)
         self.multiplier = multiplier
         self.model = replace(model, drive=replace(model.drive, wheel_separation_multiplier=multiplier))
-        self.sim = Simulation(world or open_floor(), [RobotPlacement(self.model)], SimOptions(seed=seed, cameras=False))
+        self.sim = Simulation(world or open_floor(), [RobotPlacement(self.model)],
+                              SimOptions(seed=seed, cameras=False, firmware=firmware))
+        self.bridge = None
+        """The in-process bridge of the firmware in the loop (None: the built-in controller drives)."""
+        if firmware:
+            robot = self.sim.robots[0]
+            self.bridge = robot.firmware.link = InProcessBridge(robot.firmware.link, self.model)
 
     def drive(self, manoeuvre: Manoeuvre) -> YawComparison:
         """Hold the command; compare odometry and ground truth over the stretch after ``settle`` s."""
         sim = self.sim
         sim.reset()
+        if self.bridge is not None:
+            self.bridge.start()  # the reset rebooted the MCU
+            self.bridge.command = (manoeuvre.linear, manoeuvre.angular)
         steps = round((manoeuvre.settle + manoeuvre.duration) / sim.model.opt.timestep)
         start_step = round(manoeuvre.settle / sim.model.opt.timestep)
         first = previous = None
         odom_yaw = true_yaw = path = 0.0
         for step in range(steps):
-            sim.command_base(0, manoeuvre.linear, manoeuvre.angular)
+            if self.bridge is None:
+                sim.command_base(0, manoeuvre.linear, manoeuvre.angular)
             for event in sim.step():
                 if event.channel != 'base_state' or step < start_step:
                     continue

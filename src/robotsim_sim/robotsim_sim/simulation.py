@@ -57,6 +57,7 @@ class BaseStateReading:
     true_quaternion: np.ndarray                    # (w, x, y, z)
     true_linear_velocity: np.ndarray               # body frame (m/s)
     true_angular_velocity: np.ndarray              # body frame (rad/s)
+    odom_travel: tuple[float, float] = (0.0, 0.0)  # metres travelled, radians turned since the odometry started
 
 
 @dataclass
@@ -379,7 +380,8 @@ class Simulation:
         return BaseStateReading(
             stamp, (odometry.x, odometry.y, odometry.yaw) if odometry else (0.0, 0.0, 0.0),
             (odometry.linear, odometry.angular) if odometry else (0.0, 0.0),
-            self.data.xpos[body].copy(), self.data.xquat[body].copy(), rotation.T @ linear_world, angular_body.copy())
+            self.data.xpos[body].copy(), self.data.xquat[body].copy(), rotation.T @ linear_world, angular_body.copy(),
+            (odometry.travelled, odometry.turned) if odometry else (0.0, 0.0))
 
     def close(self) -> None:
         """Release what the simulation made: the firmware's pseudo-terminals, the capture threads (with their GL

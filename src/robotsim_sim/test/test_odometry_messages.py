@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from robotsim_core.description import load_robot
 from nav_msgs.msg import Odometry
 from rclpy.serialization import deserialize_message
 from tf2_msgs.msg import TFMessage
 
-from robotsim_core.ros.odometry import POSE_VARIANCE, TWIST_VARIANCE, OdometryEncoder
+from robotsim_core.odometry_uncertainty import UNMEASURED_VARIANCE, OdometryUncertainty
+from robotsim_core.ros.odometry import OdometryEncoder
 from robotsim_sim.ros.robot_messages import RobotMessages
 from robotsim_sim.scene import RobotPlacement, load_world
 from robotsim_sim.simulation import SimOptions, Simulation
@@ -20,7 +23,8 @@ DIAGONAL = (0, 7, 14, 21, 28, 35)  # x, y, z, rotation about x, y, z in a row-ma
 
 
 def test_odometry_and_transform_of_one_state():
-    odometry, tf = OdometryEncoder('r2/odom', 'r2/base_footprint').encode(1.5, -2.0, 2.5, 0.4, -0.3, 12_345_678_901)
+    odometry, tf = OdometryEncoder('r2/odom', 'r2/base_footprint').encode(1.5, -2.0, 2.5, 0.4, -0.3, 12_345_678_901,
+                                                                          3.0, 4.5)
     odometry, tf = deserialize_message(odometry, Odometry), deserialize_message(tf, TFMessage)
     assert (odometry.header.frame_id, odometry.child_frame_id) == ('r2/odom', 'r2/base_footprint')
     assert (odometry.header.stamp.sec, odometry.header.stamp.nanosec) == (12, 345_678_901)
@@ -29,9 +33,13 @@ def test_odometry_and_transform_of_one_state():
     assert (pose.orientation.z, pose.orientation.w) == (math.sin(1.25), math.cos(1.25))
     assert pose.orientation.x == pose.orientation.y == 0.0
     assert (twist.linear.x, twist.linear.y, twist.angular.z) == (0.4, 0.0, -0.3)
-    for covariance, variance in ((odometry.pose.covariance, POSE_VARIANCE), (odometry.twist.covariance, TWIST_VARIANCE)):
-        assert [covariance[i] for i in DIAGONAL] == [variance] * 6
+    uncertainty = OdometryUncertainty()
+    for covariance, variances in ((odometry.pose.covariance, uncertainty.pose_variances(3.0, 4.5)),
+                                  (odometry.twist.covariance, uncertainty.twist_variances(-0.3))):
+        assert [covariance[i] for i in DIAGONAL] == list(variances)
         assert all(covariance[i] == 0.0 for i in range(36) if i not in DIAGONAL)
+        assert covariance[14] == covariance[21] == covariance[28] == UNMEASURED_VARIANCE  # z, roll, pitch
+    assert odometry.pose.covariance[0] == pytest.approx((0.01 + 0.08 * 3.0 + 0.006 * 4.5) ** 2)
     (transform,) = tf.transforms
     assert (transform.header.frame_id, transform.child_frame_id) == ('r2/odom', 'r2/base_footprint')
     assert transform.header.stamp == odometry.header.stamp
@@ -55,7 +63,8 @@ def test_the_simulator_publishes_what_the_shared_builder_makes():
                 if event.channel != 'base_state':
                     continue
                 built = dict(messages.build(event.channel, event.reading, event.reading.stamp))
-                odometry, tf = encoder.encode(*event.reading.odom_pose, *event.reading.odom_twist, event.reading.stamp)
+                odometry, tf = encoder.encode(*event.reading.odom_pose, *event.reading.odom_twist, event.reading.stamp,
+                                              *event.reading.odom_travel)
                 assert built['odom'] == odometry and built['tf'] == tf
                 compared += 1
     finally:

@@ -40,17 +40,17 @@ from tf2_msgs.msg import TFMessage
 from robotsim_core.ros import common as convert
 from robotsim_core.contract import RELIABLE_QOS, TF_QOS
 from robotsim_core.description import load_robot
-from robotsim_core.drive import VelocityLimiter, WheelOdometry, inverse_kinematics
+from robotsim_core.drive import WheelOdometry
 from robotsim_core.errors import DescriptionError
 from robotsim_core.ros.common import JointStateEncoder
 from robotsim_core.ros.odometry import OdometryEncoder
 
 from .. import protocol
+from ..base_commands import SETPOINT_PERIOD, BaseCommands
 from ..telemetry import EncoderTelemetry
 from ..virtual_serial import unowned_pty_reason
 
 PUBLISH_PERIOD_MS = 20  # joint states, odometry and TF at 50 Hz (telemetry arrives at 100 Hz)
-SETPOINT_PERIOD = 0.02  # s: setpoints at 50 Hz, well inside the firmware watchdog
 TRACKING_FRAMES = 50  # 0.5 s of telemetry: a wheel off its setpoint this long is not following
 TX_BACKLOG_MAX = 512  # bytes: frames the device could not take yet wait here; newer ones are dropped beyond
 BAUD_RATES = sorted(int(name[1:]) for name in dir(termios) if name[:1] == 'B' and name[1:].isdigit() and int(name[1:]))
@@ -87,7 +87,8 @@ class MotorBridge(Node):
             len(self.wheels), 2.0 * self.drive.wheel_max_torque / self.drive.wheel_armature, self.telemetry_timeout,
             PUBLISH_PERIOD_MS * 1000, on_mcu_reset=self.on_mcu_reset)
         self.odometry = WheelOdometry(self.drive)
-        self.limiter = VelocityLimiter(self.drive)  # the drive's speed/acceleration limits, as in the sim
+        self.commands = BaseCommands(self.drive, [w.joint for w in self.wheels], self.watchdog_ms)
+        """The gains and setpoint frames sent to the MCU (robotsim_firmware.base_commands)."""
         self.parser = protocol.FrameParser()
         self.fd: int | None = None
         self.tx_backlog = bytearray()
@@ -257,8 +258,7 @@ class MotorBridge(Node):
             self.get_logger().error(f'firmware speaks protocol {ack.protocol}, bridge {protocol.PROTOCOL_VERSION}')
             return
         # Speed-loop gains from the robot description: feedforward through the motor's no-load speed.
-        self.write(protocol.set_gains(self.next_sequence(), 0.3, 3.0, 0.0, 1.0 / self.drive.wheel_no_load_speed,
-                                      self.watchdog_ms))
+        self.write(self.commands.gains(self.next_sequence()))
         self.get_logger().info(f'firmware {ack.version}, {ack.channels} channels, {ack.loop_hz} Hz loop, '
                                f'{ack.counts_per_rev} counts/rev')
 
@@ -289,7 +289,8 @@ class MotorBridge(Node):
             sample.positions, sample.velocities,
             [d * self.drive.wheel_max_torque for d in telemetry.duty[:len(self.wheels)]], sample.stamp_ns))
         odom = self.odometry
-        odometry, tf = self.odometry_encoder.encode(odom.x, odom.y, odom.yaw, odom.linear, odom.angular, sample.stamp_ns)
+        odometry, tf = self.odometry_encoder.encode(odom.x, odom.y, odom.yaw, odom.linear, odom.angular, sample.stamp_ns,
+                                                    odom.travelled, odom.turned)
         self.odom_pub.publish(odometry)
         self.tf_pub.publish(tf)
         self.published += 1  # one message on each of joint_states, odom and tf
@@ -341,10 +342,8 @@ class MotorBridge(Node):
             return
         now = self.get_clock().now()
         fresh = self.command_time is not None and (now - self.command_time).nanoseconds * 1e-9 <= self.command_timeout
-        linear, angular = self.limiter(*(self.command if fresh else (0.0, 0.0)), SETPOINT_PERIOD)
-        targets = inverse_kinematics(self.drive, linear, angular)
-        self.setpoints = [targets.wheel_speeds[w.joint] for w in self.wheels]
-        self.write(protocol.set_velocity(self.next_sequence(), self.setpoints))
+        self.write(self.commands.velocity(self.next_sequence(), *(self.command if fresh else (0.0, 0.0))))
+        self.setpoints = self.commands.setpoints
 
     # ------------------------------------------------------------------ diagnostics
     def publish_diagnostics(self) -> None:

@@ -104,7 +104,7 @@ class RobotMessages:
         if not self.publishes_odometry:
             return out  # the motor bridge publishes odometry, or a fixed-base robot has none
         # Encoder odometry: the same messages and covariances as the motor bridge's (robotsim_core.ros.odometry).
-        odometry, tf = self.odometry.encode(*reading.odom_pose, *reading.odom_twist, stamp_ns)
+        odometry, tf = self.odometry.encode(*reading.odom_pose, *reading.odom_twist, stamp_ns, *reading.odom_travel)
         out.append(('odom', odometry))
         out.append(('tf', tf))
         return out
