@@ -103,6 +103,30 @@ def test_closed_loop_drive_through_the_real_firmware(link):
     assert 'connected to' in bridge.output() and 'firmware 1.1.0' in bridge.output()
 
 
+def test_a_world_reset_after_driving_is_no_fault_and_no_odometry_jump(link):
+    """/sim/reset after driving reboots the MCU with the wheels back at their start: the bridge notices the
+    reboot, raises no encoder glitch, and its odometry does not count the wheels' jump back as motion."""
+    from robotsim_msgs.srv import Reset
+
+    with running(link) as (obs, sim, bridge):
+        wait_connected(obs)
+        drive(obs, 0.3, 3.0)
+        obs.spin_for(1.0)
+        driven = obs.messages['/odom'][-1].pose.pose.position.x
+        assert driven > 0.5, driven
+        assert obs.call(Reset, '/sim/reset', Reset.Request()).success
+        reset_at = sim_now(obs)
+        assert obs.spin_until(lambda: sim_now(obs) > reset_at + 3.0, 60)
+        assert obs.spin_until(lambda: 'the MCU has reset' in bridge.output(), 30), bridge.output()[-2000:]
+        drive(obs, 0.2, 1.0)
+        obs.spin_for(1.0)
+        xs = [m.pose.pose.position.x for m in obs.messages['/odom']]
+    assert 'encoder glitch' not in bridge.output(), bridge.output()[-3000:]
+    steps = [abs(b - a) for a, b in zip(xs, xs[1:])]
+    assert max(steps) < 0.05, max(steps)  # 50 Hz at 0.3 m/s is 6 mm a message; the jump back was ~1 m
+    assert xs[-1] > driven + 0.1, (driven, xs[-1])  # the pose kept, and the new drive added to it
+
+
 def test_link_down_stops_the_robot_and_is_reported(link):
     with running(link) as (obs, sim, bridge):
         wait_connected(obs)

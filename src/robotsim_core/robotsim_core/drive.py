@@ -130,6 +130,11 @@ class WheelOdometry:
         self._last: dict[str, float] | None = None
         self._last_time: float | None = None
 
+    def rebase(self) -> None:
+        """Keep the pose, forget the wheel angles: the next update only takes its angles as the new baseline.
+        For encoders that restarted their count (a rebooted MCU) while the base did not move by the jump."""
+        self._last = self._last_time = None
+
     def update(self, time: float, wheel_positions: dict[str, float],
                steer_angles: dict[str, float] | None = None) -> None:
         if self._last is None:

@@ -278,6 +278,8 @@ class MotorBridge(Node):
         self.last_telemetry_time = now
         self.link_was_alive = True
         names = [w.joint for w in self.wheels]
+        if sample.mcu_reset:  # its encoders restarted their count: the jump back is no motion
+            self.odometry.rebase()
         # Odometry integrates every frame on the MCU's clock (its samples are evenly spaced there).
         self.odometry.update(telemetry.sample_us * 1e-6, dict(zip(names, sample.positions)))
         if sample.stale_age_ns is not None:
