@@ -235,9 +235,10 @@ def calibrate_odometry(args: argparse.Namespace) -> int:
         world = load_world(resolve_world_path(args.world))
         floor = open_floor(world.floor.friction, world.timestep)
         print(f'driving {model.name} on an open floor (friction {world.floor.friction} from {args.world}), '
+              f'{"the firmware in the loop" if args.firmware else "the built-in base controller"}, '
               'odometry against ground truth')
         multiplier, comparisons = calibrate_in_simulation(
-            model, world=floor, start=1.0,
+            model, world=floor, start=1.0, firmware=args.firmware,
             report=lambda i, used, fitted: print(f'  pass {i + 1}: driven with {used:.4f}, fits {fitted:.4f}'))
         print(f'  {"manoeuvre":<46} odometry yaw error with {multiplier:.2f}')
         for comparison in comparisons:
@@ -365,6 +366,9 @@ def build_parser() -> argparse.ArgumentParser:
                                   help='simulation: the floor friction and time step come from this world')
     calibrate_parser.add_argument('--from-bag', metavar='BAG',
                                   help='the real robot: fit against the IMU gyro in this rosbag2 folder instead')
+    calibrate_parser.add_argument('--firmware', action='store_true',
+                                  help='simulation: the wheels driven by the C firmware in the loop, as the motor bridge '
+                                       'drives it (the default bringup), instead of the built-in base controller')
     calibrate_parser.add_argument('--imu-topic', default='/imu/data', help='with --from-bag')
     calibrate_parser.add_argument('--joint-states-topic', default='/joint_states', help='with --from-bag')
     calibrate_parser.set_defaults(handler=calibrate_odometry)

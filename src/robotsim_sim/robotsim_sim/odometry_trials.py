@@ -126,14 +126,16 @@ class OdometryTrials:
 
 def calibrate_in_simulation(model: RobotModel, manoeuvres=CALIBRATION_MANOEUVRES, world: WorldSpec | None = None,
                             seed: int = 0, start: float | None = None, iterations: int = 6,
-                            tolerance: float = 0.005, report=None) -> tuple[float, list[YawComparison]]:
+                            tolerance: float = 0.005, report=None, firmware: bool = False
+                            ) -> tuple[float, list[YawComparison]]:
     """Fixed point of drive-and-fit: the multiplier changes the wheel speeds a command asks for,
     and scrub depends a little on them, so the manoeuvres are driven again with each new estimate
     until it moves by less than ``tolerance`` (relative). Returns the multiplier and the last
-    manoeuvres' comparisons (driven with a multiplier within ``tolerance`` of it)."""
+    manoeuvres' comparisons (driven with a multiplier within ``tolerance`` of it). ``firmware``: the wheels
+    driven by the firmware in the loop (:class:`InProcessBridge`) instead of the built-in base controller."""
     multiplier = start if start is not None else model.drive.wheel_separation_multiplier
     for iteration in range(iterations):
-        trials = OdometryTrials(model, multiplier, world, seed)
+        trials = OdometryTrials(model, multiplier, world, seed, firmware)
         try:
             comparisons = [trials.drive(manoeuvre) for manoeuvre in manoeuvres]
         finally:
