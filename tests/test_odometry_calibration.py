@@ -63,6 +63,18 @@ def test_calibrate_in_simulation_measures_the_shipped_value():
     assert len(re.findall(r'^\s+(turn in place|arc) .* %$', result.stdout, re.M)) >= 10, result.stdout
 
 
+def test_calibrate_with_the_firmware_in_the_loop_fits_its_own_multiplier():
+    """--firmware: the firmware drives the wheels as the motor bridge has it drive them; its base scrubs more
+    on the same wheel speeds, so its multiplier comes out larger than the built-in controller's (2.32 measured)."""
+    shipped = load_robot('rover').drive.wheel_separation_multiplier
+    result = subprocess.run(['robotsim', 'odometry', 'calibrate', '--robot', 'rover', '--firmware'],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert 'the firmware in the loop' in result.stdout, result.stdout
+    fitted = float(re.search(r'wheel_separation_multiplier: ([\d.]+)', result.stdout).group(1))
+    assert fitted == pytest.approx(2.32, rel=0.02) and fitted > shipped * 1.02, result.stdout
+
+
 def test_bad_calibration_input_is_one_line_exit_2(tmp_path):
     racer = yaml.safe_load((WORKSPACE / 'config' / 'robots' / 'racer.yaml').read_text())
     racer['drive']['wheel_separation_multiplier'] = 1.5
