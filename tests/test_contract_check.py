@@ -36,6 +36,7 @@ def test_broken_setups_fail_with_a_clear_line():
     try:
         wait_until_publishing('/sim/ground_truth', Odometry)
         result = check()
+        without_cameras = check('--no-cameras')
     finally:
         for node in nodes:
             node.stop()
@@ -46,6 +47,9 @@ def test_broken_setups_fail_with_a_clear_line():
                and ('missing: no publisher' in line or 'no message received' in line) for line in lines), result.stdout
     assert any(line.startswith('FAIL') and '/scan' in line and 'frame_id wrong/laser, expected laser' in line
                for line in lines), result.stdout
+    # --no-cameras: a run with cameras:=false is not failed for its cameras (the rest is checked as before)
+    assert without_cameras.returncode == 1 and '/camera/' not in without_cameras.stdout, without_cameras.stdout
+    assert 'frame_id wrong/laser, expected laser' in without_cameras.stdout
 
 
 def test_evaluation_rules():

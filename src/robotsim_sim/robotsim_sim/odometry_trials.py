@@ -91,8 +91,9 @@ class OdometryTrials:
             robot = self.sim.robots[0]
             self.bridge = robot.firmware.link = InProcessBridge(robot.firmware.link, self.model)
 
-    def drive(self, manoeuvre: Manoeuvre) -> YawComparison:
-        """Hold the command; compare odometry and ground truth over the stretch after ``settle`` s."""
+    def readings(self, manoeuvre: Manoeuvre):
+        """Drive ``manoeuvre`` from rest (the command held, by the built-in controller or the firmware) and yield
+        the base-state readings (50 Hz) from the end of its ``settle`` s on."""
         sim = self.sim
         sim.reset()
         if self.bridge is not None:
@@ -100,24 +101,27 @@ class OdometryTrials:
             self.bridge.command = (manoeuvre.linear, manoeuvre.angular)
         steps = round((manoeuvre.settle + manoeuvre.duration) / sim.model.opt.timestep)
         start_step = round(manoeuvre.settle / sim.model.opt.timestep)
-        first = previous = None
-        odom_yaw = true_yaw = path = 0.0
         for step in range(steps):
             if self.bridge is None:
                 sim.command_base(0, manoeuvre.linear, manoeuvre.angular)
             for event in sim.step():
-                if event.channel != 'base_state' or step < start_step:
-                    continue
-                reading = event.reading
-                if first is None:
-                    first = previous = reading
-                    continue
-                # Unwrapped sums of the 50 Hz increments: a manoeuvre turns several times.
-                odom_yaw += math.remainder(reading.odom_pose[2] - previous.odom_pose[2], math.tau)
-                true_yaw += math.remainder(quat_to_yaw(*reading.true_quaternion)
-                                           - quat_to_yaw(*previous.true_quaternion), math.tau)
-                path += float(np.hypot(*(reading.true_position[:2] - previous.true_position[:2])))
-                previous = reading
+                if event.channel == 'base_state' and step >= start_step:
+                    yield event.reading
+
+    def drive(self, manoeuvre: Manoeuvre) -> YawComparison:
+        """Hold the command; compare odometry and ground truth over the stretch after ``settle`` s."""
+        first = previous = None
+        odom_yaw = true_yaw = path = 0.0
+        for reading in self.readings(manoeuvre):
+            if first is None:
+                first = previous = reading
+                continue
+            # Unwrapped sums of the 50 Hz increments: a manoeuvre turns several times.
+            odom_yaw += math.remainder(reading.odom_pose[2] - previous.odom_pose[2], math.tau)
+            true_yaw += math.remainder(quat_to_yaw(*reading.true_quaternion)
+                                       - quat_to_yaw(*previous.true_quaternion), math.tau)
+            path += float(np.hypot(*(reading.true_position[:2] - previous.true_position[:2])))
+            previous = reading
         odom_xy = _relative(np.array(previous.odom_pose[:2]), np.array(first.odom_pose[:2]), first.odom_pose[2])
         true_xy = _relative(previous.true_position[:2], first.true_position[:2], quat_to_yaw(*first.true_quaternion))
         return YawComparison(manoeuvre.label, odom_yaw * self.multiplier, true_yaw, path,

@@ -29,32 +29,21 @@ def _relative(xy, origin_xy, origin_yaw):
 
 
 def _errors(trials: OdometryTrials, manoeuvre: Manoeuvre, uncertainty: OdometryUncertainty) -> dict:
-    sim = trials.sim
-    sim.reset()
-    if trials.bridge is not None:
-        trials.bridge.start()
-        trials.bridge.command = (manoeuvre.linear, manoeuvre.angular)
     first = previous = None
     odom_turn = true_turn = 0.0
     speed_within = rate_within = samples = 0
-    for _ in range(round(manoeuvre.duration / sim.model.opt.timestep)):
-        if trials.bridge is None:
-            sim.command_base(0, manoeuvre.linear, manoeuvre.angular)
-        for event in sim.step():
-            if event.channel != 'base_state':
-                continue
-            reading = event.reading
-            if first is None:
-                first = previous = reading
-                continue
-            odom_turn += math.remainder(reading.odom_pose[2] - previous.odom_pose[2], math.tau)
-            true_turn += math.remainder(quat_to_yaw(*reading.true_quaternion) - quat_to_yaw(*previous.true_quaternion),
-                                        math.tau)
-            variances = uncertainty.twist_variances(reading.odom_twist[1])
-            samples += 1
-            speed_within += abs(reading.odom_twist[0] - reading.true_linear_velocity[0]) <= 2 * math.sqrt(variances[0])
-            rate_within += abs(reading.odom_twist[1] - reading.true_angular_velocity[2]) <= 2 * math.sqrt(variances[5])
-            previous = reading
+    for reading in trials.readings(manoeuvre):
+        if first is None:
+            first = previous = reading
+            continue
+        odom_turn += math.remainder(reading.odom_pose[2] - previous.odom_pose[2], math.tau)
+        true_turn += math.remainder(quat_to_yaw(*reading.true_quaternion) - quat_to_yaw(*previous.true_quaternion),
+                                    math.tau)
+        variances = uncertainty.twist_variances(reading.odom_twist[1])
+        samples += 1
+        speed_within += abs(reading.odom_twist[0] - reading.true_linear_velocity[0]) <= 2 * math.sqrt(variances[0])
+        rate_within += abs(reading.odom_twist[1] - reading.true_angular_velocity[2]) <= 2 * math.sqrt(variances[5])
+        previous = reading
     odom_xy = _relative(previous.odom_pose[:2], np.array(first.odom_pose[:2]), first.odom_pose[2])
     true_xy = _relative(previous.true_position[:2], first.true_position[:2], quat_to_yaw(*first.true_quaternion))
     travelled, turned = previous.odom_travel[0] - first.odom_travel[0], previous.odom_travel[1] - first.odom_travel[1]
