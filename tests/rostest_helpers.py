@@ -121,15 +121,30 @@ class Observer:
         while time.monotonic() < deadline:
             self.executor.spin_once(timeout_sec=0.02)
 
-    def call(self, srv_type, name: str, request, timeout: float = 30.0):
+    def call(self, srv_type, name: str, request, timeout: float = 30.0, resend_every: float | None = None,
+             context=lambda: ''):
+        """The response to ``request`` on service ``name`` within ``timeout`` s (wall clock).
+
+        ``resend_every``: for requests that are safe to repeat (a plan, a query), send the request
+        again after that many seconds without an answer. A server that has not yet discovered a
+        fresh client's response reader drops its answer (DDS matches the two directions of a
+        service separately, and ``wait_for_service`` only sees the request side); on a loaded
+        machine that window lasts seconds. The first answer to any copy is returned.
+        ``context``: called for the failure message (e.g. the server's log)."""
         # One client per service, kept for the observer's life (destroying a client the executor
         # still waits on aborts the process).
         client = self.clients.get(name) or self.clients.setdefault(name, self.node.create_client(srv_type, name))
-        assert client.wait_for_service(timeout_sec=timeout), f'service {name} not available'
-        future = client.call_async(request)
-        self.executor.spin_until_future_complete(future, timeout_sec=timeout)
-        assert future.done(), f'service {name} did not answer'
-        return future.result()
+        assert client.wait_for_service(timeout_sec=timeout), f'service {name} not available\n{context()}'
+        deadline = time.monotonic() + timeout
+        futures = []
+        while time.monotonic() < deadline:
+            futures.append(client.call_async(request))
+            wait = deadline - time.monotonic() if resend_every is None else min(resend_every, deadline - time.monotonic())
+            self.spin_until(lambda: any(future.done() for future in futures), max(wait, 0.0))
+            answered = [future for future in futures if future.done()]
+            if answered:
+                return answered[0].result()
+        raise AssertionError(f'service {name} did not answer {len(futures)} request(s) within {timeout:g} s\n{context()}')
 
     def close(self) -> None:
         self.executor.shutdown()

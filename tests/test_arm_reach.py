@@ -98,14 +98,16 @@ def test_the_reach_service_answers_with_a_plan_or_a_code(simulator):
         request = ArmReach.Request(plan_only=True)
         request.position.x, request.position.y, request.position.z = over_bin
         request.pitch = math.nan
-        answer = observer.call(ArmReach, '/arm_commander/reach', request, timeout=120)
+        answer = observer.call(ArmReach, '/arm_commander/reach', request, timeout=180, resend_every=30,
+                              context=commander.output)
         assert answer.success and answer.code == '', (answer.message, commander.output())
         assert list(answer.joint_names) == list(ARM) and len(answer.goal_positions) == 4
         assert answer.pitch == pytest.approx(-math.pi / 2) and answer.duration > 0
         tool = ArmChain(load_robot('rover')).forward(list(answer.goal_positions))[:3, 3]
         assert np.linalg.norm(tool - over_bin) < 1e-4
         request.position.x = 0.6
-        answer = observer.call(ArmReach, '/arm_commander/reach', request, timeout=120)
+        answer = observer.call(ArmReach, '/arm_commander/reach', request, timeout=180, resend_every=30,
+                              context=commander.output)
         assert not answer.success and answer.code == 'unreachable'
         assert 'no pitch reaches it' in answer.message and list(answer.goal_positions) == []
     finally:
