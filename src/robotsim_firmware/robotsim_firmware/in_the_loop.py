@@ -3,6 +3,11 @@
 Each physics tick: the wheel angles become encoder counts (with any injected encoder fault),
 the serial link moves the tick's bytes between the pty and the MCU, the firmware runs for
 exactly the tick's sim time, and its PWM duties go back to the motors.
+
+In lockstep (``lockstep=True``) the caller brackets the /clock of every setpoint period of the
+bridge with :meth:`FirmwareInTheLoop.before_clock` and :meth:`FirmwareInTheLoop.after_clock`, where
+the link waits for the bridge's frames (robotsim_firmware.virtual_serial): the bridge's scheduling
+then cannot change what the MCU receives, nor when in sim time.
 """
 
 from __future__ import annotations
@@ -23,12 +28,14 @@ def wrap_int32(value: int) -> int:
 
 
 class FirmwareInTheLoop:
-    def __init__(self, channels: int, link_path: str | None = None, seed: int = 0, baud: int = 115200):
+    def __init__(self, channels: int, link_path: str | None = None, seed: int = 0, baud: int = 115200,
+                 lockstep: bool = False):
         if not 1 <= channels <= CHANNELS:
             raise ValueError(f'the firmware drives 1 to {CHANNELS} wheels, the robot has {channels} driven wheels')
         self.channels = channels
         self.mcu = HostFirmware()
         self.link = PtyLink(link_path, baud)
+        self.link.lockstep = lockstep
         self.counts_per_radian = self.mcu.counts_per_rev / (2 * math.pi)
         self.reset(seed)
 
@@ -50,7 +57,26 @@ class FirmwareInTheLoop:
         self.link.down, self.link.drop_every = False, 0
         if wheel_angles is not None:
             self._write_encoders(wheel_angles)
+        self._reboot()
+
+    def _reboot(self) -> None:
         self.mcu.reset()
+        if isinstance(self.link, PtyLink):  # (the odometry trials put an in-process bridge there)
+            self.link.mcu_rebooted()
+
+    @property
+    def lockstep(self) -> bool:
+        return isinstance(self.link, PtyLink) and self.link.lockstep
+
+    def before_clock(self) -> str | None:
+        """A setpoint period starts (its /clock not out yet): the link's waits for the bridge that do not
+        depend on /clock. Why the link left lockstep, if it did."""
+        return self.link.before_clock() if self.lockstep else None
+
+    def after_clock(self, nudge=lambda: None) -> str | None:
+        """The period's /clock is out: the link waits for the bridge's setpoint (``nudge()`` repeats the
+        /clock meanwhile). Why it left lockstep, if it did."""
+        return self.link.after_clock(nudge=nudge) if self.lockstep else None
 
     def _write_encoders(self, wheel_angles: np.ndarray) -> None:
         """The wheel angles as the MCU's encoder registers count them (with any injected encoder fault)."""
@@ -106,7 +132,7 @@ class FirmwareInTheLoop:
         elif fault == 'link_down':
             self.link.down = True
         elif fault == 'mcu_reset':
-            self.mcu.reset()
+            self._reboot()
         else:
             self.stuck.clear()
             self.noise.clear()

@@ -15,6 +15,18 @@ Device buffering (a USB CDC device): while the host does not read, the device ca
 small transmit FIFO keeps the newest whole frames and drops the oldest. The device sends only
 while the kernel holds nothing unread for the host (as USB sends only when the host asks), so at
 most one FIFO's worth waits in the kernel: a bridge that connects late reads current data.
+
+Time. Bytes from the host reach the MCU at the baud rate (ten bits a byte, 8N1) from the sim-time
+instant they arrive at the link. Free running, they arrive at the tick the link finds them in the
+pty: when the bridge process got the CPU decides that tick. In lockstep (:attr:`PtyLink.lockstep`)
+they arrive only at :meth:`PtyLink.sync`, which the simulator calls at the start of every setpoint
+period of the bridge (robotsim_firmware.base_commands.SETPOINT_PERIOD, on /clock): once the MCU has
+answered a HELLO, the link waits for the host's SET_GAINS before that period's /clock goes out; once
+the host sends setpoints, it waits after /clock for that period's SET_VELOCITY. Each wait takes in
+the host's bytes up to the frame it waited for; later bytes arrive at the next period. So what the
+MCU receives, and when in sim time, depends on what the bridge sends, never on when it ran. A
+bridge that does not answer within :data:`LOCKSTEP_TIMEOUT` (wall) s leaves the link free running
+(said once) until its setpoints come again.
 """
 
 from __future__ import annotations
@@ -27,10 +39,15 @@ import termios
 import time
 import tty
 
+from . import protocol
+
 OWNER_SUFFIX = '.owner'
 DEVICE_FIFO_BYTES = 1024      # the MCU's USB transmit FIFO: about 15 telemetry frames (150 ms)
 CLAIM_TIMEOUT = 2.0           # s: a bridge's ownership probe holds the owner file's lock only briefly
 PTY_SLAVE_MAJORS = range(136, 144)  # Linux Unix98 pty slaves (/dev/pts/N)
+LOCKSTEP_TIMEOUT = 5.0        # wall s a lockstep link waits for the host's frame (a loaded machine's bridge too)
+NUDGE_PERIOD = 1.0            # wall s between repeats of the period's /clock while waiting (a best-effort /clock lost)
+MAX_HELD_BYTES = 64 * 1024    # host bytes read past a waited-for frame, kept for the next period (bounded)
 
 
 class LinkInUseError(RuntimeError):
@@ -163,6 +180,20 @@ class PtyLink:
         self._host_frames = 0
         self.dropped_frames = 0
         self.unread_frames_dropped = 0  # frames to the host the device FIFO dropped (nobody reading)
+        self.lockstep = False
+        """Host bytes arrive at :meth:`sync` only (see the module docstring); False: at any tick."""
+        self._arrived = bytearray()      # at the link: to the MCU at the baud rate
+        self._in_budget = 0.0
+        self._held = bytearray()         # read from the pty past a waited-for frame: arrives at the next sync
+        self._host_readable = select.poll()  # the host's bytes for the MCU (on the master)
+        self._host_readable.register(self.master, select.POLLIN)
+        self._to_host = protocol.FrameParser()  # the MCU's frames as written: a HELLO_ACK is answered by SET_GAINS
+        self._awaiting_gains = False
+        self._host_sends_setpoints = False
+        self._mcu_rebooted = False   # an MCU reset while the host sent setpoints: its next telemetry shows it
+        self._awaiting_hello = False  # ... and the host answers that telemetry with HELLO
+        self.lockstep_misses = 0
+        """Syncs at which the host's frame did not come within LOCKSTEP_TIMEOUT."""
 
     def transfer(self, to_host: bytes, dt: float) -> bytes:
         """Move one tick's bytes: ``to_host`` from the MCU out, and return what the host sent.
@@ -171,10 +202,14 @@ class PtyLink:
         device FIFO, and while the host does not read, the FIFO keeps only the newest frames."""
         if self.down:
             self._drain_host()  # the wire is cut: what the host sends is lost
+            self._held.clear()
+            self._arrived.clear()
             return b''
         self._pending_out += to_host
         self._budget = min(self._budget + self.bytes_per_second * dt, self.bytes_per_second)
-        count = 0 if self._unread_by_host() else min(int(self._budget), len(self._pending_out))
+        # In lockstep the host reads at every sync (it answers there): no wall-time gate on sending.
+        gated = not self.lockstep and self._unread_by_host()
+        count = 0 if gated else min(int(self._budget), len(self._pending_out))
         if count:
             try:
                 written = os.write(self.master, bytes(self._pending_out[:count]))
@@ -184,10 +219,125 @@ class PtyLink:
                 written = 0  # the pty's buffer is full
             if written:
                 self._mid_frame = self._pending_out[written - 1] != 0
+                if self.lockstep:
+                    kinds = {payload[0] for payload in self._to_host.feed(bytes(self._pending_out[:written]))}
+                    self._awaiting_gains = self._awaiting_gains or protocol.HELLO_ACK in kinds
+                    if self._mcu_rebooted and protocol.TELEMETRY in kinds:
+                        self._mcu_rebooted, self._awaiting_hello = False, True
             del self._pending_out[:written]
             self._budget -= written
         self._bound_fifo()
-        return self._filter_host(self._drain_host())
+        if not self.lockstep:
+            self._arrive(self._drain_host())
+        return self._deliver(dt)
+
+    def _arrive(self, data: bytes) -> None:
+        self._arrived += self._filter_host(data)
+
+    def _deliver(self, dt: float) -> bytes:
+        """What reaches the MCU this tick: the arrived bytes, at most the baud rate's worth (an idle
+        line saves nothing up)."""
+        if not self._arrived:
+            self._in_budget = 0.0
+            return b''
+        self._in_budget += self.bytes_per_second * dt
+        count = min(int(self._in_budget), len(self._arrived))
+        self._in_budget -= count
+        out = bytes(self._arrived[:count])
+        del self._arrived[:count]
+        if not self._arrived:
+            self._in_budget = 0.0
+        return out
+
+    # ------------------------------------------------------------------ lockstep
+    def mcu_rebooted(self) -> None:
+        """The MCU has just reset. A host in session notices it in the next telemetry and says HELLO
+        again: in lockstep the next sync after that telemetry waits for the HELLO."""
+        self._mcu_rebooted = self.lockstep and self._host_sends_setpoints
+        self._awaiting_hello = False
+
+    def before_clock(self, timeout: float = LOCKSTEP_TIMEOUT) -> str | None:
+        """A setpoint period starts, its /clock not sent yet: when the MCU's telemetry has shown the host
+        a reset, wait for its HELLO; when the MCU has answered a HELLO since the last sync, wait for the
+        host's SET_GAINS (the bridge sends it on reading the answer, and from then on a setpoint every
+        period). Neither depends on /clock. Returns why the link left lockstep, if it did."""
+        if not self.lockstep or self.down:
+            return None
+        if self._awaiting_hello:
+            self._awaiting_hello = False
+            if not self._receive_through(protocol.HELLO, timeout):
+                self._host_sends_setpoints = False
+                self.lockstep_misses += 1
+                return (f'link not in lockstep: no HELLO from the host within {timeout:g} s of the telemetry '
+                        'after an MCU reset; its bytes arrive as they come until its setpoints do')
+        if not self._awaiting_gains:
+            return None
+        self._awaiting_gains = False
+        if self._receive_through(protocol.SET_GAINS, timeout):
+            self._host_sends_setpoints = True
+            return None
+        self._host_sends_setpoints = False
+        self.lockstep_misses += 1
+        return (f'link not in lockstep: no SET_GAINS from the host within {timeout:g} s of the MCU\'s HELLO_ACK; '
+                'its bytes arrive as they come until its setpoints do')
+
+    def after_clock(self, timeout: float = LOCKSTEP_TIMEOUT, nudge=lambda: None) -> str | None:
+        """The period's /clock is out: wait for the host's SET_VELOCITY of this period (once it sends
+        setpoints); otherwise take what the host has sent by now. ``nudge()`` sends the period's /clock
+        again, every NUDGE_PERIOD of waiting (time sources take /clock best effort: one can be lost).
+        Returns why the link left lockstep, if it did."""
+        if not self.lockstep:
+            return None
+        if self.down:
+            self._drain_host()
+            self._held.clear()
+            return None
+        if self._host_sends_setpoints:
+            if self._receive_through(protocol.SET_VELOCITY, timeout, nudge):
+                return None
+            self._host_sends_setpoints = False
+            self.lockstep_misses += 1
+            return (f'link not in lockstep: no SET_VELOCITY from the host within {timeout:g} s of /clock; '
+                    'its bytes arrive as they come until its setpoints do')
+        self._held += self._drain_host()
+        taken = bytes(self._held)
+        self._held.clear()
+        self._arrive(taken)
+        self._host_sends_setpoints = any(p[0] == protocol.SET_VELOCITY for p in protocol.FrameParser().feed(taken))
+        return None
+
+    def _receive_through(self, kind: int, timeout: float, nudge=lambda: None) -> bool:
+        """Wait (at most ``timeout`` wall s) until a whole frame of ``kind`` has come from the host; the
+        bytes up to its end arrive now, the rest waits for the next sync. False: it did not come (what
+        did arrives now). ``nudge()`` is called every NUDGE_PERIOD of waiting."""
+        deadline = time.monotonic() + timeout
+        next_nudge = time.monotonic() + NUDGE_PERIOD
+        while True:
+            if time.monotonic() >= next_nudge:
+                nudge()
+                next_nudge += NUDGE_PERIOD
+            end = self._end_of_frame(kind)
+            if end is not None:
+                self._arrive(bytes(self._held[:end]))
+                del self._held[:end]
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or len(self._held) > MAX_HELD_BYTES:
+                self._arrive(bytes(self._held))
+                self._held.clear()
+                return False
+            if self._host_readable.poll(max(1, min(100, int(remaining * 1000)))):
+                self._held += self._drain_host()
+
+    def _end_of_frame(self, kind: int) -> int | None:
+        """The end (after its delimiter) of the first whole, valid frame of ``kind`` in the held bytes."""
+        start = 0
+        while (end := self._held.find(0, start)) >= 0:
+            payloads = protocol.FrameParser().feed(bytes(self._held[start:end + 1]))
+            if payloads and payloads[0][0] == kind:
+                return end + 1
+            start = end + 1
+        return None
 
     def _unread_by_host(self) -> bool:
         """Whether bytes wait in the kernel for the bridge to read. (poll() on a tty first completes

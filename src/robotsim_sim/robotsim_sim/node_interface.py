@@ -59,6 +59,8 @@ SIM_NODE_PARAMETERS: tuple[NodeParameter, ...] = (
     NodeParameter('frame_prefix', '', 'Prefix of every frame id of a single robot (a fleet prefixes by namespace).'),
     NodeParameter('firmware', False, 'Drive the wheels with the C firmware over a serial link (the motor bridge '
                   'then publishes odom, its TF and the wheel joints).'),
+    NodeParameter('firmware_lockstep', True, "The firmware's serial link waits for the motor bridge's frame at "
+                  'every setpoint period (20 ms of /clock), so the bridge\'s scheduling cannot change the physics.'),
     NodeParameter('serial_link', '', "Where the firmware's serial device appears ('' = the default per namespace)."),
     NodeParameter('publish_base', True, 'Publish odom, its TF and the wheel joints (default: not with firmware).'),
     NodeParameter('duration', 0.0, 'Stop after this many sim seconds (0: run until stopped).', simulation_value=True),

@@ -186,6 +186,7 @@ class AssemblyOptions:
     serial_link: str | None
     seed: int
     baud: int
+    firmware_lockstep: bool
     cameras: bool
     camera_threads: bool
     arm_constraints: object
@@ -230,7 +231,8 @@ def assemble_robot(index: int, placement: RobotPlacement, binding: RobotBinding,
                 raise DescriptionError(model.source, 'wheels', f'firmware in the loop drives at most '
                                        f'{FIRMWARE_MOTOR_CHANNELS} wheels (one per motor channel of the MCU); '
                                        f'{model.name} has {len(driven)} driven wheels (run it with firmware:=false)')
-            robot.firmware = FirmwareInTheLoop(len(driven), options.serial_link, options.seed, options.baud)
+            robot.firmware = FirmwareInTheLoop(len(driven), options.serial_link, options.seed, options.baud,
+                                               options.firmware_lockstep)
         for wheel in model.drive.wheels:
             if wheel.steer_joint:
                 robot.steer_actuators[wheel.steer_joint] = binding.position_servos[wheel.steer_joint]

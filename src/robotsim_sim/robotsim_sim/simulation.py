@@ -85,6 +85,9 @@ class SimOptions:
     """Per robot: the path where the firmware's serial device appears (a symlink to the pty)."""
     baud: int = 115200
     """Serial link speed; limits the bytes per tick in each direction."""
+    firmware_lockstep: bool = False
+    """The firmware's serial links run in lockstep with the bridge (robotsim_firmware.virtual_serial): the
+    caller then brackets /clock at every setpoint period with :meth:`Simulation.sync_firmware`."""
     arm_constraints: TrajectoryConstraints = field(default_factory=TrajectoryConstraints)
     """Default tolerances of the arm's FollowJointTrajectory goals (joint_trajectory_controller's constraints)."""
     allow_partial_joints_goal: bool = False
@@ -137,7 +140,8 @@ class Simulation:
         o = self.options
         links = o.serial_links or []
         options = AssemblyOptions(o.joint_state_rate, o.odom_rate, o.command_timeout, o.firmware,
-                                  links[index] if index < len(links) else None, o.seed, o.baud, o.cameras,
+                                  links[index] if index < len(links) else None, o.seed, o.baud, o.firmware_lockstep,
+                                  o.cameras,
                                   o.camera_threads, o.arm_constraints, o.allow_partial_joints_goal, o.gripper)
         # appended before its threads and links exist: close() frees them if a later step fails
         robot = assemble_robot(index, placement, binding, self.model, options, self.world.light, self.renderer,
@@ -285,6 +289,16 @@ class Simulation:
         return self.entities.set_entity_pose(name, position, quaternion)
 
     # ------------------------------------------------------------------ stepping
+    def sync_firmware(self, publish_clock, repeat_clock=lambda: None) -> list[str]:
+        """At the start of a setpoint period of the bridges (robotsim_firmware.base_commands.SETPOINT_PERIOD
+        of /clock time): every lockstep link's waits before /clock, ``publish_clock()``, then their waits for
+        the period's setpoints (``repeat_clock()`` sends the same /clock again while they wait). Returns why
+        links left lockstep (empty: none did)."""
+        firmware = [robot.firmware for robot in self.robots if robot.firmware is not None and robot.firmware.lockstep]
+        problems = [problem for f in firmware if (problem := f.before_clock())]
+        publish_clock()
+        return problems + [problem for f in firmware if (problem := f.after_clock(repeat_clock))]
+
     def _wheel_positions(self, robot: RobotInstance) -> dict[str, float]:
         return {name: float(self.data.qpos[index]) for name, index in zip(robot.joint_names, robot.qpos_index)}
 

@@ -74,7 +74,7 @@ def test_arm_goals_alone_on_an_assembled_robot():
     scene = CompiledScene.compile(world, [placement])
     data = mujoco.MjData(scene.model)
     robots = []
-    options = AssemblyOptions(50.0, 50.0, 0.5, False, None, 0, 115200, False, False, TrajectoryConstraints(), False,
+    options = AssemblyOptions(50.0, 50.0, 0.5, False, None, 0, 115200, False, False, False, TrajectoryConstraints(), False,
                               GripperConfig())
     robot = assemble_robot(0, placement, scene.bindings[0], scene.model, options, world.light, None,
                            scene.geom_labels, robots.append)

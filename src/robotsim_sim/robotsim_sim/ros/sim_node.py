@@ -42,6 +42,7 @@ from robotsim_core.errors import DescriptionError
 from robotsim_core.ros.common import (ParameterError, checked_parameter, message_class, qos_profile, run_node,
                                       stamp_fields, stamp_msg)
 from robotsim_core.ros.wire import FixedLayout
+from robotsim_firmware.base_commands import SETPOINT_PERIOD
 from robotsim_firmware.host_library import FirmwareBuildError
 from robotsim_firmware.virtual_serial import LinkInUseError
 from robotsim_msgs.msg import SimStatus
@@ -64,6 +65,8 @@ STATUS_PERIOD = 0.5
 
 
 SPIN_PERIOD = 0.005
+SETPOINT_PERIOD_NS = round(SETPOINT_PERIOD * 1e9)
+"""The motor bridges' setpoint period: a lockstep firmware link syncs with its bridge at each."""
 """Wall seconds between executor spins while running as fast as possible (at most; see SPIN_COST_SHARE)."""
 SPIN_COST_SHARE = 20
 """A spin that took d seconds is followed by at least SPIN_COST_SHARE * d seconds of simulation."""
@@ -126,6 +129,7 @@ class SimNode(Node):
         self.clock_rate = declare('clock_rate')
         frame_prefix = declare('frame_prefix')
         self.firmware = declare('firmware')
+        firmware_lockstep = declare('firmware_lockstep')
         serial_link = declare('serial_link')
         # With firmware in the loop the motor bridge publishes odometry, its TF and the wheel joints.
         self.publish_base = declare('publish_base', not self.firmware)
@@ -158,6 +162,7 @@ class SimNode(Node):
         world = load_world(resolve_world_path(self.world_name))
         self.sim = Simulation(world, placements, SimOptions(
             seed=seed, cameras=cameras, command_timeout=command_timeout, firmware=self.firmware,
+            firmware_lockstep=self.firmware and firmware_lockstep,
             serial_links=self.serial_links, arm_constraints=constraints, allow_partial_joints_goal=allow_partial,
             gripper=gripper, camera_threads=True))
         self.arm_actions = ArmActions(self, feedback_rate, state_rate)
@@ -238,8 +243,9 @@ class SimNode(Node):
         """Sim time on /clock now: the episodes before the last reset and this one's time."""
         return self.time_offset_ns + self.sim.time_ns
 
-    def publish_clock(self, now_ns: int) -> None:
-        if now_ns > self.last_clock_ns:
+    def publish_clock(self, now_ns: int, again: bool = False) -> None:
+        """/clock at ``now_ns``, once (``again``: the same time once more, for a link waiting on it)."""
+        if now_ns > self.last_clock_ns or (again and now_ns == self.last_clock_ns):
             self.clock_pub.publish(self.clock_layout.encode(*stamp_fields(now_ns)))
             self.last_clock_ns = now_ns
 
@@ -247,6 +253,10 @@ class SimNode(Node):
     def advance(self) -> None:
         events = self.sim.step()
         now = self.total_time_ns()
+        if self.sim.options.firmware_lockstep and now % SETPOINT_PERIOD_NS == 0:
+            # A setpoint period of the motor bridges starts: the links wait for their frames (robotsim_firmware.virtual_serial).
+            for problem in self.sim.sync_firmware(lambda: self.publish_clock(now), lambda: self.publish_clock(now, True)):
+                self.warn_rejection(problem, f'{problem} (sim time {now * 1e-9:.3f} s)')
         if events or now - self.last_clock_ns >= self.clock_period_ns:
             self.publish_clock(now)  # before data stamped with this time
         if self.sim.instabilities:
