@@ -23,7 +23,7 @@ help:
 	@echo "              scene, tracking error of 30 planned, jerk-limited trajectories per arm, 20 seeded pick-and-place"
 	@echo "              placements of the rover (1-4 min here; SEED=; CHECK=<folder of a previous run> re-runs it into"
 	@echo "              $(OUT)/bench-arm-check and compares every row, times aside, without touching README.md)"
-	@echo "make evaluate the policy evaluation: 50 held-out episodes (seed 2000, room_obstacles) of the shipped"
+	@echo "make evaluate the policy evaluation: 50 held-out episodes (a seed drawn at evaluation time, room_obstacles) of the shipped"
 	@echo "              policy and the expert, straight and wanderer baselines through the ROS graph into $(OUT)/evaluation,"
 	@echo "              then the README table (about 1 h; POLICY= EPISODES= SEED= override)"
 	@echo "make evaluate-table  write the README table again from an existing $(OUT)/evaluation (no episodes run)"
@@ -70,7 +70,7 @@ bench-arm: setup
 evaluate: setup
 	@source scripts/env.sh && scripts/build.sh && python bench/evaluation_table.py --run --write-readme \
 		--policy $(or $(POLICY),config/policies/rover_goal_reaching.onnx) --episodes $(or $(EPISODES),50) \
-		--seed $(or $(SEED),2000) --randomization config/randomization/room_obstacles.yaml --out $(OUT)/evaluation
+		$(if $(SEED),--seed $(SEED)) --randomization config/randomization/room_obstacles.yaml --out $(OUT)/evaluation
 
 evaluate-table: setup
 	@source scripts/env.sh && python bench/evaluation_table.py --write-readme --out $(OUT)/evaluation

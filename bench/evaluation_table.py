@@ -1,6 +1,6 @@
 """The closed-loop evaluation table of README.md (`make evaluate`, `make evaluate-table`).
 
-    python bench/evaluation_table.py --run [--policy FILE] [--episodes 50] [--seed 2000] [--out out/evaluation]
+    python bench/evaluation_table.py --run [--policy FILE] [--episodes 50] [--seed N] [--out out/evaluation]
                                      [--write-readme]
     python bench/evaluation_table.py [--out out/evaluation] [--write-readme]
 
@@ -36,8 +36,6 @@ WORKSPACE = Path(__file__).resolve().parents[1]
 README_BLOCK = 'evaluation'
 DEFAULT_POLICY = 'config/policies/rover_goal_reaching.onnx'
 DEFAULT_RANDOMIZATION = 'config/randomization/room_obstacles.yaml'
-DEFAULT_SEED = 2000
-"""Held out: the shipped policy's datasets were generated with seeds 1000, 3100 and 3200 (config/policies/README.md)."""
 DEFAULT_EPISODES = 50
 BASELINES = 'expert,straight,wander'
 RUN_RECORD = 'run.json'
@@ -242,6 +240,10 @@ def run_evaluation(args) -> int:
         raise TableError(f'--out {args.out}: holds an earlier evaluation ({", ".join(earlier)}); it is never '
                          'overwritten: remove it or choose another folder (make evaluate OUT=...)')
     from bench_sim import machine
+    if args.seed is None:  # drawn now (never chosen), and not one the policy was trained on
+        from robotsim_learning.evaluation_cli import drawn_seed
+        args.seed = drawn_seed(args.policy if args.driver == 'policy' else '')
+        print(f'seed {args.seed} (drawn at evaluation time)', flush=True)
     arguments = evaluate_arguments(args)
     record = {'date': time.strftime('%Y-%m-%d'), 'started': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
               'machine': machine(), 'command': shlex.join(['robotsim', *arguments]),
@@ -266,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--out', type=Path, default=WORKSPACE / 'out' / 'evaluation', help='the evaluation folder')
     parser.add_argument('--policy', default=str(WORKSPACE / DEFAULT_POLICY), help='--run: the ONNX policy')
     parser.add_argument('--episodes', type=int, default=DEFAULT_EPISODES, help='--run: episodes per driver')
-    parser.add_argument('--seed', type=int, default=DEFAULT_SEED, help='--run: held-out scenario seed')
+    parser.add_argument('--seed', type=int, default=None,
+                        help='--run: the scenario seed (default: drawn at evaluation time, printed and recorded)')
     parser.add_argument('--randomization', default=str(WORKSPACE / DEFAULT_RANDOMIZATION), help='--run: the spec')
     parser.add_argument('--driver', default='policy', help='--run: the driver evaluated (policy)')
     parser.add_argument('--baselines', default=BASELINES, help="--run: baselines, comma-separated ('' for none)")

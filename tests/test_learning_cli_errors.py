@@ -5,6 +5,7 @@ user's data overwritten, and refused before the long work (training, episodes) s
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -236,3 +237,28 @@ def test_policy_commands_are_registered_and_the_old_spelling_says_the_new_one():
     assert old.returncode == 2 and len(lines) == 2, old.stderr
     assert lines[0] == "robotsim: 'evaluate' is now 'robotsim policy eval'; the old spelling goes in the next release"
     assert lines[1].startswith('robotsim policy eval: error: --baselines: '), lines
+
+
+def test_evaluate_without_a_seed_draws_one_and_prints_it(tmp_path):
+    """Two runs draw two seeds (the chance of the same one is 2^-31), each printed with how to run it again."""
+    seeds = []
+    for run in range(2):
+        blocker = tmp_path / f'file{run}'
+        blocker.write_text('')
+        completed = robotsim('policy', 'eval', '--driver', 'expert', '--baselines', '', '--episodes', '1',
+                             '--out', str(blocker), '--no-progress')
+        assert completed.returncode == 2, completed.stderr
+        match = re.fullmatch(r'seed (\d+) \(drawn at evaluation time; --seed \1 runs these scenarios again\)\n',
+                             completed.stdout)
+        assert match, completed.stdout
+        seeds.append(int(match.group(1)))
+    assert seeds[0] != seeds[1]
+
+
+def test_a_drawn_seed_is_never_a_training_seed(monkeypatch):
+    import secrets
+
+    from robotsim_learning.evaluation_cli import drawn_seed
+    draws = iter([1000, 3200, 77])  # the shipped policy's training seeds come first: redrawn
+    monkeypatch.setattr(secrets, 'randbelow', lambda bound: next(draws))
+    assert drawn_seed(str(WORKSPACE / 'config' / 'policies' / 'rover_goal_reaching.onnx')) == 77

@@ -94,3 +94,59 @@ def test_training_refuses_a_folder_without_demonstrations(tmp_path):
     assert completed.returncode == 2
     assert completed.stderr.strip() == f'robotsim policy: error: {tmp_path}: no dataset.json (expected a folder ' \
                                        f'written by robotsim dataset generate)'
+
+
+def test_the_policy_file_records_its_training_provenance_and_no_machine_path(expert_dataset, tmp_path):
+    """Datasets by name, manifest sha256, seed, episodes and spec hash; the command with paths cut to their
+    names; nothing of where it was trained. Evaluation refuses the training seed from the file alone (the
+    dataset folder gone), and the same datasets, configuration and seed give the same file."""
+    import hashlib
+    import shutil
+
+    import onnx
+
+    from robotsim_learning.evaluation import training_seed_clash
+
+    copy = tmp_path / 'renamed_copy'
+    shutil.copytree(expert_dataset, copy)
+    policies = [tmp_path / 'first' / 'a.onnx', tmp_path / 'second' / 'a.onnx']
+    for policy in policies:
+        policy.parent.mkdir()
+        completed = robotsim('policy', 'train', str(copy), '--out', str(policy), '--epochs', '3', '--hidden', '8',
+                             '--seed', '4')
+        assert completed.returncode == 0, completed.stderr
+    assert policies[0].read_bytes() == policies[1].read_bytes()  # no time, no folder of the machine in it
+    metadata = {p.key: p.value for p in onnx.load(str(policies[0])).metadata_props}
+    text = metadata['robotsim.training']
+    assert str(tmp_path) not in text and '/' not in text.replace('robotsim policy train', ''), text
+    report = json.loads(text)
+    manifest = json.loads((copy / 'dataset.json').read_text())
+    assert report['datasets'] == [{
+        'name': 'renamed_copy', 'manifest_sha256': hashlib.sha256((copy / 'dataset.json').read_bytes()).hexdigest(),
+        'seed': 5, 'episodes': 3, 'driver': 'expert',
+        'randomization': {'name': 'expert_course.yaml', 'sha256': manifest['randomization']['sha256']},
+        'source_commit': manifest['source_commit']}]
+    assert report['training_seeds'] == [5]
+    assert report['command'] == 'robotsim policy train renamed_copy --out a.onnx --epochs 3 --hidden 8 --seed 4'
+    shutil.rmtree(copy)
+    assert training_seed_clash(str(policies[0]), 5) == 'renamed_copy'
+    assert training_seed_clash(str(policies[0]), 6) is None
+
+
+SHIPPED_NETWORK_SHA256 = '627a80bd7a39ca3f57e4f4074ce158d9b080622485619ecba1518f45fcdf0593'
+"""sha256 of the shipped policy's ONNX graph (weights and operators, no metadata): the network the evaluation
+table in docs/policies.md measured (file sha256 6b0e41a9480f before its metadata recorded the provenance). A
+retrained policy changes it, and the table must then be measured again."""
+
+
+def test_the_shipped_policy_refuses_its_training_seeds():
+    import hashlib
+
+    import onnx
+
+    from robotsim_learning.evaluation import training_randomization, training_seed_clash
+    shipped = str(WORKSPACE / 'config' / 'policies' / 'rover_goal_reaching.onnx')
+    assert hashlib.sha256(onnx.load(shipped).graph.SerializeToString()).hexdigest() == SHIPPED_NETWORK_SHA256
+    assert [training_seed_clash(shipped, seed) for seed in (1000, 3100, 3200, 2000)] == ['expert', 'B-d1', 'B-d2', None]
+    # Its spec, found by name and recognised by its content's hash.
+    assert training_randomization(shipped).endswith('room_obstacles.yaml')

@@ -234,44 +234,67 @@ def write_report(path: str, rows: list[dict], drivers: list[str], episodes: dict
 
 
 # ----------------------------------------------------------------------------- seeds
-def training_datasets(policy_path: str) -> list[tuple[str, dict | None]]:
-    """The datasets the policy was trained on, from its ``robotsim.training`` metadata (``datasets``, or
-    ``dataset`` in older files), each with its manifest (None when it is no longer readable here)."""
+def training_report(policy_path: str) -> dict:
+    """The policy's ``robotsim.training`` metadata ({} when absent or unreadable)."""
     import onnx
     model = onnx.load(policy_path, load_external_data=False)
     metadata = {prop.key: prop.value for prop in model.metadata_props}
     try:
         report = json.loads(metadata.get('robotsim.training', '{}'))
     except (ValueError, RecursionError):
-        return []
-    if not isinstance(report, dict):  # hand-edited metadata: no training datasets known
-        return []
-    folders = report.get('datasets') or ([report['dataset']] if report.get('dataset') else [])
+        return {}
+    return report if isinstance(report, dict) else {}  # hand-edited metadata: nothing known
+
+
+def training_datasets(policy_path: str) -> list[dict]:
+    """The provenance of the datasets the policy was trained on (robotsim_learning.policy_training.dataset_provenance):
+    name, seed, episodes, randomisation spec name and sha256. Files written before the policy recorded it list
+    folder paths; those are read from the folder's manifest when it is still there (seed None otherwise)."""
     out = []
-    for folder in folders if isinstance(folders, list) else []:
+    entries = training_report(policy_path).get('datasets') or []
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, dict):
+            out.append(entry)
+            continue
+        folder, settings, randomization = str(entry), {}, {}
         try:
-            with open(os.path.join(str(folder), 'dataset.json'), encoding='utf-8') as stream:
+            with open(os.path.join(folder, 'dataset.json'), encoding='utf-8') as stream:
                 manifest = json.load(stream)
-            out.append((str(folder), manifest if isinstance(manifest, dict) else None))
-        except (OSError, ValueError, RecursionError):
-            out.append((str(folder), None))
+            settings = manifest.get('settings') or {}
+            randomization = manifest.get('randomization') or {}
+        except (OSError, ValueError, RecursionError, AttributeError):
+            pass
+        path = randomization.get('path') if isinstance(randomization, dict) else None
+        out.append({'name': folder, 'seed': settings.get('seed') if isinstance(settings, dict) else None,
+                    'randomization': {'name': os.path.basename(path) if isinstance(path, str) else None,
+                                      'sha256': randomization.get('sha256') if isinstance(randomization, dict) else None}})
     return out
 
 
 def training_seed_clash(policy_path: str, seed: int) -> str | None:
-    """The training dataset generated with ``seed`` (its scenarios are the evaluation's), or None."""
-    for folder, manifest in training_datasets(policy_path):
-        settings = (manifest or {}).get('settings', {})
-        if isinstance(settings, dict) and settings.get('seed') == seed:
-            return folder
+    """The training dataset generated with ``seed`` (episode i of a seed is the same scenario in training and in
+    evaluation), or None."""
+    for dataset in training_datasets(policy_path):
+        if dataset.get('seed') == seed:
+            return str(dataset.get('name'))
     return None
 
 
 def training_randomization(policy_path: str) -> str | None:
-    """The randomisation spec of the policy's first training dataset, if still on disk."""
-    for _, manifest in training_datasets(policy_path):
-        randomization = (manifest or {}).get('randomization')
-        path = randomization.get('path') if isinstance(randomization, dict) else None
-        if isinstance(path, str) and path and os.path.isfile(path):
-            return path
+    """The randomisation spec the policy was trained on, when a spec of that name in config/randomization still
+    has that content (sha256 of the spec); None otherwise."""
+    from robotsim_core.description.load import share_path
+
+    from .randomization import load_randomization, spec_hash
+    for dataset in training_datasets(policy_path):
+        randomization = dataset.get('randomization') or {}
+        name = randomization.get('name') if isinstance(randomization, dict) else None
+        if not isinstance(name, str) or not name or os.sep in name:
+            continue
+        path = share_path('config', 'randomization', name)
+        try:
+            if os.path.isfile(path) and spec_hash(load_randomization(path)) == randomization.get('sha256'):
+                return path
+        except Exception:  # noqa: BLE001 (a spec that no longer loads is not the training spec)
+            continue
     return None

@@ -32,8 +32,9 @@ def add_arguments(parser) -> None:
     parser.add_argument('--driver', default='policy', choices=EVALUATION_DRIVERS, help='the driver evaluated')
     parser.add_argument('--policy', default='', help='the ONNX policy file (driver policy)')
     parser.add_argument('--episodes', type=int, default=10, help='episodes per driver')
-    parser.add_argument('--seed', type=int, required=True,
-                        help="episode i is scenario i of this seed; use seeds no training dataset used")
+    parser.add_argument('--seed', type=int, default=None,
+                        help='episode i is scenario i of this seed (default: drawn now from the system\'s entropy, '
+                             'one no training dataset of the policy used, and printed)')
     parser.add_argument('--randomization', default='',
                         help="the randomisation spec (default: the policy's training dataset's, else "
                              f'config/randomization/{DEFAULT_RANDOMIZATION})')
@@ -127,6 +128,21 @@ def _check_policy(args, drivers: list[str]):
     return runtime
 
 
+def drawn_seed(policy: str) -> int:
+    """A seed from the system's entropy (never chosen by anyone), redrawn while it is a training seed of ``policy``."""
+    import secrets
+
+    from .evaluation import training_seed_clash
+    while True:
+        seed = secrets.randbelow(2**31)  # short enough to type again
+        try:
+            clash = policy and os.path.isfile(policy) and training_seed_clash(policy, seed)
+        except Exception:  # noqa: BLE001 (an unreadable policy file is refused with its own line next)
+            clash = None
+        if not clash:
+            return seed
+
+
 def run(args) -> int:
     try:
         return _run(args)
@@ -149,9 +165,12 @@ def _run(args) -> int:
 
     if args.episodes < 1:
         raise _Refused(f'--episodes: expected at least 1, got {args.episodes}')
+    drivers = _drivers(args)
+    if args.seed is None:
+        args.seed = drawn_seed(args.policy if 'policy' in drivers else '')
+        print(f'seed {args.seed} (drawn at evaluation time; --seed {args.seed} runs these scenarios again)', flush=True)
     if not 0 <= args.seed < 2**63:
         raise _Refused(f'--seed: expected 0 ... 2^63-1, got {args.seed}')
-    drivers = _drivers(args)
     pacing = _pacing(args.real_time_factor)
     _check_out(args.out)
     runtime = _check_policy(args, drivers)

@@ -90,7 +90,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         report = train_from_dataset(args.datasets, args.out, TrainConfig(hidden=hidden, epochs=args.epochs,
                                                                         seed=args.seed),
-                                    image=not args.no_image, progress=progress, heading=args.heading)
+                                    image=not args.no_image, progress=progress, heading=args.heading,
+                                    command=['robotsim', 'policy', 'train', *sys.argv[3:]]
+                                    if sys.argv[1:3] == ['policy', 'train'] else None)
     except TrainingDataError as error:
         print(f'robotsim policy: error: {error}', file=sys.stderr)
         return 2

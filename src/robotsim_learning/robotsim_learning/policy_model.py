@@ -182,6 +182,15 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
         'hidden': list(config.hidden)})
 
 
+WALL_CLOCK_KEYS = ('seconds', 'total_seconds')
+"""Report entries the file does not keep: how long training took is the machine's, not the policy's (the same
+datasets, configuration and seed give the same file)."""
+
+
+def stored_report(report: dict) -> dict:
+    return {key: value for key, value in report.items() if key not in WALL_CLOCK_KEYS}
+
+
 def export_onnx(policy: TrainedPolicy, path: str, description: str = '') -> None:
     """Write the network as ONNX: observation [batch, size] float32 -> cmd_vel [batch, 2] (linear.x,
     angular.z); the observation spec and the training report are stored as metadata."""
@@ -211,6 +220,6 @@ def export_onnx(policy: TrainedPolicy, path: str, description: str = '') -> None
                               ir_version=ONNX_IR_VERSION)
     model.doc_string = description or 'robotsim behaviour-cloning policy: observation -> cmd_vel (linear.x, angular.z)'
     helper.set_model_props(model, {SPEC_KEY: policy.spec.to_json(),
-                                   'robotsim.training': json.dumps(policy.report, sort_keys=True)})
+                                   'robotsim.training': json.dumps(stored_report(policy.report), sort_keys=True)})
     onnx.checker.check_model(model)
     onnx.save(model, path)

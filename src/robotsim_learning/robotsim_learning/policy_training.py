@@ -14,7 +14,10 @@ episodes.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import shlex
 import time
 from collections import deque
 from pathlib import Path
@@ -116,8 +119,34 @@ def robot_of(bag: Path):
     return load_robot(str(bag / 'robot.yaml'))
 
 
+def dataset_provenance(dataset: Path) -> dict:
+    """What the policy file records of a training dataset: enough to tell its scenarios apart from an
+    evaluation's (seed, episodes, randomisation spec) and to recognise the very dataset (its manifest's
+    sha256), and no path of the machine that trained (the folder's name only)."""
+    manifest_bytes = (dataset / 'dataset.json').read_bytes()
+    manifest = read_manifest(dataset)
+    settings = manifest.get('settings') if isinstance(manifest.get('settings'), dict) else {}
+    randomization = manifest.get('randomization') if isinstance(manifest.get('randomization'), dict) else {}
+    spec_path = randomization.get('path')
+    return {'name': dataset.resolve().name, 'manifest_sha256': hashlib.sha256(manifest_bytes).hexdigest(),
+            'seed': settings.get('seed'), 'episodes': settings.get('episodes'), 'driver': settings.get('driver'),
+            'randomization': {'name': os.path.basename(spec_path) if isinstance(spec_path, str) else None,
+                              'sha256': randomization.get('sha256')},
+            'source_commit': manifest.get('source_commit')}
+
+
+def portable_command(argv: list[str]) -> str:
+    """A command line as the policy file records it: paths cut to their last part (no folder of the
+    machine that trained)."""
+    return ' '.join(shlex.quote(os.path.basename(a.rstrip('/')) if os.sep in a and not a.startswith('-') else a)
+                    for a in argv)
+
+
 def train_from_dataset(datasets: list[str], out: str, config, image: bool = True, progress=None,
-                       heading: str = 'imu') -> dict:
+                       heading: str = 'imu', command: list[str] | None = None) -> dict:
+    """Train on ``datasets`` and write the ONNX policy to ``out``; its ``robotsim.training`` metadata holds the
+    report: losses, sizes, the training configuration, the datasets' provenance (:func:`dataset_provenance`)
+    and ``command`` (:func:`portable_command`)."""
     from .policy_model import export_onnx, train
 
     started = time.monotonic()
@@ -146,8 +175,12 @@ def train_from_dataset(datasets: list[str], out: str, config, image: bool = True
     drive = model.drive
     policy = train(observations, actions, spec, (drive.max_linear_speed, drive.max_yaw_rate), config,
                    episodes=np.concatenate(episodes), progress=progress)
-    policy.report.update({'datasets': [str(Path(d).resolve()) for d in datasets], 'episodes': len(bags),
-                          'samples': int(len(observations)), 'robot': model.name,
+    provenance = [dataset_provenance(Path(d)) for d in datasets]
+    policy.report.update({'datasets': provenance, 'training_seeds': sorted({d['seed'] for d in provenance
+                                                                             if isinstance(d['seed'], int)}),
+                          'episodes': len(bags), 'samples': int(len(observations)), 'robot': model.name,
+                          'heading': heading, 'image': image,
+                          'command': portable_command(command) if command else None,
                           'total_seconds': time.monotonic() - started})
     try:
         export_onnx(policy, out, f'robotsim behaviour-cloning policy for {model.name}: observation -> cmd_vel')

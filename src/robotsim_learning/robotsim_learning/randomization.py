@@ -197,8 +197,11 @@ def load_randomization(path: str) -> RandomizationSpec:
 
 
 def spec_hash(spec: RandomizationSpec) -> str:
-    """sha256 of the spec's content (not its file's bytes: comments and key order do not count)."""
-    return hashlib.sha256(yaml.safe_dump(asdict(spec), sort_keys=True).encode()).hexdigest()
+    """sha256 of the spec's content (not its file's bytes: comments and key order do not count, nor where the file
+    is: ``source`` is left out, so the same spec has the same hash on every machine and in every install)."""
+    content = asdict(spec)
+    content.pop('source', None)
+    return hashlib.sha256(yaml.safe_dump(content, sort_keys=True).encode()).hexdigest()
 
 
 @dataclass
