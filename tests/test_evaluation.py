@@ -19,7 +19,7 @@ from robotsim_core.description import load_robot
 from robotsim_learning.evaluation import (CSV_COLUMNS, EpisodeTracker, WorldObstacles, footprint, placed,
                                           wilson_interval)
 from robotsim_sim.scene import load_world
-from rostest_helpers import WORKSPACE
+from rostest_helpers import WORKSPACE, CpuHog
 
 DATASETS = WORKSPACE / 'tests' / 'data' / 'datasets'
 TRAINING_SEED = 5
@@ -158,9 +158,10 @@ def test_evaluate_runs_the_policy_and_baselines_through_the_ros_graph(trained_po
         assert float(row['min_clearance']) >= 0 and float(row['path_length']) >= 0
         # The driver node published /cmd_vel through the graph; at real_time_factor 0 only if it kept up.
         assert float(row['command_rate']) > 0, row
-        assert row['real_time_factor'] in ('0.0000', '1.0000')
-        if row['real_time_factor'] == '0.0000':
+        assert row['real_time_factor'] in ('0.0000', '1.0000', '0.5000', '0.2500')
+        if row['real_time_factor'] != '0.2500':  # kept only if it kept up, unless at the slowest pace
             assert float(row['command_rate']) >= 0.9 * float(row['nominal_command_rate']), row
+            assert row['stale_input_ticks'] == '0' and int(row['waiting_ticks']) <= 3, row
     for driver in ('policy', 'expert', 'straight'):
         mine = [r for r in rows if r['driver'] == driver]
         assert max(float(r['path_length']) for r in mine) > 0.05, mine  # it drove the robot
@@ -177,6 +178,48 @@ def test_evaluate_runs_the_policy_and_baselines_through_the_ros_graph(trained_po
     image = imread(str(out / 'report.png'))
     assert image.shape[0] > 400 and image.shape[1] > 400
     assert image[..., :3].std() > 0.05 and (image[..., :3] < 0.5).mean() > 0.01  # drawn, not blank
+
+
+def test_a_driver_waiting_for_or_stopped_on_stale_inputs_did_not_keep_up(tmp_path):
+    """The driver node's tick counts at exit (tests/test_policy_node.py sees the node print them) decide, with the
+    /cmd_vel rate, whether an episode was run fairly: zero commands sent for stale or missing inputs count as
+    /cmd_vel, not as decisions."""
+    from robotsim_learning.ros.evaluation_graph import GraphEpisode, driver_ticks
+    log = tmp_path / 'launch.log'
+    log.write_text('[policy] [INFO] [1.0] [policy]: waiting for the first scan message\n'
+                   '[policy] policy: ticks 60: decided 55, stale input 0, waiting for inputs 2, standing still 3\n')
+    ticks = driver_ticks(str(log))
+    assert ticks == {'decided': 55, 'stale': 0, 'waiting': 2, 'still': 3}
+    assert driver_ticks(str(tmp_path / 'missing.log')) is None
+
+    def episode(rate: float, **changed) -> GraphEpisode:
+        return GraphEpisode(None, None, 'success', rate, 10.0, 1.0, str(log), None if changed.get('none') else
+                            {**ticks, **{k: v for k, v in changed.items() if k != 'none'}})
+    assert episode(9.5).kept_up
+    assert not episode(8.0).kept_up  # the node's timer fell behind sim time
+    assert not episode(9.5, stale=1).kept_up
+    assert not episode(9.5, waiting=57).kept_up  # a whole episode without its scan: zeros at full rate
+    assert not episode(9.5, none=True).kept_up   # not reported (killed): not known to have kept up
+
+
+def test_under_load_as_fast_as_possible_every_kept_episode_ran_on_fresh_inputs(trained_policy, short_course,
+                                                                                tmp_path):
+    """Auto pacing beside a CPU hog: an episode whose driver waited for its inputs, found them stale or fell behind
+    is run again slower, so every row kept either kept up or says it did not at the slowest pace."""
+    out = tmp_path / 'evaluation'
+    with CpuHog(900):
+        completed = robotsim('policy', 'eval', '--driver', 'policy', '--policy', str(trained_policy), '--episodes',
+                             '2', '--seed', str(EVALUATION_SEED), '--randomization', str(short_course), '--out',
+                             str(out), '--baselines', '', '--no-progress')
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    with open(out / 'episodes.csv', newline='') as stream:
+        rows = list(csv.DictReader(stream))
+    assert len(rows) == 2
+    for row in rows:
+        fair = (int(row['stale_input_ticks']) == 0 and int(row['waiting_ticks']) <= 3
+                and float(row['command_rate']) >= 0.9 * float(row['nominal_command_rate']))
+        assert fair or (row['real_time_factor'] == '0.2500' and 'did not keep up' in completed.stderr), \
+            (row, completed.stderr)
 
 
 @pytest.mark.parametrize('case', ['missing policy', 'training seed', 'unknown baseline'])

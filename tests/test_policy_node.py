@@ -75,6 +75,13 @@ def test_the_policy_node_drives_from_contract_topics_and_stops_when_the_scan_sto
         assert subscribed and not any(name.startswith('/sim') for name in subscribed), subscribed
         assert set(subscribed) <= {'/relayed_scan', '/camera/image_raw', '/odom', '/goal_pose', '/clock',
                                    '/parameter_events'}, subscribed
+        # At exit it says how its ticks went (what an evaluation reads): decisions while the scan came, stale
+        # ticks after it stopped.
+        node.stop()
+        report = node.wait_for(r'policy: ticks (\d+): decided (\d+), stale input (\d+), waiting for inputs (\d+), '
+                               r'standing still (\d+)', 30)
+        ticks, decided, stale, waiting, still = map(int, report.groups())
+        assert decided > 0 and stale >= 5 and ticks == decided + stale + waiting + still, report.group(0)
     finally:
         observer.close()
         node.stop()

@@ -28,7 +28,8 @@ from robotsim_core.statistics import wilson_interval
 
 OUTCOMES = ('success', 'collision', 'timeout', 'error')
 CSV_COLUMNS = ('driver', 'seed', 'episode', 'outcome', 'sim_time', 'path_length', 'min_clearance', 'collisions',
-               'final_goal_distance', 'real_time_factor', 'command_rate', 'nominal_command_rate', 'wall_seconds')
+               'final_goal_distance', 'real_time_factor', 'command_rate', 'nominal_command_rate', 'stale_input_ticks',
+               'waiting_ticks', 'wall_seconds')
 CONTACT_MARGIN = 0.002
 """Clearance (m) at or below which the footprint counts as touching an obstacle."""
 STEP_HEIGHT = 0.03

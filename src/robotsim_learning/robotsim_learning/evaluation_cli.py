@@ -22,6 +22,8 @@ from robotsim_core.errors import DescriptionError
 EVALUATION_DRIVERS = evaluated_drivers()
 """From the driver table (robotsim_core.drivers)."""
 DEFAULT_RANDOMIZATION = 'room_obstacles.yaml'
+SLOWEST_PACE = 0.25
+"""The slowest real-time factor auto pacing goes down to when a driver's inputs still go stale."""
 
 
 HELP = 'closed-loop episodes of a driver and baselines through the ROS graph'
@@ -44,7 +46,8 @@ def add_arguments(parser) -> None:
     parser.add_argument('--baselines', default='expert,straight,wander',
                         help="drivers run on the same episodes, comma-separated ('' for none)")
     parser.add_argument('--real-time-factor', default='auto',
-                        help='auto: as fast as possible while the driver keeps up in sim time, else 1.0; or a number')
+                        help='auto: as fast as possible while the driver keeps up in sim time on fresh inputs, else '
+                             'again at 1.0, 0.5, 0.25; or a number')
     parser.add_argument('--no-progress', action='store_true', help='no progress bar')
 
 
@@ -221,11 +224,20 @@ def _evaluate(args, drivers, pacing, runtime, spec_path, spec, randomizer) -> in
                     verdict = 'keeps up' if result.kept_up else 'falls behind'
                     bar.write(f'{driver}: /cmd_vel at {result.command_rate:.1f} Hz of sim time (nominal '
                               f'{result.nominal_rate:g}) at real_time_factor {real_time_factor:g}: {verdict}')
-                if pacing is None and real_time_factor == 0 and not result.kept_up:
-                    real_time_factor = 1.0  # the episode again, paced, and the rest of this driver's too
-                    bar.write(f'{driver}: episode {index} again at real_time_factor 1')
+                while pacing is None and not result.kept_up and real_time_factor != SLOWEST_PACE:
+                    # The episode again, slower, and the rest of this driver's too: as fast as possible, then
+                    # real time, then half and a quarter of it.
+                    real_time_factor = 1.0 if real_time_factor == 0 else max(SLOWEST_PACE, real_time_factor / 2)
+                    why = (f'/cmd_vel at {result.command_rate:.1f} of {result.nominal_rate:g} Hz; ticks '
+                           + (f'stale {result.stale_ticks}, waiting {result.waiting_ticks}' if result.ticks
+                              else 'not reported'))
+                    bar.write(f'{driver}: episode {index} again at real_time_factor {real_time_factor:g} ({why})')
                     result = run_graph_episode(observer, scenario, spec, driver, folder, real_time_factor,
                                                args.policy, uses_image)
+                if not result.kept_up and result.outcome != 'error':
+                    bar.write(f'{driver} episode {index}: the driver did not keep up at real_time_factor '
+                              f'{real_time_factor:g} (ticks {result.ticks or "not reported"}): this machine\'s load, '
+                              'not the driver, may have decided its outcome')
                 if result.outcome == 'error':
                     bar.write(f'{driver} episode {index}: the bringup stopped early ({result.log}): '
                               f'{last_lines(result.log)}')
@@ -235,7 +247,9 @@ def _evaluate(args, drivers, pacing, runtime, spec_path, spec, randomizer) -> in
                              'min_clearance': tracker.min_clearance, 'collisions': tracker.collisions,
                              'final_goal_distance': tracker.final_goal_distance,
                              'real_time_factor': real_time_factor, 'command_rate': result.command_rate,
-                             'nominal_command_rate': result.nominal_rate, 'wall_seconds': result.wall_seconds})
+                             'nominal_command_rate': result.nominal_rate, 'stale_input_ticks': result.stale_ticks,
+                             'waiting_ticks': result.waiting_ticks,
+                             'wall_seconds': result.wall_seconds})
                 trajectory = np.array(tracker.trajectory, dtype=float).reshape(-1, 4)
                 np.savetxt(os.path.join(folder, 'trajectory.csv'), trajectory, fmt='%.4f', delimiter=',',
                            header='t,x,y,yaw', comments='')

@@ -94,6 +94,10 @@ class DriverNode(Node):
             self._set_goal(float(goal[0]), float(goal[1]))
         self.latencies: deque[float] = deque(maxlen=100)
         self.stopped_for = ''
+        self.ticks = {'decided': 0, 'stale': 0, 'waiting': 0, 'other': 0}
+        """Timer ticks by what happened: the driver decided on fresh inputs; an input was stale; an input had not
+        come yet (or no goal); the driver stood still for its own reason (goal reached, gave up). Printed at exit
+        (:meth:`tick_report`): an evaluation reads from it whether the driver kept up."""
         self.publisher = self.create_publisher(Twist, 'cmd_vel', 10)
         self.diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         for topic in self.driver.inputs:
@@ -154,7 +158,9 @@ class DriverNode(Node):
         now = clock.nanoseconds * 1e-9
         problem = self._stale_input(now)
         command = (0.0, 0.0)
-        if not problem:
+        if problem:
+            self.ticks['stale' if problem.endswith(' is stale') else 'waiting'] += 1
+        else:
             observation = Observation(clock.nanoseconds, self.latest, set(self.updated))
             if self.driver.privileged:
                 goal = self.latest[GOAL].pose.position if GOAL in self.latest else None
@@ -168,8 +174,10 @@ class DriverNode(Node):
             if decided is None:
                 problem = f'{self.driver.status or "the driver gave up"}: standing still' + \
                     ('; send another goal_pose' if self.goal_driver else '')
+                self.ticks['other'] += 1
             else:
                 command = decided
+                self.ticks['decided'] += 1
         self._say(problem)
         message = Twist()
         message.linear.x, message.angular.z = float(command[0]), float(command[1])
@@ -204,12 +212,20 @@ class DriverNode(Node):
         self.diagnostics.publish(array)
 
 
+    def tick_report(self) -> str:
+        t = self.ticks
+        return (f'{self.get_name()}: ticks {sum(t.values())}: decided {t["decided"]}, stale input {t["stale"]}, '
+                f'waiting for inputs {t["waiting"]}, standing still {t["other"]}')
+
+
 REFUSED = (PolicyFileError, DescriptionError, ros_common.ParameterError, ValueError)
 """Errors at start that are one line and exit status 2 (a bad file, robot, world or parameter)."""
 
 
 def main(args=None, preset: str = '') -> int:
-    return ros_common.run_node(preset or 'driver', lambda: DriverNode(preset), REFUSED, args)
+    # The tick counts at exit (stdout: the logger may be gone with the context by then).
+    return ros_common.run_node(preset or 'driver', lambda: DriverNode(preset), REFUSED, args,
+                               finish=lambda node: print(node.tick_report(), flush=True))
 
 
 def wander(args=None) -> int:

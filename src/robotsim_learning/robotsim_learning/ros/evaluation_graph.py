@@ -4,13 +4,17 @@ paused until the driver is listening), ``/sim/ground_truth`` fed to an :class:`E
 the launch stopped with Ctrl-C when the outcome is decided.
 
 Pacing: ``real_time_factor`` 0 (as fast as possible) is only a fair test when the driver keeps up in sim
-time; the ``/cmd_vel`` messages are counted over the episode's sim time and compared with the driver's
-nominal rate, so the caller can run the episode again at 1.0 when it fell behind.
+time. Signs that it did not: the ``/cmd_vel`` messages, counted over the episode's sim time, fall short of the
+driver's nominal rate; or the driver node's ticks (its line at exit) include stops for a stale input, or more
+than a moment of waiting for an input's first message (the machine's load held the policy's inputs back; the
+zero commands it sent meanwhile count as /cmd_vel, not as decisions). Either way the caller runs the episode
+again, slower.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -33,6 +37,27 @@ class EvaluationError(RuntimeError):
     """The evaluation cannot go on (one line)."""
 
 
+TICK_REPORT = re.compile(r'ticks (\d+): decided (\d+), stale input (\d+), waiting for inputs (\d+), standing still (\d+)')
+"""The driver node's line at exit (robotsim_learning.ros.driver_node.DriverNode.tick_report)."""
+WAITING_ALLOWANCE = 3
+"""Ticks a driver may wait for its inputs' first messages when time starts (a 10 Hz scan, a 15 Hz camera) before
+waiting says the machine's load held the inputs back."""
+
+
+def driver_ticks(log_path: str) -> dict[str, int] | None:
+    """The driver node's tick counts (decided, stale, waiting, still) from the launch log; None when it did not
+    print them (it was killed)."""
+    try:
+        with open(log_path, encoding='utf-8', errors='replace') as stream:
+            found = [match for line in stream if (match := TICK_REPORT.search(line))]
+    except OSError:
+        return None
+    if not found:
+        return None
+    _, decided, stale, waiting, still = map(int, found[-1].groups())
+    return {'decided': decided, 'stale': stale, 'waiting': waiting, 'still': still}
+
+
 @dataclass
 class GraphEpisode:
     tracker: EpisodeTracker
@@ -42,10 +67,24 @@ class GraphEpisode:
     nominal_rate: float
     wall_seconds: float
     log: str
+    ticks: dict[str, int] | None = None
+    """The driver node's ticks: decided on fresh inputs, stopped for a stale input, waiting for an input's first
+    message, standing still by its own choice (None: not reported)."""
+
+    @property
+    def stale_ticks(self) -> int:
+        return self.ticks['stale'] if self.ticks else 0
+
+    @property
+    def waiting_ticks(self) -> int:
+        return self.ticks['waiting'] if self.ticks else 0
 
     @property
     def kept_up(self) -> bool:
-        return self.command_rate >= KEEPS_UP * self.nominal_rate
+        """The driver decided at its rate on fresh inputs throughout: the outcome is the driver's, not the load's. The
+        zero commands a node sends while an input is stale or missing count as /cmd_vel, not as decisions."""
+        return (self.command_rate >= KEEPS_UP * self.nominal_rate and self.ticks is not None
+                and self.stale_ticks == 0 and self.waiting_ticks <= WAITING_ALLOWANCE)
 
 
 def nominal_command_rate(driver: str, model) -> float:
@@ -165,7 +204,7 @@ def run_graph_episode(observer: GraphObserver, scenario: Scenario, spec, driver:
     elapsed = tracker.end_time
     rate = observer.commands / elapsed if elapsed > 0 else 0.0
     return GraphEpisode(tracker, obstacles, outcome, rate, nominal_command_rate(driver, model),
-                        time.monotonic() - started, log_path)
+                        time.monotonic() - started, log_path, driver_ticks(log_path))
 
 
 def _drive(observer: GraphObserver, process: subprocess.Popen, tracker: EpisodeTracker, driver: str,
