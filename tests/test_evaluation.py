@@ -180,6 +180,34 @@ def test_evaluate_runs_the_policy_and_baselines_through_the_ros_graph(trained_po
     assert image[..., :3].std() > 0.05 and (image[..., :3] < 0.5).mean() > 0.01  # drawn, not blank
 
 
+def test_the_report_draws_every_episode_with_its_outcome_goal_and_collisions(tmp_path):
+    """23 episodes of two drivers: 46 maps (three rows of ten per driver), a collision cross on each collision."""
+    from matplotlib.image import imread
+
+    from robotsim_learning.evaluation import REPORT_COLUMNS, write_report
+    world_path = tmp_path / 'world.yaml'
+    world_path.write_text('name: report\nfloor: {size: [6, 6]}\n'
+                          'boxes: [{name: crate, position: [1, 1, 0.2], size: [0.4, 0.4, 0.4]}]\n')
+    obstacles = WorldObstacles(load_world(str(world_path)))
+    outcomes = ['success', 'collision', 'timeout']
+    episodes, rows = {}, []
+    for driver in ('policy', 'expert'):
+        for index in range(23):
+            outcome = outcomes[index % 3] if driver == 'policy' else 'success'
+            t = np.linspace(0, 1, 20)
+            trajectory = np.stack([t, -2 + 3 * t, -2 + 3 * t * t, np.zeros_like(t)], axis=1)
+            episodes[driver, index] = (obstacles, (-2.0, -2.0, 0.5), (1.0, 1.0, 0.0), trajectory, outcome)
+            rows.append({'driver': driver, 'episode': index, 'outcome': outcome})
+    path = tmp_path / 'report.png'
+    drawn = write_report(str(path), rows, ['policy', 'expert'], episodes, 0.3,
+                         'policy p.onnx on spec.yaml, seed 6, episodes 0-22 (6 s each), 2026-12-03')
+    assert drawn == {'panels': 46, 'collision_marks': 8}
+    image = imread(str(path))
+    assert REPORT_COLUMNS == 10 and image.shape[1] >= 1400 and image.shape[0] > 1000
+    red = (image[..., 0] > 0.7) & (image[..., 1] < 0.3) & (image[..., 2] < 0.3)
+    assert red.sum() > 200  # the collision paths, crosses and bars are drawn in red
+
+
 def test_a_driver_waiting_for_or_stopped_on_stale_inputs_did_not_keep_up(tmp_path):
     """The driver node's tick counts at exit (tests/test_policy_node.py sees the node print them) decide, with the
     /cmd_vel rate, whether an episode was run fairly: zero commands sent for stale or missing inputs count as

@@ -187,32 +187,74 @@ def write_csv(path: str, rows: list[dict]) -> None:
             writer.writerow({key: (f'{value:.4f}' if isinstance(value, float) else value) for key, value in row.items()})
 
 
-def write_report(path: str, rows: list[dict], drivers: list[str], episodes: dict, shown: int = 4) -> None:
-    """The report PNG: success rate per driver with Wilson 95 % error bars, and the first ``shown``
-    episodes' trajectories over their worlds (one column per driver). ``episodes``: (driver, index) ->
-    (WorldObstacles, spawn, goal, trajectory array (t, x, y, yaw), outcome)."""
+REPORT_COLUMNS = 10
+"""Episode panels per row of the report."""
+OUTCOME_COLOURS = {'success': 'tab:green', 'collision': 'tab:red', 'timeout': 'tab:orange', 'error': 'black'}
+
+
+def write_report(path: str, rows: list[dict], drivers: list[str], episodes: dict, goal_tolerance: float = 0.0,
+                 heading: str = '') -> dict:
+    """The report PNG: ``heading`` (what was evaluated: spec, seed, policy, date) over the success, collision and
+    timeout rates per driver side by side with Wilson 95 % intervals, then every episode of every driver as a small
+    map (obstacles, start and heading, goal with its tolerance circle, the path coloured by outcome, a cross
+    where a collision happened, a 1 m scale bar), :data:`REPORT_COLUMNS` to a row, and a legend. ``episodes``:
+    (driver, index) -> (WorldObstacles, spawn, goal, trajectory array (t, x, y, yaw), outcome). Returns what it
+    drew: ``panels`` (episode maps) and ``collision_marks``."""
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
-    from matplotlib.patches import Circle, Polygon
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Circle, Patch, Polygon
 
-    indices = sorted({index for _, index in episodes})[:shown]
-    figure = plt.figure(figsize=(3.2 * max(len(drivers), 2), 3.0 + 3.0 * len(indices)), dpi=90)
-    grid = figure.add_gridspec(1 + len(indices), max(len(drivers), 1))
+    indices = sorted({index for _, index in episodes})
+    rows_per_driver = max(1, math.ceil(len(indices) / REPORT_COLUMNS))
+    columns = max(1, min(REPORT_COLUMNS, len(indices)))
+    panel = 1.7
+    figure = plt.figure(figsize=(max(panel * columns, 9.0), 4.2 + panel * rows_per_driver * len(drivers) + 0.9),
+                        dpi=90)
+    grid = figure.add_gridspec(2 + rows_per_driver * len(drivers), columns,
+                               height_ratios=[3.2, 0.6] + [panel] * (rows_per_driver * len(drivers)))
+    figure.suptitle(heading or 'closed-loop evaluation', fontsize=11)
+
+    # Rates side by side: one group per driver, a bar per outcome.
     bars = figure.add_subplot(grid[0, :])
     stats = summary(rows, drivers)
-    rates = [100 * s['rate'] for s in stats]
-    errors = [[100 * (s['rate'] - s['low']) for s in stats], [100 * (s['high'] - s['rate']) for s in stats]]
-    bars.bar(drivers, rates, yerr=errors, capsize=6, color='tab:blue')
-    for position, s in enumerate(stats):
-        bars.text(position + 0.05, min(100 * s['rate'], 93) + 2, f"{s['successes']}/{s['episodes']}", ha='left')
-    bars.set_ylim(0, 105)
-    bars.set_ylabel('goal reached (%)')
-    bars.set_title('success rate per driver, Wilson 95 % intervals')
-    colours = {'success': 'tab:green', 'collision': 'tab:red', 'timeout': 'tab:orange', 'error': 'black'}
-    for row_index, index in enumerate(indices):
-        for column, driver in enumerate(drivers):
-            axes = figure.add_subplot(grid[1 + row_index, column])
+    outcomes = ('success', 'collision', 'timeout')
+    width = 0.8 / len(outcomes)
+    for k, outcome in enumerate(outcomes):
+        rates, low, high = [], [], []
+        for entry in stats:
+            count, total = entry[outcome], entry['episodes']
+            lo, hi = wilson_interval(count, total)
+            rate = count / total if total else 0.0
+            rates.append(100 * rate)
+            low.append(100 * (rate - lo))
+            high.append(100 * (hi - rate))
+        positions = np.arange(len(drivers)) + (k - 1) * width
+        bars.bar(positions, rates, width, yerr=[low, high], capsize=3, color=OUTCOME_COLOURS[outcome], label=outcome)
+        for x, entry in zip(positions, stats):
+            bars.text(x, 101, f"{entry[outcome]}/{entry['episodes']}", ha='center', va='bottom', fontsize=8)
+    bars.set_xticks(np.arange(len(drivers)), drivers)
+    bars.set_ylim(0, 112)
+    bars.set_ylabel('episodes (%)')
+    bars.set_title('outcome rates per driver, Wilson 95 % intervals', fontsize=10)
+    bars.legend(loc='upper right', fontsize=8, ncols=3)
+
+    legend = figure.add_subplot(grid[1, :])
+    legend.axis('off')
+    legend.legend(handles=[Line2D([], [], color=OUTCOME_COLOURS[o], lw=2, label=f'path: {o}') for o in outcomes]
+                  + [Line2D([], [], marker='o', color='k', ls='', label='start (tick: heading)'),
+                     Line2D([], [], marker='*', color='tab:purple', ls='', ms=10, label='goal'),
+                     Patch(fill=False, ls='--', ec='tab:purple', label=f'goal tolerance ({goal_tolerance:g} m)'),
+                     Line2D([], [], marker='x', color='tab:red', ls='', ms=8, mew=2, label='collision'),
+                     Patch(color='0.35', label='obstacle')],
+                  loc='center', ncols=4, fontsize=8, frameon=False)
+
+    drawn = marks = 0
+    for d, driver in enumerate(drivers):
+        for position, index in enumerate(indices):
+            row = 2 + d * rows_per_driver + position // REPORT_COLUMNS
+            axes = figure.add_subplot(grid[row, position % REPORT_COLUMNS])
             axes.set_aspect('equal')
             axes.set_xticks([])
             axes.set_yticks([])
@@ -223,15 +265,30 @@ def write_report(path: str, rows: list[dict], drivers: list[str], episodes: dict
                 axes.add_patch(Polygon(polygon, closed=True, color='0.35'))
             for centre, radius in obstacles.circles:
                 axes.add_patch(Circle(centre, radius, color='0.35'))
+            colour = OUTCOME_COLOURS.get(outcome, 'black')
             if len(trajectory):
-                axes.plot(trajectory[:, 1], trajectory[:, 2], color=colours.get(outcome, 'black'), lw=1.5)
-            axes.plot(*spawn[:2], 'ko', ms=4)
-            axes.plot(*goal[:2], marker='*', color='tab:purple', ms=10)
+                axes.plot(trajectory[:, 1], trajectory[:, 2], color=colour, lw=1.2)
+            axes.plot(*spawn[:2], 'ko', ms=3)
+            if len(spawn) > 2:
+                axes.plot([spawn[0], spawn[0] + 0.35 * math.cos(spawn[2])], [spawn[1], spawn[1] + 0.35 * math.sin(spawn[2])],
+                          color='k', lw=1)
+            axes.plot(*goal[:2], marker='*', color='tab:purple', ms=8)
+            if goal_tolerance > 0:
+                axes.add_patch(Circle(goal[:2], goal_tolerance, fill=False, ls='--', ec='tab:purple', lw=0.8))
+            if outcome == 'collision' and len(trajectory):
+                axes.plot(trajectory[-1, 1], trajectory[-1, 2], marker='x', color='tab:red', ms=8, mew=2)
+                marks += 1
             axes.autoscale_view()
-            axes.set_title(f'{driver} #{index}: {outcome}', fontsize=9)
-    figure.tight_layout()
+            x0, x1 = axes.get_xlim()
+            y0, _ = axes.get_ylim()
+            axes.plot([x0 + 0.05 * (x1 - x0), x0 + 0.05 * (x1 - x0) + 1.0], [y0 + 0.04 * (x1 - x0)] * 2, color='k', lw=2)
+            axes.text(x0 + 0.05 * (x1 - x0) + 0.5, y0 + 0.06 * (x1 - x0), '1 m', ha='center', va='bottom', fontsize=6)
+            axes.set_title(f'{driver} #{index}: {outcome}', fontsize=7, color=colour)
+            drawn += 1
+    figure.tight_layout(rect=(0, 0, 1, 0.98))
     figure.savefig(path)
     plt.close(figure)
+    return {'panels': drawn, 'collision_marks': marks}
 
 
 # ----------------------------------------------------------------------------- seeds

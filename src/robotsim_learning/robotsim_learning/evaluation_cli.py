@@ -259,7 +259,11 @@ def _evaluate(args, drivers, pacing, runtime, spec_path, spec, randomizer) -> in
     finally:
         bar.close()
         observer.close()
-    write_report(report_path, rows, drivers, shown)
+    import time
+    evaluated = f'policy {os.path.basename(args.policy)}' if 'policy' in drivers else drivers[0]
+    write_report(report_path, rows, drivers, shown, spec.goal_tolerance,
+                 f'{evaluated} on {os.path.basename(spec_path)}, seed {args.seed}, episodes 0-{args.episodes - 1} '
+                 f'({spec.episode_duration:g} s each), {time.strftime("%Y-%m-%d")}')
     for entry in summary(rows, drivers):
         print(summary_line(entry))
     print(f'wrote {csv_path} and {report_path}')
