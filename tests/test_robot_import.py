@@ -370,6 +370,37 @@ def test_urdf_where_an_overlay_is_expected_gets_a_hint_and_import_writes_one(tmp
 
 
 @needs_example_robots
+def test_import_makes_a_name_robotsim_takes_and_resolves_an_empty_package_authority(tmp_path):
+    """A URDF robot called '2dof-planar' (not a robotsim name) whose mesh is written package:///demo_pkg/...
+    (talos_full_v2's spelling): the overlay names it robot_2dof_planar with the URDF's name beside it, and
+    describes without an edit."""
+    package = tmp_path / 'demo_pkg'
+    (package / 'meshes').mkdir(parents=True)
+    (package / 'package.xml').write_text('<package format="3"><name>demo_pkg</name></package>\n')
+    import trimesh
+    trimesh.creation.box((0.1, 0.1, 0.1)).export(str(package / 'meshes' / 'cube.stl'))
+    inertial = '<inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01"/></inertial>'
+    urdf = package / 'robot.urdf'
+    urdf.write_text(f'<robot name="2dof-planar"><link name="base">{inertial}<collision><geometry>'
+                    '<mesh filename="package:///demo_pkg/meshes/cube.stl"/></geometry></collision></link>'
+                    f'<link name="l1">{inertial}</link><link name="l2">{inertial}</link>'
+                    '<joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><origin xyz="0 0 0.1"/>'
+                    '<axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>'
+                    '<joint name="j2" type="revolute"><parent link="l1"/><child link="l2"/><origin xyz="0.2 0 0"/>'
+                    '<axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>')
+    out = tmp_path / 'overlay.yaml'
+    written = subprocess.run([sys.executable, '-m', 'robotsim.cli', 'import', str(urdf), '--out', str(out)],
+                             capture_output=True, text=True, timeout=120)
+    assert written.returncode == 0, written.stderr
+    assert "name: robot_2dof_planar  # the URDF calls it '2dof-planar'" in out.read_text()
+    completed = describe(out)
+    assert completed.returncode == 0, completed.stderr
+    model = load_robot(str(out))
+    assert model.name == 'robot_2dof_planar'
+    mesh = model.tree.links['base'].collisions[0].geometry
+    assert mesh.filename == str(package / 'meshes' / 'cube.stl')
+
+
 def test_self_collision_exclusions_are_reported_by_reason():
     model = load_robot('panda')
     counts = model.exclusion_counts

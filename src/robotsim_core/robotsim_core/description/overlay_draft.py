@@ -9,6 +9,7 @@ revolute/prismatic joints (mimic joints left out), one arm per branch of the tre
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 
@@ -17,6 +18,13 @@ from .kinematics import forward_kinematics
 from .urdf import default_package_resolver, urdf_to_tree
 
 MIN_ARM_JOINTS = 1
+
+
+def robot_name(urdf_name: str) -> str:
+    """The URDF's robot name as a robot name robotsim takes (letters, digits and _, starting with a letter):
+    other characters become _, and a name that does not start with a letter gets ``robot_`` in front."""
+    name = re.sub(r'[^A-Za-z0-9_]', '_', urdf_name) or 'robot'
+    return name if name[0].isalpha() else f'robot_{name}'
 
 
 def _wheel_joints(tree) -> list[str]:
@@ -83,7 +91,9 @@ def draft_overlay(urdf_path: str, out_path: str) -> str:
     relative = os.path.relpath(os.path.abspath(urdf_path), os.path.dirname(os.path.abspath(out_path)))
     lines = [f'# Starting overlay for {os.path.basename(urdf_path)}, written by `robotsim import`: check every guess,',
              '# then `robotsim describe` this file. Keys: src/robotsim_core/robotsim_core/description/spec.py',
-             f'urdf: {relative}', f'name: {tree.name}', f'base_link: {base_link}']
+             f'urdf: {relative}', f'name: {robot_name(tree.name)}'
+             + (f'  # the URDF calls it {tree.name!r}, not a name robotsim takes' if robot_name(tree.name) != tree.name
+                else ''), f'base_link: {base_link}']
     if mobile:
         lines += ['# Wheels: continuous joints about a horizontal axis with a round collision shape.',
                   'drive:', '  type: differential', '  max_linear_speed: 1.0', 'wheels:']

@@ -22,6 +22,14 @@ from ..geometry import Pose
 
 MIN_MESH_SCALE, MAX_MESH_SCALE = 1e-6, 1e3
 """Magnitude of a mesh's scale factors: a millionth (a mesh in micrometres) to a thousand; 1e12 is a typo."""
+MAX_MASS = 1e5
+"""kg: a link heavier than a hundred tonnes is a typo (or a unit mistake), not a robot part."""
+MAX_INERTIA = 1e5
+"""kg m^2: the largest magnitude of an inertia tensor entry accepted."""
+MAX_LENGTH = 1e3
+"""m: the largest offset of an origin and the largest primitive size accepted (a robot a kilometre wide is a typo)."""
+MIN_AXIS_NORM = 1e-9
+"""A joint axis shorter than this has no direction (MuJoCo refuses it later, naming no URDF element)."""
 
 
 def _num(value: float) -> str:
@@ -168,12 +176,27 @@ def _floats(text: str | None, count: int, source: str, key: str, default=None) -
     return values
 
 
+def _bounded(values: tuple[float, ...], low: float, high: float, source: str, key: str, text: str | None,
+             what: str) -> tuple[float, ...]:
+    """``values`` when every one lies in [low, high]; else one line naming ``key``."""
+    if not all(low <= v <= high for v in values):
+        raise DescriptionError(source, key, f'expected {what}, got {text!r}')
+    return values
+
+
 def _parse_origin(element: ET.Element | None, source: str, key: str) -> Pose:
     origin = element.find('origin') if element is not None else None
     if origin is None:
         return Pose()
-    return Pose(_floats(origin.get('xyz'), 3, source, key + '.origin.xyz', (0.0, 0.0, 0.0)),
-                _floats(origin.get('rpy'), 3, source, key + '.origin.rpy', (0.0, 0.0, 0.0)))
+    xyz = _bounded(_floats(origin.get('xyz'), 3, source, key + '.origin.xyz', (0.0, 0.0, 0.0)), -MAX_LENGTH,
+                   MAX_LENGTH, source, key + '.origin.xyz', origin.get('xyz'), f'offsets within +-{MAX_LENGTH:g} m')
+    return Pose(xyz, _floats(origin.get('rpy'), 3, source, key + '.origin.rpy', (0.0, 0.0, 0.0)))
+
+
+def _sizes(shape: ET.Element, attribute: str, count: int, source: str, key: str) -> tuple[float, ...]:
+    """A primitive's dimensions: positive and at most MAX_LENGTH."""
+    values = _floats(shape.get(attribute), count, source, key)
+    return _bounded(values, 1e-9, MAX_LENGTH, source, key, shape.get(attribute), f'sizes > 0 and <= {MAX_LENGTH:g} m')
 
 
 def _parse_geometry(element: ET.Element, source: str, key: str, base_dir: str,
@@ -184,12 +207,12 @@ def _parse_geometry(element: ET.Element, source: str, key: str, base_dir: str,
         raise DescriptionError(source, key + '.geometry', 'expected one of box, cylinder, sphere, mesh')
     shape = geometry[0]
     if shape.tag == 'box':
-        return Geometry('box', _floats(shape.get('size'), 3, source, key + '.box.size')), None
+        return Geometry('box', _sizes(shape, 'size', 3, source, key + '.box.size')), None
     if shape.tag == 'cylinder':
-        return Geometry('cylinder', (_floats(shape.get('radius'), 1, source, key + '.cylinder.radius')[0],
-                                     _floats(shape.get('length'), 1, source, key + '.cylinder.length')[0])), None
+        return Geometry('cylinder', (_sizes(shape, 'radius', 1, source, key + '.cylinder.radius')[0],
+                                     _sizes(shape, 'length', 1, source, key + '.cylinder.length')[0])), None
     if shape.tag == 'sphere':
-        return Geometry('sphere', _floats(shape.get('radius'), 1, source, key + '.sphere.radius')), None
+        return Geometry('sphere', _sizes(shape, 'radius', 1, source, key + '.sphere.radius')), None
     if shape.tag == 'mesh':
         filename = shape.get('filename') or ''
         path = resolve_mesh_path(filename, base_dir, resolve_package, source, key + '.mesh.filename')
@@ -205,7 +228,8 @@ def _parse_geometry(element: ET.Element, source: str, key: str, base_dir: str,
 def resolve_mesh_path(filename: str, base_dir: str, resolve_package: PackageResolver,
                       source: str, key: str) -> str:
     if filename.startswith('package://'):
-        package, _, relative = filename[len('package://'):].partition('/')
+        # package:///name/... (an empty authority, as some URDFs write it) is package://name/... to ROS tools too.
+        package, _, relative = filename[len('package://'):].lstrip('/').partition('/')
         root = resolve_package(package)
         if root is None:
             raise DescriptionError(source, key, f'cannot resolve package {package!r} of mesh {filename!r} '
@@ -251,12 +275,16 @@ def urdf_to_tree(text: str, source: str = '<urdf>', base_dir: str = '.',
             mass_element = inertial_element.find('mass')
             mass = _floats(mass_element.get('value') if mass_element is not None else None,
                            1, source, key + '.inertial.mass')[0]
-            if mass < 0:  # no data to repair: a wrong number
-                raise DescriptionError(source, key + '.inertial.mass', f'expected a mass >= 0 kg, got {mass:g}')
+            if not 0 <= mass <= MAX_MASS:  # no data to repair: a wrong number
+                raise DescriptionError(source, key + '.inertial.mass',
+                                       f'expected a mass from 0 to {MAX_MASS:g} kg, got {mass:g}')
             inertia_element = inertial_element.find('inertia')
             if inertia_element is None:
                 raise DescriptionError(source, key + '.inertial.inertia', 'expected an <inertia> element')
-            inertia = tuple(_floats(inertia_element.get(axis), 1, source, f'{key}.inertial.inertia.{axis}', (0.0,))[0]
+            inertia = tuple(_bounded(_floats(inertia_element.get(axis), 1, source, f'{key}.inertial.inertia.{axis}',
+                                             (0.0,)), -MAX_INERTIA, MAX_INERTIA, source,
+                                     f'{key}.inertial.inertia.{axis}', inertia_element.get(axis),
+                                     f'a value within +-{MAX_INERTIA:g} kg m^2')[0]
                             for axis in ('ixx', 'ixy', 'ixz', 'iyy', 'iyz', 'izz'))
             inertial = Inertial(_parse_origin(inertial_element, source, key + '.inertial'), mass, inertia)
         link = Link(name, inertial)
@@ -286,11 +314,17 @@ def urdf_to_tree(text: str, source: str = '<urdf>', base_dir: str = '.',
             raise DescriptionError(source, key, 'expected <parent link=...> and <child link=...>')
         axis = _floats(element.find('axis').get('xyz') if element.find('axis') is not None else None,
                        3, source, key + '.axis.xyz', (1.0, 0.0, 0.0))
+        if joint_type != 'fixed' and math.hypot(*axis) < MIN_AXIS_NORM:
+            raise DescriptionError(source, key + '.axis.xyz', f'expected a direction (a non-zero vector), got {axis}')
         limit = None
         limit_element = element.find('limit')
         if limit_element is not None:
             limit = JointLimit(*(_floats(limit_element.get(attribute), 1, source, f'{key}.limit.{attribute}', (0.0,))[0]
                                  for attribute in ('lower', 'upper', 'effort', 'velocity')))
+            for attribute in ('effort', 'velocity'):
+                if getattr(limit, attribute) < 0:
+                    raise DescriptionError(source, f'{key}.limit.{attribute}',
+                                           f'expected a value >= 0, got {getattr(limit, attribute):g}')
             if joint_type in ('revolute', 'prismatic') and limit.lower > limit.upper:
                 raise DescriptionError(source, key + '.limit',
                                        f'expected lower <= upper, got lower={limit.lower} > upper={limit.upper}')
