@@ -28,6 +28,8 @@ HELP = 'the robot in a browser: a replay page of a bag, or --live'
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('bag', nargs='?', help='a rosbag2 folder (record:=true or a dataset episode) to replay')
     parser.add_argument('--out', help='the HTML file to write (one self-contained offline page)')
+    parser.add_argument('--usd', help='a USD stage to write (.usdc binary or .usda text): the run time-sampled, for '
+                                      'usdview, Omniverse, Isaac or Blender')
     parser.add_argument('--live', action='store_true', help='serve the live view of the running simulation instead')
     parser.add_argument('--robot', help='robot name or YAML (default: robot.yaml beside the bag, else its '
                                         '/robot_description; live: rover)')
@@ -59,8 +61,10 @@ def run(args: argparse.Namespace) -> int:
         return serve(args)
     if not args.bag:
         return _error('view: expected a BAG folder (or --live)')
-    if not args.out:
-        return _error('view: expected --out FILE.html (the page to write)')
+    if not args.out and not args.usd:
+        return _error('view: expected --out FILE.html (the page to write) or --usd FILE.usdc (a USD stage)')
+    if args.usd and Path(args.usd).suffix not in ('.usdc', '.usda', '.usd'):
+        return _error(f'view: --usd {args.usd}: expected a file ending in .usdc, .usda or .usd')
     if not args.image_rate > 0:
         return _error(f'view: --image-rate: expected a rate > 0 frames per second, got {args.image_rate:g}')
     from robotsim_core.output_files import check_output_file
@@ -69,7 +73,9 @@ def run(args: argparse.Namespace) -> int:
     from robotsim_core.viewer.replay import bag_folder, write_replay
 
     try:
-        check_output_file(args.out, '--out')  # before reading the bag: a folder or an unwritable place is one line
+        for path, option in ((args.out, '--out'), (args.usd, '--usd')):
+            if path:  # before reading the bag: a folder or an unwritable place is one line
+                check_output_file(path, option)
     except DescriptionError as error:
         return _error(str(error))
 
@@ -93,9 +99,19 @@ def run(args: argparse.Namespace) -> int:
         if recorded is not None:
             world = load_world_arg(scenario_files(recorded, bag_folder(args.bag), args.namespace or '')[0])
     try:
-        print(write_replay(args.bag, Path(args.out), robot, world, args.namespace, args.image_rate))
+        if args.out:
+            print(write_replay(args.bag, Path(args.out), robot, world, args.namespace, args.image_rate))
     except BagSceneError as error:
         return _error(str(error))
     except OSError as error:  # the disk filled, or the folder became read-only, while writing
         return _error(f'--out {args.out}: cannot write ({error.strerror or error})')
+    if args.usd:
+        from robotsim_core.viewer.usd_stage import UsdUnavailable, write_usd
+        from robotsim_core.viewer.replay import robot_beside
+        try:
+            print(write_usd(args.bag, Path(args.usd), robot or robot_beside(args.bag, []), world, args.namespace))
+        except (BagSceneError, UsdUnavailable) as error:
+            return _error(str(error))
+        except OSError as error:
+            return _error(f'--usd {args.usd}: cannot write ({error.strerror or error})')
     return 0
