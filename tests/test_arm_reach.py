@@ -87,6 +87,9 @@ def test_reach_bad_input_is_one_line_and_status_2():
     completed = reach('0.2', 'nan', '0.1', timeout=60)
     assert completed.returncode == 2
     assert completed.stderr.strip() == 'robotsim arm reach: y: expected a finite number'
+    completed = reach('0.2', '0', '0.1', '--arm', 'nope', '--world', 'pick', '--timeout', '2', timeout=120)
+    assert completed.returncode == 2
+    assert completed.stderr.strip() == "robotsim arm reach: arm: expected one of ['arm'] (arms of rover), got 'nope'"
 
 
 def test_the_reach_service_answers_with_a_plan_or_a_code(simulator):

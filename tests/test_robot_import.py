@@ -401,6 +401,44 @@ def test_import_makes_a_name_robotsim_takes_and_resolves_an_empty_package_author
     assert mesh.filename == str(package / 'meshes' / 'cube.stl')
 
 
+def test_the_default_arm_is_the_one_with_the_most_joints(tmp_path):
+    """A head pan found first and a three-joint arm after it: the draft lists the arm first, and commands that name
+    no arm (ArmChain, planning) take the arm, even from an overlay that lists the head first."""
+    from robotsim_core.arm.chain import ArmChain, ChainError
+    inertial = '<inertial><mass value="0.5"/><inertia ixx="0.001" iyy="0.001" izz="0.001"/></inertial>'
+    box = '<collision><geometry><box size="0.05 0.05 0.05"/></geometry></collision>'
+    links = ''.join(f'<link name="{name}">{inertial}{box}</link>' for name in ('base', 'head', 'l1', 'l2', 'l3'))
+
+    def joint(name, parent, child, xyz, axis):
+        return (f'<joint name="{name}" type="revolute"><parent link="{parent}"/><child link="{child}"/>'
+                f'<origin xyz="{xyz}"/><axis xyz="{axis}"/><limit lower="-2" upper="2" effort="5" velocity="2"/></joint>')
+    urdf = tmp_path / 'twoarms.urdf'
+    urdf.write_text(f'<robot name="twoarms">{links}' + joint('head_pan', 'base', 'head', '0 0 0.3', '0 0 1')
+                    + joint('a1', 'base', 'l1', '0.1 0 0.1', '0 0 1') + joint('a2', 'l1', 'l2', '0 0 0.1', '0 1 0')
+                    + joint('a3', 'l2', 'l3', '0.15 0 0', '0 1 0') + '</robot>')
+    out = tmp_path / 'twoarms.yaml'
+    written = subprocess.run([sys.executable, '-m', 'robotsim.cli', 'import', str(urdf), '--out', str(out)],
+                             capture_output=True, text=True, timeout=120)
+    assert written.returncode == 0, written.stderr
+    text = out.read_text()
+    assert text.index('{name: arm, joints: [a1, a2, a3]}') < text.index('{name: arm2, joints: [head_pan]}'), text
+    # An overlay written by hand that lists the head first: still the arm.
+    out.write_text(text.replace('{name: arm, joints: [a1, a2, a3]}', '{name: main, joints: [a1, a2, a3]}')
+                   .replace('{name: arm2, joints: [head_pan]}', '{name: head, joints: [head_pan]}'))
+    lines = out.read_text().splitlines()
+    arm_lines = [line for line in lines if 'joints: [' in line]
+    head_first = [line for line in lines if line not in arm_lines]
+    at = head_first.index('arms:') + 1
+    out.write_text('\n'.join(head_first[:at] + arm_lines[::-1] + head_first[at:]) + '\n')
+    model = load_robot(str(out))
+    assert [arm.name for arm in model.arms] == ['head', 'main']
+    assert model.default_arm().name == 'main'
+    assert ArmChain(model).joint_names == ('a1', 'a2', 'a3')
+    assert ArmChain(model, 'head').joint_names == ('head_pan',)
+    with pytest.raises(ChainError, match=r"arm: expected one of \['head', 'main'\], got 'torso'"):
+        ArmChain(model, 'torso')
+
+
 def test_self_collision_exclusions_are_reported_by_reason():
     model = load_robot('panda')
     counts = model.exclusion_counts

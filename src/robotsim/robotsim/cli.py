@@ -282,6 +282,8 @@ def _add_arm_parser(commands) -> None:
     reach.add_argument('--world', default='', help='plan on this world (name or YAML) instead of asking the simulator')
     reach.add_argument('--robot', default='', help="robot name or YAML (default: the simulator's)")
     reach.add_argument('--namespace', default='', help="the robot's ROS namespace")
+    reach.add_argument('--arm', default='', help="the arm's name in the robot description (default: the one with the "
+                                                 'most joints)')
     reach.add_argument('--simulator', default='/robotsim_sim', help='the simulator node to ask for its world')
     reach.add_argument('--seed', type=int, default=0, help='seed of inverse kinematics restarts and planning')
     reach.add_argument('--timeout', type=float, default=20.0,

@@ -156,7 +156,7 @@ class PlanningScene:
             raise ValueError(f'robot {description.name} ({description.source}) has no arm to plan for')
         if arm is not None and arm not in arms:
             raise ValueError(f'arm: expected one of {sorted(arms)} (arms of {description.name}), got {arm!r}')
-        self.arm = arms[arm] if arm is not None else description.arms[0]
+        self.arm = arms[arm] if arm is not None else description.default_arm()
         self.margin = float(margin)
         prefix = self.placement.prefix
         self.joint_names: tuple[str, ...] = tuple(self.arm.joints)

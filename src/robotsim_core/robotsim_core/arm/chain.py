@@ -135,7 +135,7 @@ class ArmChain:
             raise ChainError(f'{model.name}: arms: the robot has no arm')
         names = [role.name for role in model.arms]
         if arm is None:
-            return model.arms[0]
+            return model.default_arm()
         for role in model.arms:
             if role.name == arm:
                 return role

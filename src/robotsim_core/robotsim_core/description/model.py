@@ -286,6 +286,13 @@ class RobotModel:
     gravity_compensation: bool = False     # arm servos cancel gravity on the links they carry
     initial_positions: dict[str, float] = field(default_factory=dict)  # joint -> start position (default 0)
 
+    def default_arm(self) -> ArmRole:
+        """The arm a command means when it names none: the one with the most joints (the first of those on a tie), so
+        a trivial chain an import found first (a torso lift, a head) is not the arm that IK and planning use."""
+        if not self.arms:
+            raise ValueError(f'{self.name}: the robot has no arm')
+        return max(self.arms, key=lambda arm: len(arm.joints))
+
     def body_name(self, link: str) -> str:
         """MuJoCo body of a link: its own name, except a URDF root link called ``world`` (MuJoCo's
         world body has that name), which becomes ``<robot>_world``."""

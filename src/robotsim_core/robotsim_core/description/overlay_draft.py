@@ -101,9 +101,13 @@ def draft_overlay(urdf_path: str, out_path: str) -> str:
     else:
         lines += ['# No wheels found: a fixed-base robot, its root link welded to the world at mount.',
                   'mount: {xyz: [0, 0, 0], rpy: [0, 0, 0]}']
-    chains = [chain for chain in _arm_chains(tree, set(wheels)) if len(chain) >= MIN_ARM_JOINTS]
+    # Longest first (a stable sort: equal lengths keep the URDF's order): the first arm is the one commands mean
+    # when they name none (RobotModel.default_arm picks the one with the most joints in any overlay).
+    chains = sorted((chain for chain in _arm_chains(tree, set(wheels)) if len(chain) >= MIN_ARM_JOINTS),
+                    key=len, reverse=True)
     if chains:
-        lines += ['# Arms: serial chains of the remaining joints (mimic joints follow their leader).', 'arms:']
+        lines += ['# Arms: serial chains of the remaining joints, longest first (mimic joints follow their leader).',
+                  'arms:']
         for index, chain in enumerate(chains):
             lines.append(f'  - {{name: {"arm" if index == 0 else f"arm{index + 1}"}, joints: [{", ".join(chain)}]}}')
     lines += ['# sensors: [{type: lidar, name: laser, parent: base_link, pose: {xyz: [0, 0, 0.2]}}]', '']

@@ -273,10 +273,12 @@ class ReachOutcome:
 class ArmCommander:
     """Plans reaches on the simulator's world and executes them through the arm's action."""
 
-    def __init__(self, node: Node, world: str, robot: str, namespace: str = '', fleet: str = '', seed: int = 0):
+    def __init__(self, node: Node, world: str, robot: str, namespace: str = '', fleet: str = '', seed: int = 0,
+                 arm: str | None = None):
+        """``arm``: the arm's name in the robot description (default: the one with the most joints)."""
         placements, index = robot_placements(robot, namespace, fleet)
         self.world = load_world(resolve_world_path(world))
-        self.planner = ArmMotionPlanner(self.world, placements, index, seed=seed)
+        self.planner = ArmMotionPlanner(self.world, placements, index, arm or None, seed=seed)
         free = tuple(entity.name for entity in [*self.world.boxes, *self.world.cylinders] if entity.mass > 0)
         self.executor = ActionExecutor(node, self.planner, free)
         self.lock = threading.Lock()  # one motion at a time
@@ -342,7 +344,8 @@ class ArmCommanderNode(Node):
         world = checked_parameter(self, 'world', 'room')
         fleet = checked_parameter(self, 'fleet', '')
         seed = checked_parameter(self, 'seed', 0, minimum=0)
-        self.commander = ArmCommander(self, world, robot, self.get_namespace().strip('/'), fleet, seed)
+        arm = checked_parameter(self, 'arm', '')  # '': the robot's arm with the most joints
+        self.commander = ArmCommander(self, world, robot, self.get_namespace().strip('/'), fleet, seed, arm)
         self.create_service(ArmReach, 'arm_commander/reach', self.on_reach, callback_group=self.commander.executor.group)
         self.get_logger().info(f'serving {self.resolve_service_name("arm_commander/reach")} for '
                                f'{self.commander.planner.chain.describe()} in world {self.commander.world.name}')

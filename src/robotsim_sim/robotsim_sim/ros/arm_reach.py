@@ -62,7 +62,7 @@ def reach_command(args) -> int:
                 settings['robot'] = args.robot
         try:
             commander = ArmCommander(node, settings['world'], settings['robot'] or 'rover', args.namespace,
-                                     settings['fleet'] or '', args.seed)
+                                     settings['fleet'] or '', args.seed, args.arm or None)
         except (DescriptionError, ValueError) as error:
             print(f'robotsim arm reach: {error}', file=sys.stderr)
             return 2
