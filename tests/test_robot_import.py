@@ -401,6 +401,29 @@ def test_import_makes_a_name_robotsim_takes_and_resolves_an_empty_package_author
     assert mesh.filename == str(package / 'meshes' / 'cube.stl')
 
 
+GRIPPER_GUESSES = {  # URDF (example-robot-data, not the shipped robots) -> (default arm's last joint, its gripper)
+    'so_arm_description/urdf/so101.urdf': ('wrist_roll', ('gripper',)),
+    'z1_description/urdf/z1.urdf': ('joint6', ('jointGripper',)),
+    'panda_description/urdf/panda.urdf': ('panda_joint7', ('panda_finger_joint1', 'panda_finger_joint2')),
+    'baxter_description/urdf/baxter.urdf': ('right_w2', ('r_gripper_l_finger_joint', 'r_gripper_r_finger_joint')),
+}
+
+
+@needs_example_robots
+@pytest.mark.parametrize('urdf', sorted(GRIPPER_GUESSES))
+def test_import_makes_finger_joints_the_grippers_and_the_longest_chain_the_arm(urdf, tmp_path):
+    last, gripper = GRIPPER_GUESSES[urdf]
+    out = tmp_path / 'overlay.yaml'
+    written = subprocess.run([sys.executable, '-m', 'robotsim.cli', 'import', str(EXAMPLE_ROBOTS / urdf), '--out',
+                              str(out)], capture_output=True, text=True, timeout=300)
+    assert written.returncode == 0, written.stderr
+    assert describe(out).returncode == 0  # describes without an edit
+    model = load_robot(str(out))
+    arm = model.default_arm()
+    assert arm is model.arms[0] and arm.joints[-1] == last and arm.gripper_joints == gripper, out.read_text()
+    assert all(len(other.joints) <= len(arm.joints) for other in model.arms)
+
+
 def test_the_default_arm_is_the_one_with_the_most_joints(tmp_path):
     """A head pan found first and a three-joint arm after it: the draft lists the arm first, and commands that name
     no arm (ArmChain, planning) take the arm, even from an overlay that lists the head first."""

@@ -27,6 +27,52 @@ def robot_name(urdf_name: str) -> str:
     return name if name[0].isalpha() else f'robot_{name}'
 
 
+GRIPPER_WORDS = re.compile(r'finger|gripper|jaw|claw|grasp|knuckle', re.IGNORECASE)
+"""A joint whose name says one of these moves a gripper, not the arm (the joint's name only: a wrist roll moves a link
+called gripper too)."""
+
+
+def _gripper_like(tree, name: str) -> bool:
+    return bool(GRIPPER_WORDS.search(name))
+
+
+def _below(tree, link: str) -> set[str]:
+    """Every link below ``link`` (itself included)."""
+    found, stack = set(), [link]
+    while stack:
+        current = stack.pop()
+        found.add(current)
+        stack.extend(joint.child for joint in tree.child_joints(current))
+    return found
+
+
+def arms_and_grippers(tree, chains: list[list[str]]) -> list[tuple[list[str], list[str]]]:
+    """(arm joints, gripper joints) per arm: a chain's trailing finger/gripper/jaw joints are its gripper, not its last
+    wrist joints, and a chain made only of such joints, hanging below an arm's last link, is that arm's gripper
+    (its mimic followers with it, after the joint they follow). Longest arm first (stable: equal lengths keep the
+    URDF's order)."""
+    arms, grippers = [], []
+    for chain in chains:
+        cut = len(chain)
+        while cut > 0 and _gripper_like(tree, chain[cut - 1]):
+            cut -= 1
+        if cut == 0:
+            grippers.append(chain)
+        else:
+            arms.append((chain[:cut], chain[cut:]))
+    for fingers in grippers:
+        parent = tree.joints[fingers[0]].parent
+        owner = next((arm for arm in arms if parent in _below(tree, tree.joints[arm[0][-1]].child)), None)
+        if owner is None:
+            arms.append((fingers, []))  # no arm above it: a hand of its own
+        else:
+            owner[1].extend(fingers)
+    for _, gripper in arms:
+        followers = [j.name for j in tree.moving_joints() if j.mimic is not None and j.mimic.joint in gripper]
+        gripper.extend(name for name in followers if name not in gripper)
+    return sorted(arms, key=lambda arm: len(arm[0]), reverse=True)
+
+
 def _wheel_joints(tree) -> list[str]:
     poses = forward_kinematics(tree, {})
     wheels = []
@@ -101,14 +147,17 @@ def draft_overlay(urdf_path: str, out_path: str) -> str:
     else:
         lines += ['# No wheels found: a fixed-base robot, its root link welded to the world at mount.',
                   'mount: {xyz: [0, 0, 0], rpy: [0, 0, 0]}']
-    # Longest first (a stable sort: equal lengths keep the URDF's order): the first arm is the one commands mean
-    # when they name none (RobotModel.default_arm picks the one with the most joints in any overlay).
-    chains = sorted((chain for chain in _arm_chains(tree, set(wheels)) if len(chain) >= MIN_ARM_JOINTS),
-                    key=len, reverse=True)
-    if chains:
-        lines += ['# Arms: serial chains of the remaining joints, longest first (mimic joints follow their leader).',
+    # Longest first: the first arm is the one commands mean when they name none (RobotModel.default_arm picks the one
+    # with the most joints in any overlay).
+    arms = arms_and_grippers(tree, [chain for chain in _arm_chains(tree, set(wheels)) if len(chain) >= MIN_ARM_JOINTS])
+    if arms:
+        lines += ['# Arms: serial chains of the remaining joints, longest first (mimic joints follow their leader);',
+                  '# trailing joints named finger, gripper, jaw, claw, grasp or knuckle are the',
+                  "# arm's gripper_joints, the joint a finger mimics first.",
                   'arms:']
-        for index, chain in enumerate(chains):
-            lines.append(f'  - {{name: {"arm" if index == 0 else f"arm{index + 1}"}, joints: [{", ".join(chain)}]}}')
+        for index, (joints, gripper) in enumerate(arms):
+            name = 'arm' if index == 0 else f'arm{index + 1}'
+            lines.append(f'  - {{name: {name}, joints: [{", ".join(joints)}]'
+                         + (f', gripper_joints: [{", ".join(gripper)}]' if gripper else '') + '}')
     lines += ['# sensors: [{type: lidar, name: laser, parent: base_link, pose: {xyz: [0, 0, 0.2]}}]', '']
     return '\n'.join(lines)
