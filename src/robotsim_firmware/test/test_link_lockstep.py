@@ -55,6 +55,9 @@ class Host(threading.Thread):
                 if payload[0] == protocol.HELLO_ACK:
                     self.write(protocol.set_gains(0, 0.3, 3.0, 0.0, 0.05, 300))
                     self.in_session = True
+                    # As the bridge: no setpoint for the clocks it has seen by its handshake (its period's).
+                    while not self.clocks.empty():
+                        self.clocks.get()
             try:
                 t = self.clocks.get(timeout=0.001)
             except queue.Empty:

@@ -52,6 +52,7 @@ from ..virtual_serial import unowned_pty_reason
 
 PUBLISH_PERIOD_MS = 20  # joint states, odometry and TF at 50 Hz (telemetry arrives at 100 Hz)
 TRACKING_FRAMES = 50  # 0.5 s of telemetry: a wheel off its setpoint this long is not following
+SETPOINT_PERIOD_NS = round(SETPOINT_PERIOD * 1e9)
 TX_BACKLOG_MAX = 512  # bytes: frames the device could not take yet wait here; newer ones are dropped beyond
 BAUD_RATES = sorted(int(name[1:]) for name in dir(termios) if name[:1] == 'B' and name[1:].isdigit() and int(name[1:]))
 
@@ -112,6 +113,11 @@ class MotorBridge(Node):
         self.not_tracking: set[int] = set()
         self.command = (0.0, 0.0)
         self.command_time = None
+        self.last_setpoint_period: int | None = None
+        """The setpoint period (ROS time // SETPOINT_PERIOD) of the last SET_VELOCITY, or of the handshake: at most one
+        setpoint per period, none in the period the MCU answered HELLO. A timer callback that runs late (its /clock
+        processed after the MCU's answer) then sends nothing, so a simulator running the link in lockstep gets
+        exactly one setpoint per period, each in answer to that period's /clock."""
 
         self.joint_states = JointStateEncoder([w.joint for w in self.wheels])
         self.odometry_encoder = OdometryEncoder(self.frame('odom'), self.frame(self.model.footprint_link))
@@ -259,6 +265,7 @@ class MotorBridge(Node):
             return
         # Speed-loop gains from the robot description: feedforward through the motor's no-load speed.
         self.write(self.commands.gains(self.next_sequence()))
+        self.last_setpoint_period = self.get_clock().now().nanoseconds // SETPOINT_PERIOD_NS
         self.get_logger().info(f'firmware {ack.version}, {ack.channels} channels, {ack.loop_hz} Hz loop, '
                                f'{ack.counts_per_rev} counts/rev')
 
@@ -343,6 +350,10 @@ class MotorBridge(Node):
         if self.fd is None or self.counts_per_rev == 0:
             return
         now = self.get_clock().now()
+        period = now.nanoseconds // SETPOINT_PERIOD_NS
+        if self.last_setpoint_period is not None and period <= self.last_setpoint_period:
+            return  # this period's setpoint is out (or the handshake was in it)
+        self.last_setpoint_period = period
         fresh = self.command_time is not None and (now - self.command_time).nanoseconds * 1e-9 <= self.command_timeout
         self.write(self.commands.velocity(self.next_sequence(), *(self.command if fresh else (0.0, 0.0))))
         self.setpoints = self.commands.setpoints
