@@ -140,7 +140,7 @@ def test_rviz_config_references_only_contract_topics_and_frames(robot, rviz, exp
 
 @pytest.mark.parametrize('arguments,expected', [
     (['speed:=3'], 'command line: speed: unknown launch argument'),
-    (['firmware:=maybe'], 'command line: firmware: expected true, false or auto'),
+    (['firmware:=maybe'], 'command line: firmware: expected true, false, auto or qemu'),
     (['seed:=abc'], 'command line: seed: expected int'),
     (['rviz'], 'command line: rviz: expected name:=value'),
     (['fleet:=no_such_fleet'], 'no_such_fleet.yaml: file not found'),

@@ -65,8 +65,8 @@ class BringupConfig:
     fleet: str = ''
     """Fleet name in config/fleets (several robots, each with its namespace); overrides robot/namespace."""
     firmware: str = 'auto'
-    """Base control in sim: true (C firmware in the loop + motor bridge), false (built-in), auto (firmware for
-    differential bases)."""
+    """Base control in sim: true (C firmware in the loop, host build, + motor bridge), qemu (the MCU image under
+    qemu-system-arm + motor bridge), false (built-in), auto (the host build for differential bases)."""
     rviz: bool = False
     """Start RViz when rviz2 is installed, with the first robot's ``config/rviz/<robot>.rviz`` if there
     is one (the scout's shows its range cones), else ``config/rviz/robotsim.rviz`` (the rover's view)."""
@@ -148,8 +148,8 @@ def config_from_arguments(arguments: dict[str, str], source: str = 'launch argum
         if problem:
             raise DescriptionError(source, key, problem)
     config = BringupConfig(**values)
-    if config.firmware not in ('auto', 'true', 'false'):
-        raise DescriptionError(source, 'firmware', f'expected true, false or auto, got {config.firmware!r}')
+    if config.firmware not in ('auto', 'true', 'false', 'qemu'):
+        raise DescriptionError(source, 'firmware', f'expected true, false, auto or qemu, got {config.firmware!r}')
     if config.driver not in bringup_drivers():
         raise DescriptionError(source, 'driver', f'expected one of {", ".join(repr(d) for d in bringup_drivers())}, '
                                                  f'got {config.driver!r}')
@@ -290,7 +290,7 @@ def fleet_of(config: BringupConfig) -> FleetSpec:
 
 def firmware_in_the_loop(config: BringupConfig, fleet: FleetSpec) -> bool:
     if config.firmware != 'auto':
-        return config.firmware == 'true'
+        return config.firmware in ('true', 'qemu')
     from robotsim_core.description import load_robot
     from robotsim_core.drive import MCU_MOTOR_CHANNELS
     drives = [load_robot(entry.robot).drive for entry in fleet.robots]
@@ -367,6 +367,7 @@ def _sim_nodes(config: BringupConfig, fleet: FleetSpec) -> list[NodeSpec]:
     sim_parameters: dict[str, Any] = {
         'world': config.world, 'seed': config.seed, 'real_time_factor': float(config.real_time_factor),
         'duration': float(config.duration), 'cameras': config.cameras, 'firmware': firmware,
+        'firmware_build': 'qemu' if config.firmware == 'qemu' else 'host',
         'start_paused': config.paused or recorder_holds_start(config),
         'use_sim_time': False,  # the simulator is the clock
     }

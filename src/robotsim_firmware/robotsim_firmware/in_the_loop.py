@@ -19,6 +19,10 @@ import numpy as np
 from .host_library import CHANNELS, HostFirmware
 from .virtual_serial import PtyLink
 
+BUILDS = ('host', 'qemu')
+"""Which firmware build runs in the loop: the host build (a shared library the simulator calls, HAL = the plant) or
+the MCU image under QEMU (robotsim_firmware.qemu_board: registers, interrupts and the core's own time)."""
+
 FAULTS = ('encoder_stuck', 'encoder_noise', 'motor_dead', 'link_drop', 'link_down', 'mcu_reset', 'clear')
 MAX_LINK_DROP_EVERY = 1_000_000  # one lost frame in a million: about six hours of 50 Hz setpoints
 
@@ -29,12 +33,23 @@ def wrap_int32(value: int) -> int:
 
 class FirmwareInTheLoop:
     def __init__(self, channels: int, link_path: str | None = None, seed: int = 0, baud: int = 115200,
-                 lockstep: bool = False):
+                 lockstep: bool = False, build: str = 'host'):
         if not 1 <= channels <= CHANNELS:
             raise ValueError(f'the firmware drives 1 to {CHANNELS} wheels, the robot has {channels} driven wheels')
+        if build not in BUILDS:
+            raise ValueError(f'firmware build {build!r}: expected one of {", ".join(BUILDS)}')
         self.channels = channels
-        self.mcu = HostFirmware()
-        self.link = PtyLink(link_path, baud)
+        self.build = build
+        if build == 'qemu':
+            from .qemu_board import QemuFirmware
+            self.mcu = QemuFirmware(baud=baud)
+        else:
+            self.mcu = HostFirmware()
+        try:
+            self.link = PtyLink(link_path, baud)
+        except BaseException:
+            getattr(self.mcu, 'close', lambda: None)()
+            raise
         self.link.lockstep = lockstep
         self.counts_per_radian = self.mcu.counts_per_rev / (2 * math.pi)
         self.reset(seed)
@@ -142,3 +157,4 @@ class FirmwareInTheLoop:
 
     def close(self) -> None:
         self.link.close()
+        getattr(self.mcu, 'close', lambda: None)()  # (the QEMU process; the host build is a library)

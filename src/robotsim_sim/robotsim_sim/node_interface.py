@@ -59,6 +59,9 @@ SIM_NODE_PARAMETERS: tuple[NodeParameter, ...] = (
     NodeParameter('frame_prefix', '', 'Prefix of every frame id of a single robot (a fleet prefixes by namespace).'),
     NodeParameter('firmware', False, 'Drive the wheels with the C firmware over a serial link (the motor bridge '
                   'then publishes odom, its TF and the wheel joints).'),
+    NodeParameter('firmware_build', 'host', "Which firmware runs in the loop: 'host' (the host build, the plant as "
+                  "its HAL) or 'qemu' (the MCU image for a Netduino Plus 2 under qemu-system-arm, met at register "
+                  'level).'),
     NodeParameter('firmware_lockstep', True, "The firmware's serial link waits for the motor bridge's frame at "
                   'every setpoint period (20 ms of /clock), so the bridge\'s scheduling cannot change the physics.'),
     NodeParameter('serial_link', '', "Where the firmware's serial device appears ('' = the default per namespace)."),

@@ -1,10 +1,12 @@
 /* Generic Cortex-M HAL of the MCU build.
  *
- * Time comes from the core's SysTick (present on every Cortex-M); the UART uses small rings fed
- * by the board's USART interrupt. Motor PWM, encoder counters and the USART register access are
- * board specific: they are the weak functions at the end, which a board file overrides with its
- * timer and USART drivers. As shipped they drive nothing (an honest placeholder for a board port,
- * not simulator code: the simulator uses host/host_hal.c). */
+ * Time comes from the core's SysTick (present on every Cortex-M, 1 kHz here); the UART uses two
+ * rings: the board's USART interrupt fills the receive ring and drains the transmit ring. Motor PWM,
+ * encoder counts and the USART registers belong to the board file (board_*.c).
+ *
+ * hal_time_us() is the time of the current control loop (the SysTick tick that started it), not
+ * the instant of the call: every call within one loop gives the same value, as in the host build,
+ * so how long the loop has run so far cannot change what the firmware computes or sends. */
 #include <stdint.h>
 
 #include "board.h"
@@ -18,32 +20,30 @@
 #define SYST_RVR (*(volatile uint32_t *)0xE000E014u)
 #define SYST_CVR (*(volatile uint32_t *)0xE000E018u)
 
-static volatile uint64_t millis;
+static volatile uint32_t ticks;
+static uint64_t loop_us;
 
-void SysTick_Handler(void) { millis++; }
+void SysTick_Handler(void) { ticks++; }
 
-uint64_t hal_time_us(void) {
-  uint64_t ms;
-  uint32_t ticks;
-  do { /* re-read if the millisecond rolled over meanwhile */
-    ms = millis;
-    ticks = SYST_CVR;
-  } while (ms != millis);
-  uint32_t per_ms = BOARD_CORE_CLOCK_HZ / 1000u;
-  return ms * 1000u + (uint64_t)(per_ms - 1u - ticks) * 1000u / per_ms;
-}
+uint32_t hal_ticks(void) { return ticks; }
 
-#define UART_RING 256
-static volatile uint8_t rx_ring[UART_RING];
-static volatile uint32_t rx_head, rx_tail;
+void hal_loop_time(uint32_t tick) { loop_us = (uint64_t)tick * 1000u; }
 
-/* Called by the board's USART receive interrupt. */
+uint64_t hal_time_us(void) { return loop_us; }
+
+#define UART_RING 256u /* a power of two */
+static volatile uint8_t rx_ring[UART_RING], tx_ring[UART_RING];
+static volatile uint32_t rx_head, rx_tail, tx_head, tx_tail;
+static volatile uint32_t rx_overflows;
+
 void hal_uart_rx_isr(uint8_t byte) {
   uint32_t next = (rx_head + 1u) % UART_RING;
-  if (next != rx_tail) {
-    rx_ring[rx_head] = byte;
-    rx_head = next;
+  if (next == rx_tail) {
+    rx_overflows++; /* the parser sees the gap as a corrupted frame */
+    return;
   }
+  rx_ring[rx_head] = byte;
+  rx_head = next;
 }
 
 size_t hal_uart_read(uint8_t *buf, size_t max) {
@@ -55,21 +55,21 @@ size_t hal_uart_read(uint8_t *buf, size_t max) {
   return n;
 }
 
-__attribute__((weak)) void board_usart_send(uint8_t byte) { (void)byte; }
-__attribute__((weak)) void board_pwm_write(uint8_t channel, float duty, uint8_t brake) {
-  (void)channel;
-  (void)duty;
-  (void)brake;
+int hal_uart_tx_next(uint8_t *byte) {
+  if (tx_tail == tx_head) return 0;
+  *byte = tx_ring[tx_tail];
+  tx_tail = (tx_tail + 1u) % UART_RING;
+  return 1;
 }
-__attribute__((weak)) int32_t board_encoder_count(uint8_t channel) {
-  (void)channel;
-  return 0;
-}
-__attribute__((weak)) void board_led(uint8_t on) { (void)on; }
-__attribute__((weak)) void board_peripherals_init(void) {}
 
 size_t hal_uart_write(const uint8_t *buf, size_t len) {
-  for (size_t i = 0; i < len; ++i) board_usart_send(buf[i]);
+  uint32_t used = (tx_head + UART_RING - tx_tail) % UART_RING;
+  if (len > UART_RING - 1u - used) return 0; /* all or nothing: never a truncated frame */
+  for (size_t i = 0; i < len; ++i) {
+    tx_ring[tx_head] = buf[i];
+    tx_head = (tx_head + 1u) % UART_RING;
+  }
+  board_usart_tx_start();
   return len;
 }
 
@@ -78,8 +78,8 @@ int32_t hal_encoder_read(uint8_t channel) { return board_encoder_count(channel);
 void hal_fault_led(uint8_t on) { board_led(on); }
 
 void board_init(void) {
-  SYST_RVR = BOARD_CORE_CLOCK_HZ / 1000u - 1u; /* 1 kHz tick */
+  board_peripherals_init();
+  SYST_RVR = BOARD_CORE_CLOCK_HZ / 1000u - 1u; /* the control loop's 1 kHz tick */
   SYST_CVR = 0;
   SYST_CSR = 7u; /* core clock, interrupt, enable */
-  board_peripherals_init();
 }

@@ -1,20 +1,23 @@
-/* MCU entry point: board init, then the firmware loop paced by the monotonic clock. */
+/* MCU entry point: board init, then one firmware loop per SysTick tick (1 kHz); loop k runs at k ms. */
 #include <stdint.h>
 
 #include "board.h"
 #include "firmware.h"
 #include "hal.h"
 
+uint32_t hal_ticks(void);
+void hal_loop_time(uint32_t tick);
+
 int main(void) {
   board_init();
+  hal_loop_time(0);
   fw_init();
-  const uint64_t period_us = 1000000u / FW_LOOP_HZ;
-  uint64_t next = hal_time_us() + period_us;
-  for (;;) {
-    while (hal_time_us() < next) {
-      /* idle until the next loop period (a board may sleep here) */
+  for (uint32_t loop = 0;; ++loop) {
+    while (hal_ticks() < loop) {
+      __asm__ volatile("wfi"); /* sleep until an interrupt: the tick, or a USART byte */
     }
-    next += period_us;
+    hal_loop_time(loop);
+    board_loop_start(loop);
     fw_step();
   }
 }

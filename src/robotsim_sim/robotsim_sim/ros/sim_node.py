@@ -44,6 +44,8 @@ from robotsim_core.ros.common import (ParameterError, checked_parameter, message
 from robotsim_core.ros.wire import FixedLayout
 from robotsim_firmware.base_commands import SETPOINT_PERIOD
 from robotsim_firmware.host_library import FirmwareBuildError
+from robotsim_firmware.in_the_loop import BUILDS
+from robotsim_firmware.qemu_board import QemuError
 from robotsim_firmware.virtual_serial import LinkInUseError
 from robotsim_msgs.msg import SimStatus
 from robotsim_msgs.srv import GetEntityPose, InjectFault, Pause, Reset, SetEntityPose, Step
@@ -129,6 +131,9 @@ class SimNode(Node):
         self.clock_rate = declare('clock_rate')
         frame_prefix = declare('frame_prefix')
         self.firmware = declare('firmware')
+        firmware_build = declare('firmware_build')
+        if firmware_build not in BUILDS:
+            raise ParameterError(f'parameter firmware_build: expected one of {", ".join(BUILDS)}, got {firmware_build!r}')
         firmware_lockstep = declare('firmware_lockstep')
         serial_link = declare('serial_link')
         # With firmware in the loop the motor bridge publishes odometry, its TF and the wheel joints.
@@ -162,7 +167,7 @@ class SimNode(Node):
         world = load_world(resolve_world_path(self.world_name))
         self.sim = Simulation(world, placements, SimOptions(
             seed=seed, cameras=cameras, command_timeout=command_timeout, firmware=self.firmware,
-            firmware_lockstep=self.firmware and firmware_lockstep,
+            firmware_lockstep=self.firmware and firmware_lockstep, firmware_build=firmware_build,
             serial_links=self.serial_links, arm_constraints=constraints, allow_partial_joints_goal=allow_partial,
             gripper=gripper, camera_threads=True))
         self.arm_actions = ArmActions(self, feedback_rate, state_rate)
@@ -468,9 +473,8 @@ def _run(node: SimNode) -> None:
 
 
 def main(args=None) -> int:
-    return run_node('robotsim_sim', SimNode,
-                            (DescriptionError, RenderUnavailable, ParameterError, FirmwareBuildError, LinkInUseError),
-                    args, _run)
+    return run_node('robotsim_sim', SimNode, (DescriptionError, RenderUnavailable, ParameterError, FirmwareBuildError,
+                                              LinkInUseError, QemuError), args, _run)
 
 
 if __name__ == '__main__':

@@ -1,0 +1,215 @@
+/* Board port: Netduino Plus 2 (STM32F405RG, 168 MHz), the board Debian's qemu-system-arm emulates as
+ * `-M netduinoplus2`.
+ *
+ * Wiring:
+ *   USART1 (PA9 TX, PA10 RX, AF7) at 115200 8N1: the link to the host (interrupt driven both ways).
+ *   TIM3 CH1..CH4 (PA6, PA7, PB0, PB1, AF2) and TIM4 CH1..CH4 (PB6..PB9, AF2): 20 kHz PWM into two
+ *     DRV8833-style H-bridges, two inputs per motor: motor m drives IN1 = channel 2m, IN2 = 2m + 1 of
+ *     TIM3 (m = 0, 1) and TIM4 (m = 2, 3). Forward: IN1 = duty, IN2 = 0; reverse: IN1 = 0, IN2 = duty;
+ *     brake: both inputs high (slow decay); coast: both low.
+ *   Encoders: TIM2, TIM5, TIM1 and TIM8 in encoder mode (TI1/TI2 quadrature, x4), read as counters.
+ *
+ * Clocks: HSE 8 MHz -> PLL -> SYSCLK 168 MHz, APB1 42 MHz (timers x2 = 84 MHz), APB2 84 MHz.
+ *
+ * Under QEMU 7.2 (Debian 12): RCC, GPIO and the flash interface are not emulated (writes ignored, reads
+ * 0), so every wait on a ready flag is bounded; SYSCLK is fixed at 168 MHz, which is what this port
+ * sets up anyway. The USART does not raise its TXE interrupt (its transmit is synchronous and TXE
+ * always set), so each loop also drains the transmit ring by polling TXE. Timers have no output
+ * pins: the simulator reads the duty from CCRx / (ARR + 1) and checks the PWM frequency against
+ * PSC and ARR. No timer counts encoder edges (TIM1 and TIM8 are missing, TIM2..TIM5 count their clock
+ * whatever their mode), so the image built for QEMU (BOARD_QEMU=1, `make qemu`) reads the counts from
+ * board_encoders, which the simulator writes through QEMU's gdb stub at the start of every loop (its
+ * address is in board_debug_info); that is the only difference from the image for the real board. */
+#include <stdint.h>
+
+#include "board.h"
+#include "hal.h"
+#include "stm32f405.h"
+
+#ifndef BOARD_CORE_CLOCK_HZ
+#define BOARD_CORE_CLOCK_HZ 168000000u
+#endif
+#define BOARD_APB1_TIMER_HZ 84000000u
+#define BOARD_APB2_HZ 84000000u
+#define BOARD_BAUD 115200u
+#define BOARD_PWM_HZ 20000u
+#define BOARD_READY_POLLS 100000u /* bound of every wait on a clock's ready flag */
+
+/* USART divisor (oversampling by 16): BRR = f_PCLK / baud, mantissa and fraction in one number. */
+#ifndef BOARD_USART_BRR
+#define BOARD_USART_BRR ((BOARD_APB2_HZ + BOARD_BAUD / 2u) / BOARD_BAUD)
+#endif
+/* PWM: TIMx_CLK / (PSC + 1) / (ARR + 1) = BOARD_PWM_HZ. */
+#ifndef BOARD_PWM_PSC
+#define BOARD_PWM_PSC 0u
+#endif
+#define BOARD_PWM_ARR (BOARD_APB1_TIMER_HZ / (BOARD_PWM_PSC + 1u) / BOARD_PWM_HZ - 1u)
+
+/* Encoder counts as the quadrature decoders report them (written by the decoder bus, or the simulator). */
+volatile int32_t board_encoders[HAL_MOTOR_CHANNELS];
+static volatile uint8_t fault_led;
+
+/* Where a debugger finds what it needs, at a fixed address right after the vector table (see the
+ * linker script): a magic word, the version of this layout, the addresses of the two per-loop stopping
+ * points (board_sync_even, board_sync_odd), of board_encoders and of the loop counter, and the core clock
+ * the image was built for. */
+volatile uint32_t board_loop;
+void board_sync_even(uint32_t loop);
+void board_sync_odd(uint32_t loop);
+__attribute__((section(".board_debug_info"), used)) const uint32_t board_debug_info[7] = {
+    0x52534D31u, /* "RSM1" */
+    2u,
+    (uint32_t)&board_sync_even,
+    (uint32_t)&board_sync_odd,
+    (uint32_t)board_encoders,
+    (uint32_t)&board_loop,
+    BOARD_CORE_CLOCK_HZ,
+};
+
+static void encoder_timers_init(void);
+
+static void wait_flag(volatile uint32_t *reg, uint32_t mask, uint32_t value) {
+  for (uint32_t n = 0; n < BOARD_READY_POLLS && (*reg & mask) != value; ++n) {
+  }
+}
+
+static void clocks_init(void) {
+  SCB_CPACR |= 0xFu << 20; /* the FPU (CP10, CP11) */
+  FLASH_ACR = (1u << 9) | (1u << 10) | 5u; /* caches on, 5 wait states for 168 MHz */
+  RCC_CR |= RCC_CR_HSEON;
+  wait_flag(&RCC_CR, RCC_CR_HSERDY, RCC_CR_HSERDY);
+  /* PLL: 8 MHz / M 8 * N 336 / P 2 = 168 MHz, Q 7 (48 MHz USB), source HSE. */
+  RCC_PLLCFGR = 8u | (336u << 6) | (0u << 16) | (1u << 22) | (7u << 24);
+  RCC_CR |= RCC_CR_PLLON;
+  wait_flag(&RCC_CR, RCC_CR_PLLRDY, RCC_CR_PLLRDY);
+  RCC_CFGR = (5u << 10) | (4u << 13) | RCC_CFGR_SW_PLL; /* APB1 /4, APB2 /2, SYSCLK = PLL */
+  wait_flag(&RCC_CFGR, RCC_CFGR_SWS_MASK, RCC_CFGR_SWS_PLL);
+  RCC_AHB1ENR |= 3u;             /* GPIOA, GPIOB */
+  RCC_APB1ENR |= 0xFu;           /* TIM2..TIM5 */
+  RCC_APB2ENR |= 3u | (1u << 4); /* TIM1, TIM8, USART1 */
+}
+
+static void pin_alternate(uint32_t port, uint32_t pin, uint32_t function) {
+  GPIO_MODER(port) = (GPIO_MODER(port) & ~(3u << (2u * pin))) | (2u << (2u * pin));
+  volatile uint32_t *afr = pin < 8u ? &GPIO_AFRL(port) : &GPIO_AFRH(port);
+  uint32_t shift = 4u * (pin % 8u);
+  *afr = (*afr & ~(0xFu << shift)) | (function << shift);
+}
+
+static void pwm_timer_init(uint32_t timer) {
+  TIM_PSC(timer) = BOARD_PWM_PSC;
+  TIM_ARR(timer) = BOARD_PWM_ARR;
+  for (uint32_t n = 0; n < 4u; ++n) TIM_CCR(timer, n) = BOARD_PWM_ARR + 1u; /* brake until the firmware runs */
+  TIM_CCMR1(timer) = TIM_CCMR_PWM1_PRELOAD | (TIM_CCMR_PWM1_PRELOAD << 8);
+  TIM_CCMR2(timer) = TIM_CCMR_PWM1_PRELOAD | (TIM_CCMR_PWM1_PRELOAD << 8);
+  TIM_CCER(timer) = 0x1111u; /* CC1E..CC4E */
+  TIM_EGR(timer) = TIM_EGR_UG;
+  TIM_CR1(timer) = TIM_CR1_ARPE | TIM_CR1_CEN;
+}
+
+void board_peripherals_init(void) {
+  clocks_init();
+  pin_alternate(GPIOA_BASE, 9u, 7u);
+  pin_alternate(GPIOA_BASE, 10u, 7u);
+  pin_alternate(GPIOA_BASE, 6u, 2u);
+  pin_alternate(GPIOA_BASE, 7u, 2u);
+  pin_alternate(GPIOB_BASE, 0u, 2u);
+  pin_alternate(GPIOB_BASE, 1u, 2u);
+  for (uint32_t pin = 6u; pin <= 9u; ++pin) pin_alternate(GPIOB_BASE, pin, 2u);
+  pwm_timer_init(TIM3_BASE);
+  pwm_timer_init(TIM4_BASE);
+  encoder_timers_init();
+  USART_BRR(USART1_BASE) = BOARD_USART_BRR;
+  USART_CR1(USART1_BASE) = USART_CR1_UE | USART_CR1_TE | USART_CR1_RE | USART_CR1_RXNEIE;
+  NVIC_ISER(USART1_IRQ / 32u) = 1u << (USART1_IRQ % 32u);
+}
+
+/* Sends while the data register is free; with interrupts off (the USART interrupt sends too). */
+static void usart_send_pending(void) {
+  uint8_t byte;
+  __asm__ volatile("cpsid i" ::: "memory");
+  while ((USART_SR(USART1_BASE) & USART_SR_TXE) && hal_uart_tx_next(&byte)) USART_DR(USART1_BASE) = byte;
+  __asm__ volatile("cpsie i" ::: "memory");
+}
+
+void USART1_IRQHandler(void) {
+  uint32_t status = USART_SR(USART1_BASE);
+  if (status & (USART_SR_RXNE | USART_SR_ORE)) hal_uart_rx_isr((uint8_t)USART_DR(USART1_BASE));
+  if ((USART_CR1(USART1_BASE) & USART_CR1_TXEIE) && (status & USART_SR_TXE)) {
+    uint8_t byte;
+    if (hal_uart_tx_next(&byte)) {
+      USART_DR(USART1_BASE) = byte;
+    } else {
+      USART_CR1(USART1_BASE) &= ~USART_CR1_TXEIE; /* ring empty: stop the TXE interrupt */
+    }
+  }
+}
+
+void board_usart_tx_start(void) {
+  __asm__ volatile("cpsid i" ::: "memory");
+  USART_CR1(USART1_BASE) |= USART_CR1_TXEIE;
+  __asm__ volatile("cpsie i" ::: "memory");
+  usart_send_pending(); /* QEMU 7.2 raises no TXE interrupt: send what the register takes now */
+}
+
+void board_pwm_write(uint8_t channel, float duty, uint8_t brake) {
+  if (channel >= HAL_MOTOR_CHANNELS) return;
+  uint32_t timer = channel < 2u ? TIM3_BASE : TIM4_BASE;
+  uint32_t in1 = 2u * (channel % 2u), in2 = in1 + 1u;
+  uint32_t full = BOARD_PWM_ARR + 1u;
+  if (brake) {
+    TIM_CCR(timer, in1) = full;
+    TIM_CCR(timer, in2) = full;
+    return;
+  }
+  float magnitude = duty < 0.0f ? -duty : duty;
+  uint32_t compare = (uint32_t)(magnitude * (float)full + 0.5f);
+  if (compare > full) compare = full;
+  TIM_CCR(timer, in1) = duty >= 0.0f ? compare : 0u;
+  TIM_CCR(timer, in2) = duty >= 0.0f ? 0u : compare;
+}
+
+/* Encoder mode 3 (both inputs, x4) on the four encoder timers; the 16-bit counters are extended to 32
+ * bits in software (read every loop: far below 32768 counts a millisecond). */
+static const uint32_t encoder_timers[HAL_MOTOR_CHANNELS] = {0x40000000u, 0x40000C00u, 0x40010000u, 0x40010400u};
+
+static void encoder_timers_init(void) {
+  for (uint32_t n = 0; n < HAL_MOTOR_CHANNELS; ++n) {
+    uint32_t timer = encoder_timers[n];
+    REG32(timer + 0x08u) = 3u;                     /* SMCR: encoder mode 3 */
+    TIM_CCMR1(timer) = 1u | (1u << 8);             /* CC1S = TI1, CC2S = TI2 */
+    TIM_ARR(timer) = 0xFFFFu;
+    TIM_CR1(timer) = TIM_CR1_CEN;
+  }
+}
+
+#if BOARD_QEMU
+int32_t board_encoder_count(uint8_t channel) { return channel < HAL_MOTOR_CHANNELS ? board_encoders[channel] : 0; }
+#else
+static uint16_t encoder_last[HAL_MOTOR_CHANNELS];
+int32_t board_encoder_count(uint8_t channel) {
+  if (channel >= HAL_MOTOR_CHANNELS) return 0;
+  uint16_t now = (uint16_t)REG32(encoder_timers[channel] + 0x24u); /* TIMx_CNT */
+  board_encoders[channel] += (int16_t)(uint16_t)(now - encoder_last[channel]);
+  encoder_last[channel] = now;
+  return board_encoders[channel];
+}
+#endif
+
+void board_led(uint8_t on) { fault_led = on; }
+
+/* Two stopping points, one for even loops and one for odd ones: a debugger that stops the core at the
+ * start of every loop keeps a breakpoint on one while it resumes from the other (resuming from a breakpoint
+ * it keeps would stop there again at once). They do nothing. */
+__attribute__((noinline)) void board_sync_even(uint32_t loop) { __asm__ volatile("" : : "r"(loop) : "memory"); }
+__attribute__((noinline)) void board_sync_odd(uint32_t loop) { __asm__ volatile("" : : "r"(loop) : "memory"); }
+
+void board_loop_start(uint32_t loop) {
+  board_loop = loop;
+  usart_send_pending();
+  if (loop & 1u) {
+    board_sync_odd(loop);
+  } else {
+    board_sync_even(loop);
+  }
+}
