@@ -17,8 +17,9 @@ def check(*extra: str) -> subprocess.CompletedProcess:
                           text=True, timeout=120)
 
 
-def test_sim_bringup_passes_in_both_base_control_modes():
-    for firmware in ('false', 'true'):
+def test_sim_bringup_passes_in_every_base_control_mode():
+    """Built-in controller, the firmware's host build, and the MCU image under QEMU."""
+    for firmware in ('false', 'true', 'qemu'):
         bringup = Launch(['robotsim', 'launch', 'sim', f'world:={WORLD}', f'firmware:={firmware}'])
         try:
             wait_until_publishing('/odom', Odometry)
@@ -27,7 +28,8 @@ def test_sim_bringup_passes_in_both_base_control_modes():
             bringup.stop()
         assert result.returncode == 0, (firmware, result.stdout, result.stderr, bringup.text)
         assert 'FAIL' not in result.stdout and '18 of 18 checks pass' in result.stdout
-        assert ('firmware in the loop' in bringup.text) == (firmware == 'true')
+        assert ('firmware in the loop' in bringup.text) == (firmware != 'false')
+        assert ('MCU image under QEMU' in bringup.text) == (firmware == 'qemu')
 
 
 def test_broken_setups_fail_with_a_clear_line():

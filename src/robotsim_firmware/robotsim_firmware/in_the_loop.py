@@ -13,6 +13,7 @@ then cannot change what the MCU receives, nor when in sim time.
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -33,16 +34,18 @@ def wrap_int32(value: int) -> int:
 
 class FirmwareInTheLoop:
     def __init__(self, channels: int, link_path: str | None = None, seed: int = 0, baud: int = 115200,
-                 lockstep: bool = False, build: str = 'host'):
+                 lockstep: bool = False, build: str = 'host', image: str = ''):
         if not 1 <= channels <= CHANNELS:
             raise ValueError(f'the firmware drives 1 to {CHANNELS} wheels, the robot has {channels} driven wheels')
         if build not in BUILDS:
             raise ValueError(f'firmware build {build!r}: expected one of {", ".join(BUILDS)}')
         self.channels = channels
         self.build = build
+        self.failure: str | None = None
+        """Why the MCU stopped running (the QEMU image hung or QEMU died); None while it runs."""
         if build == 'qemu':
             from .qemu_board import QemuFirmware
-            self.mcu = QemuFirmware(baud=baud)
+            self.mcu = QemuFirmware(image or None, baud=baud)
         else:
             self.mcu = HostFirmware()
         try:
@@ -107,11 +110,20 @@ class FirmwareInTheLoop:
 
     def step(self, wheel_angles: np.ndarray, dt_ns: int) -> np.ndarray:
         plant = self.mcu.plant
+        if self.failure is not None:  # a dead MCU drives nothing: the motors' inputs are low, the wheels coast
+            self.link.transfer(b'', dt_ns * 1e-9)
+            return np.zeros(self.channels)
         self._write_encoders(wheel_angles)
         from_host = self.link.transfer(self.mcu.transmitted(), dt_ns * 1e-9)
         if from_host:
             self.mcu.receive(from_host)
-        self.mcu.advance(dt_ns)
+        try:
+            self.mcu.advance(dt_ns)
+        except RuntimeError as error:  # (QemuError: the image hangs, crashed, or QEMU died)
+            self.failure = str(error)
+            print(f'robotsim_firmware: {error}; the MCU is dead from here on (its motors coast)', file=sys.stderr,
+                  flush=True)
+            return np.zeros(self.channels)
         duties = np.array([plant.duty[channel] for channel in range(self.channels)])
         for channel in self.dead:
             duties[channel] = 0.0

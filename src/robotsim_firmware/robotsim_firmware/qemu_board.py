@@ -97,8 +97,10 @@ def build_qemu_image(board_cflags: str = '', source_dir: Path | None = None, cac
 class GdbRemote:
     """A client of the gdb remote serial protocol (the commands QEMU's stub answers that this needs)."""
 
-    def __init__(self, sock: socket.socket):
+    def __init__(self, sock: socket.socket, timeout: float = STOP_TIMEOUT):
         self.sock = sock
+        self.timeout = timeout
+        """Wall s an answer may take (a core running to its next stop included)."""
         self._buffer = b''  # (QEMU 7.2 has no no-ack mode: every packet is acknowledged with '+')
 
     def _send(self, data: bytes) -> None:
@@ -123,9 +125,14 @@ class GdbRemote:
                 raise ConnectionError('QEMU closed its gdb stub')
             self._buffer += chunk
 
-    def command(self, data: bytes, timeout: float = STOP_TIMEOUT) -> bytes:
-        self._send(data)
-        return self._receive(timeout)
+    def command(self, data: bytes, timeout: float | None = None) -> bytes:
+        timeout = self.timeout if timeout is None else timeout
+        try:
+            self._send(data)
+            return self._receive(timeout)
+        except (TimeoutError, ConnectionError, OSError) as error:
+            raise QemuError(f"QEMU's gdb stub did not answer within {timeout:g} s of wall time (the image hangs, "
+                            f'crashed, or QEMU stopped: {type(error).__name__})') from None
 
     def read(self, address: int, length: int) -> bytes:
         reply = self.command(b'm%x,%x' % (address, length))
@@ -142,7 +149,7 @@ class GdbRemote:
         if self.command(b'%s0,%x,2' % (b'Z' if on else b'z', address)) != b'OK':
             raise QemuError(f'QEMU gdb stub: no breakpoint at 0x{address:08x}')
 
-    def resume(self, timeout: float = STOP_TIMEOUT) -> bytes:
+    def resume(self, timeout: float | None = None) -> bytes:
         """Continue until the next stop; its stop reply."""
         return self.command(b'c', timeout)
 
@@ -185,13 +192,15 @@ class QemuFirmware:
     ``reset``). Owns the QEMU process and its private socket folder; :meth:`close` ends both."""
 
     def __init__(self, image: Path | None = None, baud: int = 115200, qemu: str = QEMU,
-                 icount_shift: int = ICOUNT_SHIFT):
+                 icount_shift: int = ICOUNT_SHIFT, start_timeout: float = START_TIMEOUT,
+                 stop_timeout: float = STOP_TIMEOUT):
         if shutil.which(qemu) is None:
             raise QemuError(f'{qemu} not found: the MCU image runs under QEMU (Debian: qemu-system-arm)')
         self.image = Path(image) if image is not None else build_qemu_image()
         if not self.image.is_file():
             raise QemuError(f'{self.image}: no such MCU image')
         self.baud = baud
+        self.start_timeout, self.stop_timeout = start_timeout, stop_timeout
         self.plant = QemuPlant()
         self.counts_per_rev = COUNTS_PER_REV
         self.loop_hz = 0
@@ -218,16 +227,16 @@ class QemuFirmware:
         self._log = open(os.path.join(self._folder, 'qemu.log'), 'w+b')
         self._process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log,
                                          preexec_fn=_die_with_parent)
-        deadline = time.monotonic() + START_TIMEOUT
+        deadline = time.monotonic() + self.start_timeout
         while not (os.path.exists(gdb_path) and os.path.exists(uart_path)):
             if self._process.poll() is not None:
                 raise QemuError(f'{self.image.name}: QEMU exited ({self._process.returncode}): {self._qemu_says()}')
             if time.monotonic() > deadline:
-                raise QemuError(f'{self.image.name}: QEMU did not open its sockets within {START_TIMEOUT:.0f} s')
+                raise QemuError(f'{self.image.name}: QEMU did not open its sockets within {self.start_timeout:.0f} s')
             time.sleep(0.02)
         gdb_socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         gdb_socket.connect(gdb_path)
-        self.gdb = GdbRemote(gdb_socket)
+        self.gdb = GdbRemote(gdb_socket, self.stop_timeout)
         self._uart = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._uart.connect(uart_path)
         self._uart.setblocking(False)
@@ -254,12 +263,13 @@ class QemuFirmware:
         text = self._log.read().decode(errors='replace').strip().splitlines()
         return text[-1] if text else 'no output'
 
-    def _stop_at_next_loop(self, timeout: float = STOP_TIMEOUT) -> None:
+    def _stop_at_next_loop(self, timeout: float | None = None) -> None:
+        timeout = self.stop_timeout if timeout is None else timeout
         try:
             reply = self.gdb.resume(timeout)
-        except (TimeoutError, ConnectionError, OSError) as error:
-            raise QemuError(f'{self.image.name}: the image did not reach its next control loop within {timeout:.0f} s '
-                            f'of wall time ({type(error).__name__}; QEMU: {self._qemu_says()})') from None
+        except QemuError:
+            raise QemuError(f'{self.image.name}: the image did not reach its next control loop within {timeout:g} s '
+                            f'of wall time (it hangs, crashed, or QEMU stopped; QEMU says: {self._qemu_says()})') from None
         if not reply.startswith((b'T05', b'S05')):
             raise QemuError(f'{self.image.name}: QEMU stopped the core unexpectedly ({reply[:16]!r})')
 
@@ -268,7 +278,7 @@ class QemuFirmware:
         self._arm(0)
         self.gdb.monitor('system_reset')
         self._transmitted = []
-        self._stop_at_next_loop(START_TIMEOUT)
+        self._stop_at_next_loop(self.start_timeout)
         ticks = self._register(0)  # r0: the sync point's argument, the loop's number
         if ticks != 0:
             raise QemuError(f'{self.image.name}: the first stop was loop {ticks}, expected loop 0')

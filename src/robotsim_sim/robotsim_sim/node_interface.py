@@ -62,6 +62,8 @@ SIM_NODE_PARAMETERS: tuple[NodeParameter, ...] = (
     NodeParameter('firmware_build', 'host', "Which firmware runs in the loop: 'host' (the host build, the plant as "
                   "its HAL) or 'qemu' (the MCU image for a Netduino Plus 2 under qemu-system-arm, met at register "
                   'level).'),
+    NodeParameter('firmware_image', '', "With firmware_build 'qemu': the ELF to run ('' = built from the firmware "
+                  'sources with `make qemu`).'),
     NodeParameter('firmware_lockstep', True, "The firmware's serial link waits for the motor bridge's frame at "
                   'every setpoint period (20 ms of /clock), so the bridge\'s scheduling cannot change the physics.'),
     NodeParameter('serial_link', '', "Where the firmware's serial device appears ('' = the default per namespace)."),

@@ -79,12 +79,13 @@ class OdometryTrials:
     built-in base controller or (``firmware``) the firmware in the loop driven as the motor bridge drives it."""
 
     def __init__(self, model: RobotModel, multiplier: float, world: WorldSpec | None = None, seed: int = 0,
-                 firmware: bool = False):
+                 firmware: bool = False, firmware_build: str = 'host', firmware_image: str = ''):
         require_differential(model)
         self.multiplier = multiplier
         self.model = replace(model, drive=replace(model.drive, wheel_separation_multiplier=multiplier))
         self.sim = Simulation(world or open_floor(), [RobotPlacement(self.model)],
-                              SimOptions(seed=seed, cameras=False, firmware=firmware))
+                              SimOptions(seed=seed, cameras=False, firmware=firmware, firmware_build=firmware_build,
+                                         firmware_image=firmware_image))
         self.bridge = None
         """The in-process bridge of the firmware in the loop (None: the built-in controller drives)."""
         if firmware:

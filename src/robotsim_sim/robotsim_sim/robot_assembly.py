@@ -188,6 +188,7 @@ class AssemblyOptions:
     baud: int
     firmware_lockstep: bool
     firmware_build: str
+    firmware_image: str
     cameras: bool
     camera_threads: bool
     arm_constraints: object
@@ -233,7 +234,8 @@ def assemble_robot(index: int, placement: RobotPlacement, binding: RobotBinding,
                                        f'{FIRMWARE_MOTOR_CHANNELS} wheels (one per motor channel of the MCU); '
                                        f'{model.name} has {len(driven)} driven wheels (run it with firmware:=false)')
             robot.firmware = FirmwareInTheLoop(len(driven), options.serial_link, options.seed, options.baud,
-                                               options.firmware_lockstep, options.firmware_build)
+                                               options.firmware_lockstep, options.firmware_build,
+                                               options.firmware_image)
         for wheel in model.drive.wheels:
             if wheel.steer_joint:
                 robot.steer_actuators[wheel.steer_joint] = binding.position_servos[wheel.steer_joint]

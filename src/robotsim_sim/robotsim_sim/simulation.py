@@ -88,6 +88,8 @@ class SimOptions:
     firmware_build: str = 'host'
     """Which firmware runs in the loop (robotsim_firmware.in_the_loop.BUILDS): 'host' (the host build) or 'qemu'
     (the MCU image under qemu-system-arm, robotsim_firmware.qemu_board)."""
+    firmware_image: str = ''
+    """With ``firmware_build='qemu'``: the ELF to run ('' = built from the firmware sources, ``make qemu``)."""
     firmware_lockstep: bool = False
     """The firmware's serial links run in lockstep with the bridge (robotsim_firmware.virtual_serial): the
     caller then brackets /clock at every setpoint period with :meth:`Simulation.sync_firmware`."""
@@ -144,7 +146,7 @@ class Simulation:
         links = o.serial_links or []
         options = AssemblyOptions(o.joint_state_rate, o.odom_rate, o.command_timeout, o.firmware,
                                   links[index] if index < len(links) else None, o.seed, o.baud, o.firmware_lockstep,
-                                  o.firmware_build, o.cameras, o.camera_threads, o.arm_constraints, o.allow_partial_joints_goal, o.gripper)
+                                  o.firmware_build, o.firmware_image, o.cameras, o.camera_threads, o.arm_constraints, o.allow_partial_joints_goal, o.gripper)
         # appended before its threads and links exist: close() frees them if a later step fails
         robot = assemble_robot(index, placement, binding, self.model, options, self.world.light, self.renderer,
                                self.geom_labels, self.robots.append)

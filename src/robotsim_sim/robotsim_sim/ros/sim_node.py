@@ -45,6 +45,7 @@ from robotsim_core.ros.wire import FixedLayout
 from robotsim_firmware.base_commands import SETPOINT_PERIOD
 from robotsim_firmware.host_library import FirmwareBuildError
 from robotsim_firmware.in_the_loop import BUILDS
+_BUILD_NAMES = {'host': 'host build', 'qemu': 'MCU image under QEMU'}
 from robotsim_firmware.qemu_board import QemuError
 from robotsim_firmware.virtual_serial import LinkInUseError
 from robotsim_msgs.msg import SimStatus
@@ -134,6 +135,7 @@ class SimNode(Node):
         firmware_build = declare('firmware_build')
         if firmware_build not in BUILDS:
             raise ParameterError(f'parameter firmware_build: expected one of {", ".join(BUILDS)}, got {firmware_build!r}')
+        firmware_image = declare('firmware_image')
         firmware_lockstep = declare('firmware_lockstep')
         serial_link = declare('serial_link')
         # With firmware in the loop the motor bridge publishes odometry, its TF and the wheel joints.
@@ -168,6 +170,7 @@ class SimNode(Node):
         self.sim = Simulation(world, placements, SimOptions(
             seed=seed, cameras=cameras, command_timeout=command_timeout, firmware=self.firmware,
             firmware_lockstep=self.firmware and firmware_lockstep, firmware_build=firmware_build,
+            firmware_image=firmware_image,
             serial_links=self.serial_links, arm_constraints=constraints, allow_partial_joints_goal=allow_partial,
             gripper=gripper, camera_threads=True))
         self.arm_actions = ArmActions(self, feedback_rate, state_rate)
@@ -209,8 +212,8 @@ class SimNode(Node):
                 f'robot {ports.model.name} {"in /" + ports.namespace + " " if ports.namespace else ""}'
                 f'in world {world.name}: {len(ports.pubs)} topics, seed {seed}, '
                 f'real_time_factor {self.real_time_factor}, {"paused" if self.paused else "running"}, '
-                + (f'firmware in the loop on {self.serial_links[ports.index]} -> {robot.firmware.link.device}'
-                   if self.firmware else 'built-in base controller'))
+                + (f'firmware in the loop ({_BUILD_NAMES[robot.firmware.build]}) on {self.serial_links[ports.index]} -> '
+                   f'{robot.firmware.link.device}' if self.firmware else 'built-in base controller'))
 
     def make_ports(self, index: int, entry, frame_prefix: str) -> RobotPorts:
         robot = self.sim.robots[index]
