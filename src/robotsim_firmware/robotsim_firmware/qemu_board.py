@@ -5,7 +5,10 @@ What crosses, and how (QEMU 7.2, Debian 12; ``firmware/mcu/board_netduinoplus2.c
 
 - **Serial.** The image's USART1 is QEMU's first serial port, on a Unix socket this class reads and
   writes: bytes the firmware writes to USART1's data register come out of it; bytes written into it
-  raise the USART's receive interrupt. QEMU ignores the baud rate register, so the wire is modelled
+  raise the USART's receive interrupt. QEMU's I/O thread delivers them in wall time, so the count of bytes
+  sent so far is written into the image's ``board_rx_expected``, and the loop resumed next waits until its
+  receive interrupt has taken that many before the firmware runs: what each loop receives is fixed by the
+  simulator, not by the host's scheduling. QEMU ignores the baud rate register, so the wire is modelled
   here: BRR is read at boot, and when the rate it gives differs from the link's by more than
   :data:`BAUD_TOLERANCE` the bytes are framing errors on both sides (nothing intelligible crosses).
 - **Time.** The core runs under ``-icount`` (a fixed number of ns per instruction: its timing does not
@@ -240,12 +243,12 @@ class QemuFirmware:
         self._uart = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._uart.connect(uart_path)
         self._uart.setblocking(False)
-        info = struct.unpack('<7I', self.gdb.read(DEBUG_INFO_ADDRESS, 28))
-        if info[0] != DEBUG_INFO_MAGIC or info[1] != 2:
+        info = struct.unpack('<8I', self.gdb.read(DEBUG_INFO_ADDRESS, 32))
+        if info[0] != DEBUG_INFO_MAGIC or info[1] != 3:
             raise QemuError(f'{self.image.name}: no robotsim debug descriptor at 0x{DEBUG_INFO_ADDRESS:08x} '
                             '(not an image of firmware/mcu built for this board?)')
         self._sync_points = (info[2] & ~1, info[3] & ~1)  # board_sync_even, board_sync_odd (Thumb bit off)
-        self._encoders = info[4]
+        self._encoders, self._rx_expected = info[4], info[6]
         self._armed: int | None = None  # the sync point with a breakpoint on it
 
     def _arm(self, parity: int | None) -> None:
@@ -296,6 +299,8 @@ class QemuFirmware:
             self.baud_problem = (f'baud rate mismatch: the MCU\'s USART1 runs at {mcu_baud:.0f} baud (BRR {brr}), the '
                                  f'link at {self.baud}: every byte is a framing error')
         self.time_ns = 0
+        self._rx_sent = 0
+        self.gdb.write(self._rx_expected, struct.pack('<I', 0))  # a simulator is here: loops wait for host bytes
         self._pwm_read()
         self.transmitted()  # (anything sent before the reset belongs to the old boot)
 
@@ -344,9 +349,12 @@ class QemuFirmware:
             return len(data)  # lost on the wire as framing errors
         data = data[:MAX_RX_BYTES]
         try:
-            return self._uart.send(data)
+            sent = self._uart.send(data)
         except BlockingIOError:
             return 0
+        self._rx_sent = (self._rx_sent + sent) % 2**32
+        self.gdb.write(self._rx_expected, struct.pack('<I', self._rx_sent))
+        return sent
 
     def transmitted(self) -> bytes:
         """Bytes the MCU has written to USART1 since the last call."""

@@ -49,20 +49,28 @@
 volatile int32_t board_encoders[HAL_MOTOR_CHANNELS];
 static volatile uint8_t fault_led;
 
+/* Bytes a simulator has put on the USART's receive line by the time it resumes a loop (it writes this word
+ * through the debugger); the loop then waits for all of them before the firmware runs, so what a loop receives
+ * does not depend on when the emulator's I/O thread delivered them. NO_SIMULATOR on a real board: no wait. */
+#define NO_SIMULATOR 0xFFFFFFFFu
+#define RX_WAIT_POLLS 1000000u /* bound of that wait (about 30 ms of core time) */
+volatile uint32_t board_rx_expected = NO_SIMULATOR;
+
 /* Where a debugger finds what it needs, at a fixed address right after the vector table (see the
  * linker script): a magic word, the version of this layout, the addresses of the two per-loop stopping
- * points (board_sync_even, board_sync_odd), of board_encoders and of the loop counter, and the core clock
- * the image was built for. */
+ * points (board_sync_even, board_sync_odd), of board_encoders, of the loop counter and of
+ * board_rx_expected, and the core clock the image was built for. */
 volatile uint32_t board_loop;
 void board_sync_even(uint32_t loop);
 void board_sync_odd(uint32_t loop);
-__attribute__((section(".board_debug_info"), used)) const uint32_t board_debug_info[7] = {
+__attribute__((section(".board_debug_info"), used)) const uint32_t board_debug_info[8] = {
     0x52534D31u, /* "RSM1" */
-    2u,
+    3u,
     (uint32_t)&board_sync_even,
     (uint32_t)&board_sync_odd,
     (uint32_t)board_encoders,
     (uint32_t)&board_loop,
+    (uint32_t)&board_rx_expected,
     BOARD_CORE_CLOCK_HZ,
 };
 
@@ -211,5 +219,8 @@ void board_loop_start(uint32_t loop) {
     board_sync_odd(loop);
   } else {
     board_sync_even(loop);
+  }
+  uint32_t expected = board_rx_expected;
+  for (uint32_t n = 0; expected != NO_SIMULATOR && hal_uart_rx_total() != expected && n < RX_WAIT_POLLS; ++n) {
   }
 }

@@ -34,9 +34,12 @@ uint64_t hal_time_us(void) { return loop_us; }
 #define UART_RING 256u /* a power of two */
 static volatile uint8_t rx_ring[UART_RING], tx_ring[UART_RING];
 static volatile uint32_t rx_head, rx_tail, tx_head, tx_tail;
-static volatile uint32_t rx_overflows;
+static volatile uint32_t rx_overflows, rx_total;
+
+uint32_t hal_uart_rx_total(void) { return rx_total; }
 
 void hal_uart_rx_isr(uint8_t byte) {
+  rx_total++;
   uint32_t next = (rx_head + 1u) % UART_RING;
   if (next == rx_tail) {
     rx_overflows++; /* the parser sees the gap as a corrupted frame */
