@@ -122,6 +122,28 @@ def ideal_rtf(fleet: str) -> tuple[float, float, float]:
     return 1 / max(serial, (serial + cameras) / 2), serial, cameras
 
 
+def firmware_costs(seconds: float = 5.0) -> dict[str, tuple[float, float]]:
+    """Per base control: (RTF, wall us per 1 kHz firmware loop beyond the built-in controller's run) of the core
+    (cameras off) driving a 0.3 m/s, 0.5 rad/s arc; the firmware gets the bridge's frames in process
+    (robotsim_sim.odometry_trials)."""
+    from robotsim_core.odometry_calibration import Manoeuvre
+    from robotsim_sim.odometry_trials import OdometryTrials
+    model = load_robot('rover')
+    walls = {}
+    for label, firmware, build in (('built-in controller', False, 'host'), ('host build', True, 'host'),
+                                   ('MCU image under QEMU', True, 'qemu')):
+        trials = OdometryTrials(model, model.drive.wheel_separation_multiplier, firmware=firmware, firmware_build=build)
+        try:
+            start = time.perf_counter()
+            for _ in trials.readings(Manoeuvre(0.3, 0.5, duration=seconds, settle=0.0)):
+                pass
+            walls[label] = time.perf_counter() - start
+        finally:
+            trials.sim.close()
+    loops = seconds * 1000
+    return {label: (seconds / wall, (wall - walls['built-in controller']) / loops * 1e6) for label, wall in walls.items()}
+
+
 def lidar_us_per_ray(channels: int, samples: int, vertical_fov: float) -> float:
     sim = simulation(False)
     spec = LidarSpec(type='lidar', samples=samples, channels=channels, vertical_fov=vertical_fov, noise_stddev=0.01)
@@ -245,6 +267,14 @@ def main() -> int:
         f'{ideal_two / ideal_one:.2f}', '>= 0.6')
     row('cores busy (CPU time / wall time, start-up included), sim_node, default sensors: one rover, two rovers',
         f'{NODE_CORES_BUSY[(True, "")]:.2f}, {NODE_CORES_BUSY[(True, "two_rovers")]:.2f}', 'of 2')
+    firmware = firmware_costs()
+    for label in ('built-in controller', 'host build', 'MCU image under QEMU'):
+        rtf, per_loop = firmware[label]
+        row(f'RTF, cameras off, simulation core, base driven by the {label}' +
+            ('' if label.startswith('built') else ' (its 1 kHz loop costs ' + (f'{per_loop:.0f} us' if per_loop >= 1 else
+                                                                            'under 1 us') + ' of wall time)'),
+            f'{rtf:.1f}' if rtf >= 1 else f'{rtf:.2f}')
+    row('ratio: MCU image under QEMU / host build, core RTF', f'{firmware["MCU image under QEMU"][0] / firmware["host build"][0]:.3f}')
     row('lidar, 360 beams x 1 channel', f'{lidar_us_per_ray(1, 360, 0.0):.2f} us/ray', '<= 0.5 us/ray')
     row('lidar, 1024 beams x 16 channels', f'{lidar_us_per_ray(16, 1024, 0.5):.2f} us/ray', '<= 0.5 us/ray')
     small, renderer = camera_ms_per_frame(320, 240)

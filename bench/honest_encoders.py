@@ -1,6 +1,6 @@
 """The honest-encoder table: what the firmware's encoders say versus what the body did.
 
-Runs the real C firmware in the loop (host build) against the rover in MuJoCo, speaking the serial
+Runs the real C firmware in the loop (the host build, then the MCU image under QEMU) against the rover in MuJoCo, speaking the serial
 protocol over the simulator's pty exactly as the motor bridge does (protocol.py, same frames),
 without ROS. Every number is measured by this script; `make bench` writes the table into the documentation (docs/firmware.md).
 """
@@ -84,10 +84,11 @@ def world_file(folder: str, name: str, friction: float, wall_x: float | None) ->
     return path
 
 
-def scenario(folder: str, name: str, friction: float = 1.0, wall_x: float | None = None, tyre_friction=None):
+def scenario(folder: str, name: str, build: str, friction: float = 1.0, wall_x: float | None = None,
+             tyre_friction=None):
     link = os.path.join(folder, f'tty-{name}')
     sim = Simulation(load_world(world_file(folder, name, friction, wall_x)), [RobotPlacement(load_robot('rover'))],
-                     SimOptions(seed=0, cameras=False, firmware=True, serial_links=[link]))
+                     SimOptions(seed=0, cameras=False, firmware=True, serial_links=[link], firmware_build=build))
     if tyre_friction is not None:
         for geom in range(sim.model.ngeom):
             body = sim.model.body(sim.model.geom_bodyid[geom]).name
@@ -101,26 +102,30 @@ def forward_speeds(host: Host, linear: float) -> list[float]:
     return [targets.wheel_speeds[w.joint] for w in host.wheels]
 
 
-def main() -> int:
+BUILDS = {'host': 'host build', 'qemu': 'MCU image (QEMU)'}
+
+
+def measure(build: str) -> list[tuple[str, str, float, float, str]]:
     rows = []
+    name = BUILDS[build]
     with tempfile.TemporaryDirectory() as folder:
         for label, friction in (('grippy floor (friction 1.0)', 1.0), ('icy floor (friction 0.02)', 0.02)):
-            sim, host = scenario(folder, f'target_{friction}', friction=friction, tyre_friction=friction)
+            sim, host = scenario(folder, f'target_{friction}', build, friction=friction, tyre_friction=friction)
             start, x0 = host.telemetry.encoder, sim.ground_truth_pose()[0][0]
             host.run(20.0, forward_speeds(host, 0.5), until=lambda: host.encoder_distance(start) >= 1.0)
             host.run(1.0, [0.0] * 4)
             believed, actual = host.encoder_distance(start), sim.ground_truth_pose()[0][0] - x0
-            rows.append((f'drive to 1.0 m of encoder distance at 0.5 m/s, {label}', believed, actual, ''))
+            rows.append((f'drive to 1.0 m of encoder distance at 0.5 m/s, {label}', name, believed, actual, ''))
             host.close()
             sim.close()
-        sim, host = scenario(folder, 'wall', wall_x=0.8)
+        sim, host = scenario(folder, 'wall', build, wall_x=0.8)
         start, x0 = host.telemetry.encoder, sim.ground_truth_pose()[0][0]
         host.run(4.0, forward_speeds(host, 0.3))
         believed, actual = host.encoder_distance(start), sim.ground_truth_pose()[0][0] - x0
-        rows.append(('0.3 m/s for 4 s into a wall 0.6 m ahead of the bumper', believed, actual, 'wheels spin against the wall'))
+        rows.append(('0.3 m/s for 4 s into a wall 0.6 m ahead of the bumper', name, believed, actual, 'wheels spin against the wall'))
         host.close()
         sim.close()
-        sim, host = scenario(folder, 'stuck')
+        sim, host = scenario(folder, 'stuck', build)
         host.run(1.0, forward_speeds(host, 0.2))
         start, x0 = host.telemetry.encoder, sim.ground_truth_pose()[0][0]
         sim.robots[0].firmware.inject('encoder_stuck', 0)
@@ -129,13 +134,18 @@ def main() -> int:
         host.run(1.0, forward_speeds(host, 0.2))
         _, yaw = sim.ground_truth_pose()
         believed, actual = host.encoder_distance(start), sim.ground_truth_pose()[0][0] - x0
-        rows.append(('encoder of front_left stuck while driving at 0.2 m/s', believed, actual,
+        rows.append(('encoder of front_left stuck while driving at 0.2 m/s', name, believed, actual,
                      f'runaway: that wheel reached {wheel_speed:.1f} rad/s (setpoint 4.4); firmware stall fault after '
                      f'{detected:.2f} s, wheel braked; heading error {math.degrees(yaw):.1f} deg'))
         host.close()
         sim.close()
-    lines = ['| scenario | encoders say (m) | ground truth (m) | note |', '|---|---|---|---|']
-    lines += [f'| {s} | {b:.3f} | {a:.3f} | {n} |' for s, b, a, n in rows]
+    return rows
+
+
+def main() -> int:
+    rows = sorted(measure('host') + measure('qemu'), key=lambda row: row[0])  # each scenario's two builds together
+    lines = ['| scenario | firmware | encoders say (m) | ground truth (m) | note |', '|---|---|---|---|---|']
+    lines += [f'| {s} | {f} | {b:.3f} | {a:.3f} | {n} |' for s, f, b, a, n in rows]
     table = '\n'.join(lines)
     print(table)
     if '--write-readme' in sys.argv:
