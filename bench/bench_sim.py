@@ -212,8 +212,7 @@ def publish_overhead() -> dict[str, float]:
         'JointState (10 joints)': ('sensor_msgs/msg/JointState', lambda: joints.encode(
             readings['joint_states'].positions, readings['joint_states'].velocities, readings['joint_states'].efforts,
             sim.time_ns)),
-        'Odometry': ('nav_msgs/msg/Odometry', lambda: odometry.odometry.encode(
-            stamp.sec, stamp.nanosec, 1.0, 2.0, 0.0, 1.0, 0.3, 0.1)),
+        'Odometry': ('nav_msgs/msg/Odometry', lambda: odometry.encode(1.0, 2.0, 0.0, 0.3, 0.1, sim.time_ns, 1.0, 0.5)[0]),
         'TFMessage (1 transform)': ('tf2_msgs/msg/TFMessage', lambda: odometry.tf.encode(
             stamp.sec, stamp.nanosec, 1.0, 2.0, 0.0, 1.0)),
         'Clock': ('rosgraph_msgs/msg/Clock', lambda: clock.encode(stamp.sec, stamp.nanosec)),
