@@ -243,12 +243,12 @@ class QemuFirmware:
         self._uart = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._uart.connect(uart_path)
         self._uart.setblocking(False)
-        info = struct.unpack('<8I', self.gdb.read(DEBUG_INFO_ADDRESS, 32))
-        if info[0] != DEBUG_INFO_MAGIC or info[1] != 3:
+        info = struct.unpack('<9I', self.gdb.read(DEBUG_INFO_ADDRESS, 36))
+        if info[0] != DEBUG_INFO_MAGIC or info[1] != 4:
             raise QemuError(f'{self.image.name}: no robotsim debug descriptor at 0x{DEBUG_INFO_ADDRESS:08x} '
                             '(not an image of firmware/mcu built for this board?)')
         self._sync_points = (info[2] & ~1, info[3] & ~1)  # board_sync_even, board_sync_odd (Thumb bit off)
-        self._encoders, self._rx_expected = info[4], info[6]
+        self._encoders, self._rx_expected, self._boot = info[4], info[6], info[8] & ~1
         self._armed: int | None = None  # the sync point with a breakpoint on it
 
     def _arm(self, parity: int | None) -> None:
@@ -278,9 +278,16 @@ class QemuFirmware:
 
     def reset(self) -> None:
         """Power-on reset: the core restarts the image and runs to its first control loop."""
-        self._arm(0)
+        # Stop once before the firmware starts: its fw_init takes the speed loop's baseline from the encoders,
+        # which must read where the wheels are (a reboot mid-drive, or after a world reset).
+        self._arm(None)
+        self.gdb.breakpoint(self._boot)
         self.gdb.monitor('system_reset')
         self._transmitted = []
+        self._stop_at_next_loop(self.start_timeout)
+        self.gdb.breakpoint(self._boot, on=False)
+        self._write_encoders()
+        self._arm(0)
         self._stop_at_next_loop(self.start_timeout)
         ticks = self._register(0)  # r0: the sync point's argument, the loop's number
         if ticks != 0:

@@ -19,6 +19,9 @@ void hal_uart_rx_isr(uint8_t byte);
 int hal_uart_tx_next(uint8_t *byte); /* 1 and the next byte to send, or 0 when the ring is empty */
 uint32_t hal_uart_rx_total(void);    /* bytes received since boot (wraps) */
 
+/* Called once after board_init, before the firmware starts (a simulator may stop the core here). */
+void board_boot(void);
+
 /* Called once per control loop before the firmware runs (a simulator may stop the core here). */
 void board_loop_start(uint32_t loop);
 

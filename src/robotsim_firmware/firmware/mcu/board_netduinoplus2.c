@@ -59,19 +59,21 @@ volatile uint32_t board_rx_expected = NO_SIMULATOR;
 /* Where a debugger finds what it needs, at a fixed address right after the vector table (see the
  * linker script): a magic word, the version of this layout, the addresses of the two per-loop stopping
  * points (board_sync_even, board_sync_odd), of board_encoders, of the loop counter and of
- * board_rx_expected, and the core clock the image was built for. */
+ * board_rx_expected, the core clock the image was built for, and the address of board_boot (a stop
+ * before the firmware's start reads its encoders). */
 volatile uint32_t board_loop;
 void board_sync_even(uint32_t loop);
 void board_sync_odd(uint32_t loop);
-__attribute__((section(".board_debug_info"), used)) const uint32_t board_debug_info[8] = {
+__attribute__((section(".board_debug_info"), used)) const uint32_t board_debug_info[9] = {
     0x52534D31u, /* "RSM1" */
-    3u,
+    4u,
     (uint32_t)&board_sync_even,
     (uint32_t)&board_sync_odd,
     (uint32_t)board_encoders,
     (uint32_t)&board_loop,
     (uint32_t)&board_rx_expected,
     BOARD_CORE_CLOCK_HZ,
+    (uint32_t)&board_boot,
 };
 
 static void encoder_timers_init(void);
@@ -205,6 +207,9 @@ int32_t board_encoder_count(uint8_t channel) {
 #endif
 
 void board_led(uint8_t on) { fault_led = on; }
+
+/* After board_init, before fw_init takes its speed baseline from the encoders. Does nothing. */
+__attribute__((noinline)) void board_boot(void) { __asm__ volatile("" ::: "memory"); }
 
 /* Two stopping points, one for even loops and one for odd ones: a debugger that stops the core at the
  * start of every loop keeps a breakpoint on one while it resumes from the other (resuming from a breakpoint

@@ -10,6 +10,7 @@ void hal_loop_time(uint32_t tick);
 
 int main(void) {
   board_init();
+  board_boot();
   hal_loop_time(0);
   fw_init();
   for (uint32_t loop = 0;; ++loop) {
