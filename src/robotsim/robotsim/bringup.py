@@ -67,6 +67,8 @@ class BringupConfig:
     firmware: str = 'auto'
     """Base control in sim: true (C firmware in the loop, host build, + motor bridge), qemu (the MCU image under
     qemu-system-arm + motor bridge), false (built-in), auto (the host build for differential bases)."""
+    firmware_image: str = ''
+    """With firmware:=qemu: the MCU image (ELF) to run; '' builds it from the firmware sources (``make qemu``)."""
     rviz: bool = False
     """Start RViz when rviz2 is installed, with the first robot's ``config/rviz/<robot>.rviz`` if there
     is one (the scout's shows its range cones), else ``config/rviz/robotsim.rviz`` (the rover's view)."""
@@ -367,7 +369,7 @@ def _sim_nodes(config: BringupConfig, fleet: FleetSpec) -> list[NodeSpec]:
     sim_parameters: dict[str, Any] = {
         'world': config.world, 'seed': config.seed, 'real_time_factor': float(config.real_time_factor),
         'duration': float(config.duration), 'cameras': config.cameras, 'firmware': firmware,
-        'firmware_build': 'qemu' if config.firmware == 'qemu' else 'host',
+        'firmware_build': 'qemu' if config.firmware == 'qemu' else 'host', 'firmware_image': config.firmware_image,
         'start_paused': config.paused or recorder_holds_start(config),
         'use_sim_time': False,  # the simulator is the clock
     }
