@@ -243,12 +243,14 @@ class QemuFirmware:
         self._uart = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._uart.connect(uart_path)
         self._uart.setblocking(False)
-        info = struct.unpack('<9I', self.gdb.read(DEBUG_INFO_ADDRESS, 36))
-        if info[0] != DEBUG_INFO_MAGIC or info[1] != 4:
+        info = struct.unpack('<10I', self.gdb.read(DEBUG_INFO_ADDRESS, 40))
+        if info[0] != DEBUG_INFO_MAGIC or info[1] != 5:
             raise QemuError(f'{self.image.name}: no robotsim debug descriptor at 0x{DEBUG_INFO_ADDRESS:08x} '
                             '(not an image of firmware/mcu built for this board?)')
         self._sync_points = (info[2] & ~1, info[3] & ~1)  # board_sync_even, board_sync_odd (Thumb bit off)
-        self._encoders, self._rx_expected, self._boot = info[4], info[6], info[8] & ~1
+        self._encoders, self._rx_expected, self._boot, self._stride_address = info[4], info[6], info[8] & ~1, info[9]
+        self._stride: int | None = None  # loops between stops (None: not set since the last reset)
+        self._at: int | None = None  # the sync point the core is stopped in
         self._armed: int | None = None  # the sync point with a breakpoint on it
 
     def _arm(self, parity: int | None) -> None:
@@ -289,6 +291,7 @@ class QemuFirmware:
         self._write_encoders()
         self._arm(0)
         self._stop_at_next_loop(self.start_timeout)
+        self._at, self._stride = 0, None  # (the reboot set board_sync_stride back to 1)
         ticks = self._register(0)  # r0: the sync point's argument, the loop's number
         if ticks != 0:
             raise QemuError(f'{self.image.name}: the first stop was loop {ticks}, expected loop 0')
@@ -320,18 +323,38 @@ class QemuFirmware:
         return loop * self.tick_cycles * 1_000_000_000 // SYSCLK_HZ
 
     def advance(self, dt_ns: int) -> int:
-        """Run the loops that start before ``dt_ns`` more of sim time has passed; the loops run."""
+        """Run the loops that start before ``dt_ns`` more of sim time has passed; the loops run. The core stops only
+        where a physics tick starts: with ticks of n loops, at every n-th loop (the image's board_sync_stride)."""
         self._write_encoders()
         self.time_ns += dt_ns
-        ran = 0
-        while self.loop_time_ns(self.loops) < self.time_ns:
-            self._arm((self.loops + 1) % 2)  # resume from this loop's sync point, stop at the next one's
-            self._stop_at_next_loop()
-            self._transmitted.append(self._drain())  # (QEMU blocks on a serial socket nobody reads)
-            self.loops += 1
-            ran += 1
+        end = self.loops
+        while self.loop_time_ns(end) < self.time_ns:
+            end += 1
+        ran = end - self.loops
+        if ran:
+            if self._stride is None:
+                self._set_stride(ran)
+            elif ran % self._stride or self.loops % self._stride:
+                self._set_stride(1)  # a tick of another length: a stop at every loop from here on
+            while self.loops < end:
+                self._resume_to(self.loops + self._stride)
         self._pwm_read()
         return ran
+
+    def _set_stride(self, stride: int) -> None:
+        self.gdb.write(self._stride_address, struct.pack('<I', stride))
+        self._stride = stride
+
+    def _resume_to(self, loop: int) -> None:
+        """From the stop at ``self.loops``, run to the start of ``loop`` (the next multiple of the stride)."""
+        parity = (loop // self._stride) % 2
+        if parity == self._at:  # (after a change of stride) the same sync point again: step off it first
+            self.gdb.command(b's')
+        self._arm(parity)
+        self._stop_at_next_loop()
+        self._at = parity
+        self._transmitted.append(self._drain())  # (QEMU blocks on a serial socket nobody reads)
+        self.loops = loop
 
     def _write_encoders(self) -> None:
         counts = [int(c) for c in self.plant.encoder]

@@ -56,17 +56,20 @@ static volatile uint8_t fault_led;
 #define RX_WAIT_POLLS 1000000u /* bound of that wait (about 30 ms of core time) */
 volatile uint32_t board_rx_expected = NO_SIMULATOR;
 
+/* A simulator that needs the core stopped only every n-th loop (its physics step spans n loops) writes n here. */
+volatile uint32_t board_sync_stride = 1u;
+
 /* Where a debugger finds what it needs, at a fixed address right after the vector table (see the
  * linker script): a magic word, the version of this layout, the addresses of the two per-loop stopping
  * points (board_sync_even, board_sync_odd), of board_encoders, of the loop counter and of
- * board_rx_expected, the core clock the image was built for, and the address of board_boot (a stop
- * before the firmware's start reads its encoders). */
+ * board_rx_expected, the core clock the image was built for, the address of board_boot (a stop
+ * before the firmware's start reads its encoders) and that of board_sync_stride. */
 volatile uint32_t board_loop;
 void board_sync_even(uint32_t loop);
 void board_sync_odd(uint32_t loop);
-__attribute__((section(".board_debug_info"), used)) const uint32_t board_debug_info[9] = {
+__attribute__((section(".board_debug_info"), used)) const uint32_t board_debug_info[10] = {
     0x52534D31u, /* "RSM1" */
-    4u,
+    5u,
     (uint32_t)&board_sync_even,
     (uint32_t)&board_sync_odd,
     (uint32_t)board_encoders,
@@ -74,6 +77,7 @@ __attribute__((section(".board_debug_info"), used)) const uint32_t board_debug_i
     (uint32_t)&board_rx_expected,
     BOARD_CORE_CLOCK_HZ,
     (uint32_t)&board_boot,
+    (uint32_t)&board_sync_stride,
 };
 
 static void encoder_timers_init(void);
@@ -211,19 +215,22 @@ void board_led(uint8_t on) { fault_led = on; }
 /* After board_init, before fw_init takes its speed baseline from the encoders. Does nothing. */
 __attribute__((noinline)) void board_boot(void) { __asm__ volatile("" ::: "memory"); }
 
-/* Two stopping points, one for even loops and one for odd ones: a debugger that stops the core at the
- * start of every loop keeps a breakpoint on one while it resumes from the other (resuming from a breakpoint
- * it keeps would stop there again at once). They do nothing. */
+/* Two stopping points, called alternately at every board_sync_stride-th loop: a debugger that stops the core
+ * there keeps a breakpoint on one while it resumes from the other (resuming from a breakpoint it keeps would
+ * stop there again at once). They do nothing. */
 __attribute__((noinline)) void board_sync_even(uint32_t loop) { __asm__ volatile("" : : "r"(loop) : "memory"); }
 __attribute__((noinline)) void board_sync_odd(uint32_t loop) { __asm__ volatile("" : : "r"(loop) : "memory"); }
 
 void board_loop_start(uint32_t loop) {
   board_loop = loop;
   usart_send_pending();
-  if (loop & 1u) {
-    board_sync_odd(loop);
-  } else {
-    board_sync_even(loop);
+  uint32_t stride = board_sync_stride ? board_sync_stride : 1u;
+  if (loop % stride == 0u) {
+    if ((loop / stride) & 1u) {
+      board_sync_odd(loop);
+    } else {
+      board_sync_even(loop);
+    }
   }
   uint32_t expected = board_rx_expected;
   for (uint32_t n = 0; expected != NO_SIMULATOR && hal_uart_rx_total() != expected && n < RX_WAIT_POLLS; ++n) {
