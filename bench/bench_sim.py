@@ -273,7 +273,8 @@ def main() -> int:
             ('' if label.startswith('built') else ' (its 1 kHz loop costs ' + (f'{per_loop:.0f} us' if per_loop >= 1 else
                                                                             'under 1 us') + ' of wall time)'),
             f'{rtf:.1f}' if rtf >= 1 else f'{rtf:.2f}')
-    row('ratio: MCU image under QEMU / host build, core RTF', f'{firmware["MCU image under QEMU"][0] / firmware["host build"][0]:.3f}')
+    row('ratio: MCU image under QEMU / host build, core RTF',
+        f'{firmware["MCU image under QEMU"][0] / firmware["host build"][0]:.3f}')
     row('lidar, 360 beams x 1 channel', f'{lidar_us_per_ray(1, 360, 0.0):.2f} us/ray', '<= 0.5 us/ray')
     row('lidar, 1024 beams x 16 channels', f'{lidar_us_per_ray(16, 1024, 0.5):.2f} us/ray', '<= 0.5 us/ray')
     small, renderer = camera_ms_per_frame(320, 240)

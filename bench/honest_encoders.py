@@ -1,8 +1,8 @@
 """The honest-encoder table: what the firmware's encoders say versus what the body did.
 
-Runs the real C firmware in the loop (the host build, then the MCU image under QEMU) against the rover in MuJoCo, speaking the serial
-protocol over the simulator's pty exactly as the motor bridge does (protocol.py, same frames),
-without ROS. Every number is measured by this script; `make bench` writes the table into the documentation (docs/firmware.md).
+Runs the real C firmware in the loop (the host build, then the MCU image under QEMU) against the rover in
+MuJoCo, speaking the serial protocol over the simulator's pty exactly as the motor bridge does (protocol.py,
+same frames), without ROS. Every number is measured by this script; `make bench` writes the table into the documentation (docs/firmware.md).
 """
 
 from __future__ import annotations
@@ -122,7 +122,8 @@ def measure(build: str) -> list[tuple[str, str, float, float, str]]:
         start, x0 = host.telemetry.encoder, sim.ground_truth_pose()[0][0]
         host.run(4.0, forward_speeds(host, 0.3))
         believed, actual = host.encoder_distance(start), sim.ground_truth_pose()[0][0] - x0
-        rows.append(('0.3 m/s for 4 s into a wall 0.6 m ahead of the bumper', name, believed, actual, 'wheels spin against the wall'))
+        rows.append(('0.3 m/s for 4 s into a wall 0.6 m ahead of the bumper', name, believed, actual,
+                     'wheels spin against the wall'))
         host.close()
         sim.close()
         sim, host = scenario(folder, 'stuck', build)

@@ -12,12 +12,13 @@ What crosses, and how (QEMU 7.2, Debian 12; ``firmware/mcu/board_netduinoplus2.c
   here: BRR is read at boot, and when the rate it gives differs from the link's by more than
   :data:`BAUD_TOLERANCE` the bytes are framing errors on both sides (nothing intelligible crosses).
 - **Time.** The core runs under ``-icount`` (a fixed number of ns per instruction: its timing does not
-  depend on the host). The firmware runs one control loop per SysTick tick and calls one of two empty
-  functions at its start, by the loop's parity (found through the image's debug descriptor,
-  :data:`DEBUG_INFO_ADDRESS`); a breakpoint on the next loop's one stops the core at the start of each loop
-  (QEMU's stub has no step-over: a stop on a breakpoint that stays in place repeats at once), where the simulator steps the physics to that loop's instant,
-  ``loop x (SYST_RVR + 1) / SYSCLK``, read from SysTick's reload register. A wrong SysTick divisor
-  therefore runs the loop at a wrong rate in sim time, as on the board.
+  depend on the host). The firmware runs one control loop per SysTick tick; loop k starts at
+  ``k x (SYST_RVR + 1) / SYSCLK`` of sim time (SysTick's reload register, read at boot), so a wrong SysTick
+  divisor runs the loop at a wrong rate in sim time, as on the board. At every ``board_sync_stride``-th loop (the
+  loops of one physics step) the image calls one of two empty functions, alternately (found through its debug
+  descriptor, :data:`DEBUG_INFO_ADDRESS`); a breakpoint on the next one stops the core there, where the simulator
+  steps the physics to that loop's instant. (QEMU's stub has no step-over: a breakpoint left where the core
+  stopped would stop it again at once, so the one resumed from is not armed.)
 - **PWM.** The duty of each motor is read from the timers' compare registers: (CCR(IN1) - CCR(IN2)) /
   (ARR + 1) of TIM3 (motors 0, 1) and TIM4 (motors 2, 3); both inputs full is the brake.
 - **Encoders.** No QEMU timer counts encoder edges: the counts are written into the image's

@@ -146,7 +146,8 @@ class Simulation:
         links = o.serial_links or []
         options = AssemblyOptions(o.joint_state_rate, o.odom_rate, o.command_timeout, o.firmware,
                                   links[index] if index < len(links) else None, o.seed, o.baud, o.firmware_lockstep,
-                                  o.firmware_build, o.firmware_image, o.cameras, o.camera_threads, o.arm_constraints, o.allow_partial_joints_goal, o.gripper)
+                                  o.firmware_build, o.firmware_image, o.cameras, o.camera_threads, o.arm_constraints,
+                                  o.allow_partial_joints_goal, o.gripper)
         # appended before its threads and links exist: close() frees them if a later step fails
         robot = assemble_robot(index, placement, binding, self.model, options, self.world.light, self.renderer,
                                self.geom_labels, self.robots.append)

@@ -45,7 +45,6 @@ from robotsim_core.ros.wire import FixedLayout
 from robotsim_firmware.base_commands import SETPOINT_PERIOD
 from robotsim_firmware.host_library import FirmwareBuildError
 from robotsim_firmware.in_the_loop import BUILDS
-_BUILD_NAMES = {'host': 'host build', 'qemu': 'MCU image under QEMU'}
 from robotsim_firmware.qemu_board import QemuError
 from robotsim_firmware.virtual_serial import LinkInUseError
 from robotsim_msgs.msg import SimStatus
@@ -60,6 +59,9 @@ from .robot_messages import RobotMessages, world_entities_message
 from ..scene import RobotPlacement, load_world, resolve_world_path
 from ..node_interface import PARAMETERS
 from ..simulation import SimOptions, Simulation
+
+_BUILD_NAMES = {'host': 'host build', 'qemu': 'MCU image under QEMU'}
+"""How the start line names each firmware build."""
 
 MAX_STEP_SECONDS = 60.0
 """/sim/step refuses more steps than this much sim time: the node serves nothing else meanwhile."""
