@@ -2,7 +2,8 @@
 
 Runs the real C firmware in the loop (the host build, then the MCU image under QEMU) against the rover in
 MuJoCo, speaking the serial protocol over the simulator's pty exactly as the motor bridge does (protocol.py,
-same frames), without ROS. Every number is measured by this script; `make bench` writes the table into the documentation (docs/firmware.md).
+same frames), without ROS. Every number is measured by this script; `make bench` writes the table into the
+documentation (docs/firmware.md).
 """
 
 from __future__ import annotations
