@@ -16,9 +16,9 @@ What crosses, and how (QEMU 7.2, Debian 12; ``firmware/mcu/board_netduinoplus2.c
   ``k x (SYST_RVR + 1) / SYSCLK`` of sim time (SysTick's reload register, read at boot), so a wrong SysTick
   divisor runs the loop at a wrong rate in sim time, as on the board. At every ``board_sync_stride``-th loop (the
   loops of one physics step) the image calls one of two empty functions, alternately (found through its debug
-  descriptor, :data:`DEBUG_INFO_ADDRESS`); a breakpoint on the next one stops the core there, where the simulator
-  steps the physics to that loop's instant. (QEMU's stub has no step-over: a breakpoint left where the core
-  stopped would stop it again at once, so the one resumed from is not armed.)
+  descriptor, :data:`DEBUG_INFO_ADDRESS`); breakpoints on both stop the core there, where the simulator steps the
+  physics to that loop's instant. (QEMU's stub has no step-over: the core is stepped off the breakpoint it stopped
+  on before it resumes.)
 - **PWM.** The duty of each motor is read from the timers' compare registers: (CCR(IN1) - CCR(IN2)) /
   (ARR + 1) of TIM3 (motors 0, 1) and TIM4 (motors 2, 3); both inputs full is the brake.
 - **Encoders.** No QEMU timer counts encoder edges: the counts are written into the image's
@@ -251,18 +251,15 @@ class QemuFirmware:
         self._sync_points = (info[2] & ~1, info[3] & ~1)  # board_sync_even, board_sync_odd (Thumb bit off)
         self._encoders, self._rx_expected, self._boot, self._stride_address = info[4], info[6], info[8] & ~1, info[9]
         self._stride: int | None = None  # loops between stops (None: not set since the last reset)
-        self._at: int | None = None  # the sync point the core is stopped in
-        self._armed: int | None = None  # the sync point with a breakpoint on it
+        self._armed = False  # breakpoints on both sync points
 
-    def _arm(self, parity: int | None) -> None:
-        """Keep the breakpoint on the sync point of that parity only (None: on neither)."""
-        if self._armed == parity:
-            return
-        if self._armed is not None:
-            self.gdb.breakpoint(self._sync_points[self._armed], on=False)
-        if parity is not None:
-            self.gdb.breakpoint(self._sync_points[parity])
-        self._armed = parity
+    def _arm(self, on: bool) -> None:
+        """Breakpoints on both sync points (kept in place: QEMU retranslates code at every change of breakpoints, which
+        costs more than stepping off one)."""
+        if self._armed != on:
+            for address in self._sync_points:
+                self.gdb.breakpoint(address, on)
+            self._armed = on
 
     def _qemu_says(self) -> str:
         self._log.seek(0)
@@ -283,16 +280,16 @@ class QemuFirmware:
         """Power-on reset: the core restarts the image and runs to its first control loop."""
         # Stop once before the firmware starts: its fw_init takes the speed loop's baseline from the encoders,
         # which must read where the wheels are (a reboot mid-drive, or after a world reset).
-        self._arm(None)
+        self._arm(False)
         self.gdb.breakpoint(self._boot)
         self.gdb.monitor('system_reset')
         self._transmitted = []
         self._stop_at_next_loop(self.start_timeout)
         self.gdb.breakpoint(self._boot, on=False)
         self._write_encoders()
-        self._arm(0)
+        self._arm(True)
         self._stop_at_next_loop(self.start_timeout)
-        self._at, self._stride = 0, None  # (the reboot set board_sync_stride back to 1)
+        self._stride = None  # (the reboot set board_sync_stride back to 1)
         ticks = self._register(0)  # r0: the sync point's argument, the loop's number
         if ticks != 0:
             raise QemuError(f'{self.image.name}: the first stop was loop {ticks}, expected loop 0')
@@ -347,13 +344,10 @@ class QemuFirmware:
         self._stride = stride
 
     def _resume_to(self, loop: int) -> None:
-        """From the stop at ``self.loops``, run to the start of ``loop`` (the next multiple of the stride)."""
-        parity = (loop // self._stride) % 2
-        if parity == self._at:  # (after a change of stride) the same sync point again: step off it first
-            self.gdb.command(b's')
-        self._arm(parity)
+        """From the stop at ``self.loops``, run to the start of ``loop`` (the next multiple of the stride): one step off
+        the breakpoint the core stopped on (the stub has no step-over), then on to the next sync point."""
+        self.gdb.command(b's')
         self._stop_at_next_loop()
-        self._at = parity
         self._transmitted.append(self._drain())  # (QEMU blocks on a serial socket nobody reads)
         self.loops = loop
 

@@ -215,9 +215,8 @@ void board_led(uint8_t on) { fault_led = on; }
 /* After board_init, before fw_init takes its speed baseline from the encoders. Does nothing. */
 __attribute__((noinline)) void board_boot(void) { __asm__ volatile("" ::: "memory"); }
 
-/* Two stopping points, called alternately at every board_sync_stride-th loop: a debugger that stops the core
- * there keeps a breakpoint on one while it resumes from the other (resuming from a breakpoint it keeps would
- * stop there again at once). They do nothing. */
+/* Two stopping points, called alternately at every board_sync_stride-th loop (a debugger tells consecutive stops
+ * apart by where the core stopped). They do nothing. */
 __attribute__((noinline)) void board_sync_even(uint32_t loop) { __asm__ volatile("" : : "r"(loop) : "memory"); }
 __attribute__((noinline)) void board_sync_odd(uint32_t loop) { __asm__ volatile("" : : "r"(loop) : "memory"); }
 
