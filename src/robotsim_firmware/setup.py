@@ -13,7 +13,7 @@ setup(
         ('share/' + package_name, ['package.xml']),
         # The C firmware ships with the package: the simulator builds its host library from it.
         *[('share/' + package_name + '/' + folder, glob.glob(folder + '/*.[ch]') + glob.glob(folder + '/*.ld'))
-          for folder in ('firmware/src', 'firmware/host', 'firmware/mcu')],
+          for folder in ('firmware/src', 'firmware/host', 'firmware/mcu', 'firmware/power')],
         ('share/' + package_name + '/firmware', ['firmware/Makefile']),
     ],
     install_requires=['setuptools'],

@@ -17,6 +17,37 @@ from pathlib import Path
 
 from robotsim_core.drive import MCU_MOTOR_CHANNELS as CHANNELS  # noqa: E402  (one value for C and Python)
 UART_BUFFER = 4096
+BUS_QUEUE = 32      # HOST_BUS_QUEUE (firmware/host/host_bus.h)
+BUS_MAX_DATA = 8    # BUS_MAX_DATA (firmware/src/bus.h)
+
+
+class HostBusFrame(ctypes.Structure):
+    """Mirror of struct host_bus_frame (firmware/host/host_bus.h)."""
+
+    _fields_ = [('id', ctypes.c_uint16), ('len', ctypes.c_uint8), ('data', ctypes.c_uint8 * BUS_MAX_DATA)]
+
+
+class HostBus(ctypes.Structure):
+    """Mirror of struct host_bus: a board's port on the board-to-board bus (robotsim_firmware.board_bus)."""
+
+    _fields_ = [('tx_count', ctypes.c_uint32), ('tx_overflows', ctypes.c_uint32), ('rx_count', ctypes.c_uint32),
+                ('rx_read', ctypes.c_uint32), ('tx', HostBusFrame * BUS_QUEUE), ('rx', HostBusFrame * BUS_QUEUE)]
+
+    def sent(self) -> list[tuple[int, bytes]]:
+        """The frames (id, data) the board sent since the last call."""
+        frames = [(f.id, bytes(f.data[:f.len])) for f in self.tx[:min(self.tx_count, BUS_QUEUE)]]
+        self.tx_count = 0
+        return frames
+
+    def deliver(self, frames: list[tuple[int, bytes]]) -> int:
+        """Hand the board these frames for its next step (the older ones it has not read are replaced);
+        returns how many fitted."""
+        taken = frames[:BUS_QUEUE]
+        for slot, (frame_id, data) in zip(self.rx, taken):
+            slot.id, slot.len = frame_id, len(data)
+            slot.data[:len(data)] = list(data)
+        self.rx_count, self.rx_read = len(taken), 0
+        return len(taken)
 
 
 class HostPlant(ctypes.Structure):
@@ -27,7 +58,7 @@ class HostPlant(ctypes.Structure):
                 ('time_ns', ctypes.c_uint64), ('loops', ctypes.c_uint64), ('remainder_ns', ctypes.c_uint64),
                 ('rx_head', ctypes.c_uint32), ('rx_tail', ctypes.c_uint32),
                 ('tx_head', ctypes.c_uint32), ('tx_tail', ctypes.c_uint32), ('tx_dropped', ctypes.c_uint32),
-                ('rx', ctypes.c_uint8 * UART_BUFFER), ('tx', ctypes.c_uint8 * UART_BUFFER)]
+                ('rx', ctypes.c_uint8 * UART_BUFFER), ('tx', ctypes.c_uint8 * UART_BUFFER), ('bus', HostBus)]
 
 
 class FirmwareBuildError(RuntimeError):
@@ -46,14 +77,24 @@ def firmware_source_dir() -> Path:
     return Path(__file__).resolve().parents[1] / 'firmware'
 
 
-def build_host_library(source_dir: Path | None = None, cache_dir: Path | None = None) -> Path:
+HOST_BUILDS = {
+    'base': (('src/firmware.c', 'src/protocol.c', 'host/host_hal.c'), ('src', 'host'), 'librobotsim_fw_host'),
+    'power': (('power/power_board.c', 'power/host_power.c', 'src/protocol.c'), ('src', 'host', 'power'),
+              'librobotsim_power_host'),
+}
+"""Per board: its host build's C files, include folders and library name (under the firmware folder)."""
+
+
+def build_host_library(source_dir: Path | None = None, cache_dir: Path | None = None, board: str = 'base') -> Path:
+    """The host build of ``board``'s firmware (HOST_BUILDS), compiled into a cache keyed by its sources' hash."""
     source_dir = source_dir or firmware_source_dir()
+    sources, includes, name = HOST_BUILDS[board]
     files = sorted(p for p in source_dir.rglob('*') if p.suffix in ('.c', '.h') and 'mcu' not in p.parts)
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(board.encode())
     for path in files:
         digest.update(path.relative_to(source_dir).as_posix().encode() + path.read_bytes())
     cache_dir = cache_dir or Path(os.environ.get('XDG_CACHE_HOME', Path.home() / '.cache')) / 'robotsim' / 'firmware'
-    target = cache_dir / f'librobotsim_fw_host-{digest.hexdigest()[:16]}.so'
+    target = cache_dir / f'{name}-{digest.hexdigest()[:16]}.so'
     if target.is_file():
         return target
     compiler = os.environ.get('CC', 'cc')
@@ -63,9 +104,8 @@ def build_host_library(source_dir: Path | None = None, cache_dir: Path | None = 
     cache_dir.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(f'.{os.getpid()}.tmp')
     command = [compiler, '-std=c99', '-O2', '-Wall', '-Wextra', '-Werror', '-fPIC', '-shared',
-               f'-I{source_dir / "src"}', f'-I{source_dir / "host"}', '-o', str(partial),
-               str(source_dir / 'src' / 'firmware.c'), str(source_dir / 'src' / 'protocol.c'),
-               str(source_dir / 'host' / 'host_hal.c')]
+               *(f'-I{source_dir / folder}' for folder in includes), '-o', str(partial),
+               *(str(source_dir / source) for source in sources)]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         raise FirmwareBuildError(f'firmware host build failed:\n{" ".join(command)}\n{result.stderr}')
@@ -73,17 +113,20 @@ def build_host_library(source_dir: Path | None = None, cache_dir: Path | None = 
     return target
 
 
+def load_private_copy(path: Path) -> ctypes.CDLL:
+    """The library at ``path`` loaded from a private copy: the firmware keeps its state in C globals and dlopen
+    shares a loaded path, so every MCU (one per simulated board) gets a copy of its own."""
+    with tempfile.TemporaryDirectory(prefix='robotsim-fw-') as folder:
+        private = Path(folder) / path.name
+        shutil.copyfile(path, private)
+        return ctypes.CDLL(str(private), mode=os.RTLD_LOCAL)
+
+
 class HostFirmware:
     """One MCU running the real firmware; the simulator drives its clock and its plant."""
 
     def __init__(self, library: Path | None = None):
-        # The firmware keeps its state in C globals and dlopen shares a loaded path, so every MCU
-        # (one per simulated robot) loads a private copy of the library.
-        path = library or build_host_library()
-        with tempfile.TemporaryDirectory(prefix='robotsim-fw-') as folder:
-            private = Path(folder) / path.name
-            shutil.copyfile(path, private)
-            self._lib = ctypes.CDLL(str(private), mode=os.RTLD_LOCAL)
+        self._lib = load_private_copy(library or build_host_library())
         self._lib.fw_host_plant.restype = ctypes.POINTER(HostPlant)
         self._lib.fw_host_advance.restype = ctypes.c_uint32
         self._lib.fw_host_advance.argtypes = [ctypes.c_uint64]

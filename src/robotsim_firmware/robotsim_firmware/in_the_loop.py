@@ -17,14 +17,19 @@ import sys
 
 import numpy as np
 
+from .board_bus import BoardBus
 from .host_library import CHANNELS, HostFirmware
+from .power_board import PowerBoard
 from .virtual_serial import PtyLink
 
 BUILDS = ('host', 'qemu')
 """Which firmware build runs in the loop: the host build (a shared library the simulator calls, HAL = the plant) or
 the MCU image under QEMU (robotsim_firmware.qemu_board: registers, interrupts and the core's own time)."""
 
-FAULTS = ('encoder_stuck', 'encoder_noise', 'motor_dead', 'link_drop', 'link_down', 'mcu_reset', 'clear')
+FAULTS = ('encoder_stuck', 'encoder_noise', 'motor_dead', 'link_drop', 'link_down', 'mcu_reset', 'bus_down', 'bus_drop',
+          'clear')
+BUS_BOARDS = ('base', 'power')
+"""The boards on the bus of a robot with a power board; a bus fault's ``channel`` picks one by its index."""
 MAX_LINK_DROP_EVERY = 1_000_000  # one lost frame in a million: about six hours of 50 Hz setpoints
 
 
@@ -34,11 +39,14 @@ def wrap_int32(value: int) -> int:
 
 class FirmwareInTheLoop:
     def __init__(self, channels: int, link_path: str | None = None, seed: int = 0, baud: int = 115200,
-                 lockstep: bool = False, build: str = 'host', image: str = ''):
+                 lockstep: bool = False, build: str = 'host', image: str = '', power_board: bool = False):
         if not 1 <= channels <= CHANNELS:
             raise ValueError(f'the firmware drives 1 to {CHANNELS} wheels, the robot has {channels} driven wheels')
         if build not in BUILDS:
             raise ValueError(f'firmware build {build!r}: expected one of {", ".join(BUILDS)}')
+        if power_board and build != 'host':
+            raise ValueError('power_board: the board-to-board bus runs with the host build (firmware:=true); the '
+                             "QEMU board port has no bus (QEMU 7.2's STM32F405 emulates no CAN)")
         self.channels = channels
         self.build = build
         self.failure: str | None = None
@@ -53,6 +61,11 @@ class FirmwareInTheLoop:
         except BaseException:
             getattr(self.mcu, 'close', lambda: None)()
             raise
+        self.power: PowerBoard | None = PowerBoard() if power_board else None
+        """The robot's power board (its motors' supply relay), on the bus with the base controller; None: none."""
+        self.bus = BoardBus(list(BUS_BOARDS)) if power_board else None
+        self._inbox: dict[str, list] = {name: [] for name in BUS_BOARDS}
+        self._load = 0.0
         self.link.lockstep = lockstep
         self.counts_per_radian = self.mcu.counts_per_rev / (2 * math.pi)
         self.reset(seed)
@@ -76,6 +89,10 @@ class FirmwareInTheLoop:
         if wheel_angles is not None:
             self._write_encoders(wheel_angles)
         self._reboot()
+        if self.power is not None:
+            self.power.reset()
+            self.bus.clear_faults()
+            self._inbox = {name: [] for name in BUS_BOARDS}
 
     def _reboot(self) -> None:
         self.mcu.reset()
@@ -117,6 +134,10 @@ class FirmwareInTheLoop:
         from_host = self.link.transfer(self.mcu.transmitted(), dt_ns * 1e-9)
         if from_host:
             self.mcu.receive(from_host)
+        if self.power is not None:  # what the bus delivered after the last step, then this step on both boards
+            self.mcu.plant.bus.deliver(self._inbox['base'])
+            self.power.bus.deliver(self._inbox['power'])
+            self.power.advance(dt_ns, self._load)
         try:
             self.mcu.advance(dt_ns)
         except RuntimeError as error:  # (QemuError: the image hangs, crashed, or QEMU died)
@@ -127,6 +148,11 @@ class FirmwareInTheLoop:
         duties = np.array([plant.duty[channel] for channel in range(self.channels)])
         for channel in self.dead:
             duties[channel] = 0.0
+        if self.power is not None:
+            self._inbox = self.bus.exchange({'base': self.mcu.plant.bus.sent(), 'power': self.power.bus.sent()})
+            if not self.power.relay_closed:
+                duties[:] = 0.0  # the relay cut the motors' supply
+            self._load = float(np.abs(duties).sum())
         return duties
 
     def value_range(self, fault: str) -> tuple[int, int, str]:
@@ -135,6 +161,8 @@ class FirmwareInTheLoop:
             return 1, int(self.mcu.counts_per_rev), 'counts of noise amplitude'
         if fault == 'link_drop':
             return 2, MAX_LINK_DROP_EVERY, 'every value-th host frame is lost'
+        if fault == 'bus_drop':
+            return 2, MAX_LINK_DROP_EVERY, "every value-th frame of the board's bus link is lost"
         return 0, 0, f'{fault} takes no value'
 
     def inject(self, fault: str, channel: int = 0, value: float = 0.0) -> str | None:
@@ -143,6 +171,12 @@ class FirmwareInTheLoop:
             return f'unknown fault {fault!r}; expected one of {", ".join(FAULTS)}'
         if fault in ('encoder_stuck', 'encoder_noise', 'motor_dead') and not 0 <= channel < self.channels:
             return f'channel {channel} out of range 0..{self.channels - 1}'
+        if fault in ('bus_down', 'bus_drop'):
+            if self.bus is None:
+                return f'{fault}: this robot has no board-to-board bus (start it with power_board:=true)'
+            if not 0 <= channel < len(BUS_BOARDS):
+                return (f'{fault}: channel {channel} out of range: expected a board, '
+                        + ', '.join(f'{i} ({name})' for i, name in enumerate(BUS_BOARDS)))
         low, high, unit = self.value_range(fault)
         # NaN fails every comparison, so it lands here too (as do Inf and 1e300): refused before int().
         if not (low <= value <= high and float(value).is_integer()):
@@ -160,11 +194,17 @@ class FirmwareInTheLoop:
             self.link.down = True
         elif fault == 'mcu_reset':
             self._reboot()
+        elif fault == 'bus_down':
+            self.bus.links[BUS_BOARDS[channel]].down = True
+        elif fault == 'bus_drop':
+            self.bus.links[BUS_BOARDS[channel]].drop_every = int(value)
         else:
             self.stuck.clear()
             self.noise.clear()
             self.dead.clear()
             self.link.down, self.link.drop_every = False, 0
+            if self.bus is not None:
+                self.bus.clear_faults()
         return None
 
     def close(self) -> None:

@@ -21,8 +21,9 @@ HELLO, SET_VELOCITY, SET_GAINS = 0x01, 0x02, 0x03
 HELLO_ACK, TELEMETRY, FAULT = 0x81, 0x83, 0x84
 
 STATUS_HELLO_DONE, STATUS_WATCHDOG_BRAKING, STATUS_SETPOINT_ACTIVE = 1, 2, 4
-FAULT_ENCODER_STALL, FAULT_RESET = 1, 2
-FAULT_NAMES = {FAULT_ENCODER_STALL: 'encoder stall (stuck encoder or dead motor)', FAULT_RESET: 'MCU reset'}
+FAULT_ENCODER_STALL, FAULT_RESET, FAULT_PEER_SILENT = 1, 2, 4
+FAULT_NAMES = {FAULT_ENCODER_STALL: 'encoder stall (stuck encoder or dead motor)', FAULT_RESET: 'MCU reset',
+               FAULT_PEER_SILENT: 'a board on the bus went silent (the power board)'}
 
 _TELEMETRY = struct.Struct('<I4i4f4hHHHHIIBB')
 _HELLO_ACK = struct.Struct('<BBBBBHI')

@@ -43,6 +43,10 @@ size_t hal_uart_write(const uint8_t *buf, size_t len) {
 
 void hal_fault_led(uint8_t on) { plant.fault_led = on; }
 
+int hal_bus_send(uint16_t id, const uint8_t *data, uint8_t len) { return host_bus_send(&plant.bus, id, data, len); }
+
+int hal_bus_receive(uint16_t *id, uint8_t *data, uint8_t *len) { return host_bus_receive(&plant.bus, id, data, len); }
+
 /* ---- simulator API ---- */
 
 struct host_plant *fw_host_plant(void) { return &plant; }

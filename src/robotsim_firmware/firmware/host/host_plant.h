@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "hal.h"
+#include "host_bus.h"
 
 #define HOST_UART_BUFFER 4096
 
@@ -23,6 +24,7 @@ struct host_plant {
   uint32_t tx_dropped;
   uint8_t rx[HOST_UART_BUFFER];
   uint8_t tx[HOST_UART_BUFFER];
+  struct host_bus bus;                    /* the board-to-board bus port */
 };
 
 #endif

@@ -80,6 +80,21 @@ void hal_motor_write(uint8_t channel, float duty, uint8_t brake) { board_pwm_wri
 int32_t hal_encoder_read(uint8_t channel) { return board_encoder_count(channel); }
 void hal_fault_led(uint8_t on) { board_led(on); }
 
+/* No board-to-board bus on this port yet (the Netduino Plus 2 has no CAN transceiver; QEMU emulates no CAN). */
+int hal_bus_send(uint16_t id, const uint8_t *data, uint8_t len) {
+  (void)id;
+  (void)data;
+  (void)len;
+  return 0;
+}
+
+int hal_bus_receive(uint16_t *id, uint8_t *data, uint8_t *len) {
+  (void)id;
+  (void)data;
+  (void)len;
+  return 0;
+}
+
 void board_init(void) {
   board_peripherals_init();
   SYST_RVR = BOARD_CORE_CLOCK_HZ / 1000u - 1u; /* the control loop's 1 kHz tick */

@@ -8,6 +8,7 @@
 
 #include <string.h>
 
+#include "bus.h"
 #include "hal.h"
 #include "protocol.h"
 
@@ -39,6 +40,9 @@ static struct {
   uint64_t host_rx_us; /* when the last valid host frame arrived (echoed in telemetry for clock mapping) */
   uint8_t host_rx_sequence;
   uint8_t host_rx_type;
+  uint8_t peer_heard;   /* the power board has been heard on the bus since boot */
+  uint8_t peer_silent;  /* ... and then not for BUS_PEER_TIMEOUT_MS */
+  uint64_t peer_last_us;
 } fw;
 
 static void send(const uint8_t *payload, size_t len) {
@@ -135,6 +139,33 @@ static void send_telemetry(uint64_t sample_us) {
   send(payload, sizeof(payload));
 }
 
+/* The bus: hear the power board, say the base is alive. A peer heard once and then silent is a fault (a cut
+ * bus, a dead board); a board never heard is not expected (a robot without one). */
+static void bus_step(uint64_t now) {
+  uint16_t id;
+  uint8_t data[BUS_MAX_DATA], len;
+  while (hal_bus_receive(&id, data, &len)) {
+    if (id == BUS_ID_POWER_STATUS && len >= 3) {
+      fw.peer_heard = 1;
+      fw.peer_last_us = now;
+    }
+  }
+  uint8_t silent = fw.peer_heard && now - fw.peer_last_us > (uint64_t)BUS_PEER_TIMEOUT_MS * 1000u;
+  if (silent) {
+    fw.faults |= FAULT_PEER_SILENT;
+    if (!fw.peer_silent) send_fault(fw.faults, 0xFF);
+  } else {
+    fw.faults &= (uint16_t)~FAULT_PEER_SILENT;
+  }
+  fw.peer_silent = silent;
+  if (fw.loops % (BUS_HEARTBEAT_MS * FW_LOOP_HZ / 1000u) == 0) {
+    uint8_t beat[6];
+    proto_put_u32(beat, fw.loops);
+    proto_put_u16(beat + 4, fw.faults);
+    hal_bus_send(BUS_ID_BASE_HEARTBEAT, beat, sizeof(beat));
+  }
+}
+
 void fw_step(void) {
   uint8_t rx[64];
   size_t n;
@@ -142,6 +173,7 @@ void fw_step(void) {
 
   const float dt = 1.0f / (float)FW_LOOP_HZ;
   uint64_t now = hal_time_us();
+  bus_step(now);
   uint32_t oldest = fw.history_index;  /* the slot about to be overwritten holds the count WINDOW loops ago */
   int watchdog = !(fw.status & STATUS_SETPOINT_ACTIVE) ||
                  now - fw.last_setpoint_us > (uint64_t)fw.gains.watchdog_ms * 1000u;

@@ -32,4 +32,10 @@ size_t hal_uart_write(const uint8_t *buf, size_t len);
 /* Optional fault indicator (LED); may do nothing. */
 void hal_fault_led(uint8_t on);
 
+/* The board-to-board bus (src/bus.h): queue a frame (1) or not (0: no bus on this board, or its queue full). */
+int hal_bus_send(uint16_t id, const uint8_t *data, uint8_t len);
+
+/* The next frame heard on the bus: 1 and the frame (data holds up to 8 bytes), or 0 when none. */
+int hal_bus_receive(uint16_t *id, uint8_t *data, uint8_t *len);
+
 #endif
