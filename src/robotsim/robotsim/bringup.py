@@ -69,6 +69,9 @@ class BringupConfig:
     qemu-system-arm + motor bridge), false (built-in), auto (the host build for differential bases)."""
     firmware_image: str = ''
     """With firmware:=qemu: the MCU image (ELF) to run; '' builds it from the firmware sources (``make qemu``)."""
+    power_board: bool = False
+    """With firmware:=true: a power board on a bus with the base controller, holding the motors' supply while it
+    hears the base (the sim node's ``/diagnostics`` shows the bus)."""
     rviz: bool = False
     """Start RViz when rviz2 is installed, with the first robot's ``config/rviz/<robot>.rviz`` if there
     is one (the scout's shows its range cones), else ``config/rviz/robotsim.rviz`` (the rover's view)."""
@@ -370,6 +373,7 @@ def _sim_nodes(config: BringupConfig, fleet: FleetSpec) -> list[NodeSpec]:
         'world': config.world, 'seed': config.seed, 'real_time_factor': float(config.real_time_factor),
         'duration': float(config.duration), 'cameras': config.cameras, 'firmware': firmware,
         'firmware_build': 'qemu' if config.firmware == 'qemu' else 'host', 'firmware_image': config.firmware_image,
+        'power_board': config.power_board,
         'start_paused': config.paused or recorder_holds_start(config),
         'use_sim_time': False,  # the simulator is the clock
     }

@@ -64,6 +64,8 @@ SIM_NODE_PARAMETERS: tuple[NodeParameter, ...] = (
                   'level).'),
     NodeParameter('firmware_image', '', "With firmware_build 'qemu': the ELF to run ('' = built from the firmware "
                   'sources with `make qemu`).'),
+    NodeParameter('power_board', False, 'With the firmware (host build): a power board on a bus with the base '
+                  "controller, holding the motors' supply while it hears the base (bus counters on /diagnostics)."),
     NodeParameter('firmware_lockstep', True, "The firmware's serial link waits for the motor bridge's frame at "
                   'every setpoint period (20 ms of /clock), so the bridge\'s scheduling cannot change the physics.'),
     NodeParameter('serial_link', '', "Where the firmware's serial device appears ('' = the default per namespace)."),

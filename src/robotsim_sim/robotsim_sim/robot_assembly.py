@@ -189,6 +189,7 @@ class AssemblyOptions:
     firmware_lockstep: bool
     firmware_build: str
     firmware_image: str
+    power_board: bool
     cameras: bool
     camera_threads: bool
     arm_constraints: object
@@ -235,7 +236,7 @@ def assemble_robot(index: int, placement: RobotPlacement, binding: RobotBinding,
                                        f'{model.name} has {len(driven)} driven wheels (run it with firmware:=false)')
             robot.firmware = FirmwareInTheLoop(len(driven), options.serial_link, options.seed, options.baud,
                                                options.firmware_lockstep, options.firmware_build,
-                                               options.firmware_image)
+                                               options.firmware_image, options.power_board)
         for wheel in model.drive.wheels:
             if wheel.steer_joint:
                 robot.steer_actuators[wheel.steer_joint] = binding.position_servos[wheel.steer_joint]

@@ -90,6 +90,9 @@ class SimOptions:
     (the MCU image under qemu-system-arm, robotsim_firmware.qemu_board)."""
     firmware_image: str = ''
     """With ``firmware_build='qemu'``: the ELF to run ('' = built from the firmware sources, ``make qemu``)."""
+    power_board: bool = False
+    """With the firmware (host build): each robot also has a power board on a board-to-board bus with the base
+    controller (robotsim_firmware.power_board; it cuts the motors' supply when the base goes silent)."""
     firmware_lockstep: bool = False
     """The firmware's serial links run in lockstep with the bridge (robotsim_firmware.virtual_serial): the
     caller then brackets /clock at every setpoint period with :meth:`Simulation.sync_firmware`."""
@@ -146,8 +149,8 @@ class Simulation:
         links = o.serial_links or []
         options = AssemblyOptions(o.joint_state_rate, o.odom_rate, o.command_timeout, o.firmware,
                                   links[index] if index < len(links) else None, o.seed, o.baud, o.firmware_lockstep,
-                                  o.firmware_build, o.firmware_image, o.cameras, o.camera_threads, o.arm_constraints,
-                                  o.allow_partial_joints_goal, o.gripper)
+                                  o.firmware_build, o.firmware_image, o.power_board, o.cameras, o.camera_threads,
+                                  o.arm_constraints, o.allow_partial_joints_goal, o.gripper)
         # appended before its threads and links exist: close() frees them if a later step fails
         robot = assemble_robot(index, placement, binding, self.model, options, self.world.light, self.renderer,
                                self.geom_labels, self.robots.append)

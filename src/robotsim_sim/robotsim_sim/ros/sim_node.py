@@ -42,6 +42,7 @@ from robotsim_core.errors import DescriptionError
 from robotsim_core.ros.common import (ParameterError, checked_parameter, message_class, qos_profile, run_node,
                                       stamp_fields, stamp_msg)
 from robotsim_core.ros.wire import FixedLayout
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from robotsim_firmware.base_commands import SETPOINT_PERIOD
 from robotsim_firmware.host_library import FirmwareBuildError
 from robotsim_firmware.in_the_loop import BUILDS
@@ -138,6 +139,7 @@ class SimNode(Node):
         if firmware_build not in BUILDS:
             raise ParameterError(f'parameter firmware_build: expected one of {", ".join(BUILDS)}, got {firmware_build!r}')
         firmware_image = declare('firmware_image')
+        power_board = declare('power_board')
         firmware_lockstep = declare('firmware_lockstep')
         serial_link = declare('serial_link')
         # With firmware in the loop the motor bridge publishes odometry, its TF and the wheel joints.
@@ -172,7 +174,7 @@ class SimNode(Node):
         self.sim = Simulation(world, placements, SimOptions(
             seed=seed, cameras=cameras, command_timeout=command_timeout, firmware=self.firmware,
             firmware_lockstep=self.firmware and firmware_lockstep, firmware_build=firmware_build,
-            firmware_image=firmware_image,
+            firmware_image=firmware_image, power_board=self.firmware and power_board,
             serial_links=self.serial_links, arm_constraints=constraints, allow_partial_joints_goal=allow_partial,
             gripper=gripper, camera_threads=True))
         self.arm_actions = ArmActions(self, feedback_rate, state_rate)
@@ -208,6 +210,9 @@ class SimNode(Node):
         self._rtf_window = (time.monotonic(), self.sim.time_ns)
         self._pace_origin = (time.monotonic(), self.sim.time_ns)
         self.create_timer(STATUS_PERIOD, self.publish_status)
+        if any(robot.firmware is not None and robot.firmware.bus is not None for robot in self.sim.robots):
+            self.diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+            self.create_timer(1.0, self.publish_bus_diagnostics)
         self.create_timer(log_period, self.log_progress)
         for ports, robot in zip(self.ports, self.sim.robots):
             self.get_logger().info(
@@ -319,6 +324,31 @@ class SimNode(Node):
             step_count=self.sim.step_count, physics_timestep=self.sim.model.opt.timestep, seed=self.sim.seed)
         for ports in self.ports:
             ports.pubs['sim/status'].publish(status)
+
+    def publish_bus_diagnostics(self) -> None:
+        """Each robot's board-to-board bus: its boards' links (frames sent, delivered, lost and why) and the power
+        board's relay and battery; WARN while a link is faulted or the relay is open."""
+        array = DiagnosticArray()
+        array.header.stamp = stamp_msg(self.stamp_ns(self.sim.time_ns))
+        for ports, robot in zip(self.ports, self.sim.robots):
+            firmware = robot.firmware
+            if firmware is None or firmware.bus is None:
+                continue
+            values = [KeyValue(key='motor relay', value='closed' if firmware.power.relay_closed else 'open'),
+                      KeyValue(key='battery mV', value=str(firmware.power.plant.battery_mv))]
+            faulted = []
+            for name, link in firmware.bus.links.items():
+                c = link.counters
+                values.append(KeyValue(key=f'{name} link', value=f'sent {c.sent}, delivered {c.delivered}, lost: link '
+                                       f'down {c.lost_link_down}, dropped {c.lost_dropped}, queue full {c.lost_queue_full}'))
+                if link.down or link.drop_every:
+                    faulted.append(f'{name} link ' + ('down' if link.down else f'drops every {link.drop_every}'))
+            problems = faulted + ([] if firmware.power.relay_closed else ["motor relay open (the motors' supply is cut)"])
+            prefix = f'{ports.namespace}/' if ports.namespace else ''
+            array.status.append(DiagnosticStatus(
+                level=DiagnosticStatus.WARN if problems else DiagnosticStatus.OK, name=f'{prefix}board bus',
+                hardware_id='robotsim_sim', message='; '.join(problems) or 'ok', values=values))
+        self.diagnostics_pub.publish(array)
 
     # ------------------------------------------------------------------ callbacks
     def on_cmd_vel(self, ports: RobotPorts, msg) -> None:
