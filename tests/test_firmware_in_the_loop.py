@@ -26,11 +26,11 @@ def link(tmp_path) -> str:
 
 
 @contextlib.contextmanager
-def running(link: str, world: str = 'wall_ahead.yaml'):
+def running(link: str, world: str = 'wall_ahead.yaml', **parameters):
     """Simulator with firmware in the loop + motor bridge + an observer; all stopped on exit."""
     obs = observer()
     sim = NodeProcess('robotsim_sim', 'sim_node', {'world': str(WORLDS / world), 'cameras': False, 'firmware': True,
-                                                   'serial_link': link, 'real_time_factor': 1.0})
+                                                   'serial_link': link, 'real_time_factor': 1.0, **parameters})
     bridge = NodeProcess('robotsim_firmware', 'motor_bridge', {'device': link, 'use_sim_time': True,
                                                                'reconnect_period': 0.2})
     try:
@@ -280,3 +280,38 @@ def test_both_base_control_modes_publish_the_same_topics(link):
         assert builtin.get(topic) == firmware.get(topic), topic
         assert builtin.get(topic), topic
     assert '/diagnostics' in firmware
+
+
+def statuses(obs, name: str) -> list:
+    return [status for message in obs.messages['/diagnostics'] for status in message.status if status.name == name]
+
+
+def test_cutting_the_power_board_s_bus_link_stops_the_robot_and_both_sides_say_why(link):
+    """power_board:=true: the power board hears the base's heartbeat on the bus and holds the motors' supply. Its
+    link cut, it opens the relay (the robot stops), the bridge reports the base's FAULT_PEER_SILENT and the
+    simulator's /diagnostics the link down with the frames it did not carry; cleared, the robot drives again."""
+    def inject(fault, channel=0):
+        response = obs.call(InjectFault, '/sim/inject_fault', InjectFault.Request(fault=fault, channel=channel))
+        assert response.success, response.message
+
+    def speed():
+        return abs(obs.messages['/sim/ground_truth'][-1].twist.twist.linear.x)
+
+    with running(link, power_board=True) as (obs, sim, bridge):
+        wait_connected(obs)
+        assert obs.spin_until(lambda: statuses(obs, 'board bus'), 30), sim.text
+        drive(obs, -0.2, 1.5)
+        assert speed() > 0.1 and statuses(obs, 'board bus')[-1].level == DiagnosticStatus.OK, (
+            speed(), statuses(obs, 'board bus')[-1], statuses(obs, 'motor_bridge: base MCU link')[-1])
+        inject('bus_down', 1)
+        drive(obs, -0.2, 2.0)
+        assert speed() < 0.02, 'the relay cut the motors'
+        bus = statuses(obs, 'board bus')[-1]
+        values = {kv.key: kv.value for kv in bus.values}
+        assert bus.level == DiagnosticStatus.WARN and 'power link down' in bus.message, bus
+        assert values['motor relay'] == 'open' and 'lost: link down 0' not in values['power link'], values
+        bridge_says = lambda: statuses(obs, 'motor_bridge: base MCU link')[-1].message  # noqa: E731
+        assert obs.spin_until(lambda: 'went silent' in bridge_says(), 10), bridge_says()
+        inject('clear')
+        drive(obs, -0.2, 1.5)
+        assert speed() > 0.1 and statuses(obs, 'board bus')[-1].level == DiagnosticStatus.OK

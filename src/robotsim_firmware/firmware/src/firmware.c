@@ -42,6 +42,7 @@ static struct {
   uint8_t host_rx_type;
   uint8_t peer_heard;   /* the power board has been heard on the bus since boot */
   uint8_t peer_silent;  /* ... and then not for BUS_PEER_TIMEOUT_MS */
+  uint8_t peer_flags;   /* its last POWER_FLAG_* */
   uint64_t peer_last_us;
 } fw;
 
@@ -148,6 +149,7 @@ static void bus_step(uint64_t now) {
     if (id == BUS_ID_POWER_STATUS && len >= 3) {
       fw.peer_heard = 1;
       fw.peer_last_us = now;
+      fw.peer_flags = data[2];
     }
   }
   uint8_t silent = fw.peer_heard && now - fw.peer_last_us > (uint64_t)BUS_PEER_TIMEOUT_MS * 1000u;
@@ -182,15 +184,19 @@ void fw_step(void) {
   } else {
     fw.status &= (uint16_t)~STATUS_WATCHDOG_BRAKING;
   }
+  /* Motors without supply (the power board's relay open, or the power board silent: it opens the relay then) are
+   * not driven: no integral wind-up, and no stall, since a wheel without power cannot follow. */
+  int unpowered = fw.peer_heard && (fw.peer_silent || !(fw.peer_flags & POWER_FLAG_RELAY_CLOSED));
   for (int i = 0; i < HAL_MOTOR_CHANNELS; ++i) {
     int32_t count = hal_encoder_read((uint8_t)i);
     int32_t moved = (int32_t)((uint32_t)count - (uint32_t)fw.history[oldest][i]); /* wrap-safe */
     fw.history[oldest][i] = count;
     fw.velocity[i] = (float)moved * TWO_PI / (float)FW_COUNTS_PER_REV / (dt * FW_VELOCITY_WINDOW);
     uint8_t stalled = (fw.stalled_channel_mask >> i) & 1u;
-    if (watchdog || stalled) {
+    if (watchdog || stalled || unpowered) {
       fw.integral[i] = 0.0f;
       fw.previous_error[i] = 0.0f;
+      fw.stall_loops[i] = 0;
       fw.duty[i] = 0.0f;
       hal_motor_write((uint8_t)i, 0.0f, 1);
       continue;
