@@ -3,6 +3,7 @@
 
 #include "firmware.h"
 #include "hal.h"
+#include "host_clock.h"
 #include "host_plant.h"
 #include "protocol.h"
 
@@ -62,22 +63,9 @@ void fw_host_reset(void) {
   fw_init();
 }
 
-/* Run the firmware for dt_ns of sim time in whole loop periods, carrying the remainder, so the
- * loop count never drifts from sim time. Returns the loops run. A loop runs at the time it reads:
- * the first loop of a physics tick sees the encoders at the tick's own time, so telemetry stamped
- * with that loop's time describes the wheels at that time. */
+/* Run the firmware for dt_ns of sim time in whole loop periods (host_clock.h). */
 uint32_t fw_host_advance(uint64_t dt_ns) {
-  const uint64_t period_ns = 1000000000ull / FW_LOOP_HZ;
-  uint32_t ran = 0;
-  plant.remainder_ns += dt_ns;
-  while (plant.remainder_ns >= period_ns) {
-    plant.remainder_ns -= period_ns;
-    fw_step();
-    plant.time_ns += period_ns;
-    plant.loops++;
-    ran++;
-  }
-  return ran;
+  return host_clock_advance(&plant.time_ns, &plant.loops, &plant.remainder_ns, dt_ns, FW_LOOP_HZ, fw_step);
 }
 
 uint32_t fw_host_loop_hz(void) { return FW_LOOP_HZ; }

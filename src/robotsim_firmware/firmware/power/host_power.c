@@ -3,6 +3,7 @@
 
 #include "hal.h"
 #include "host_bus.h"
+#include "host_clock.h"
 #include "power_board.h"
 #include "power_hal.h"
 
@@ -37,15 +38,5 @@ void pw_host_reset(void) {
 }
 
 uint32_t pw_host_advance(uint64_t dt_ns) {
-  const uint64_t period_ns = 1000000000ull / POWER_LOOP_HZ;
-  uint32_t ran = 0;
-  plant.remainder_ns += dt_ns;
-  while (plant.remainder_ns >= period_ns) {
-    plant.remainder_ns -= period_ns;
-    pw_step();
-    plant.time_ns += period_ns;
-    plant.loops++;
-    ran++;
-  }
-  return ran;
+  return host_clock_advance(&plant.time_ns, &plant.loops, &plant.remainder_ns, dt_ns, POWER_LOOP_HZ, pw_step);
 }
