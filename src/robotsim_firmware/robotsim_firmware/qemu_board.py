@@ -176,9 +176,12 @@ def _run_length_decode(packet: bytes) -> bytes:
     return bytes(out)
 
 
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl  # resolved here: the child of a fork must not load libraries
+PR_SET_PDEATHSIG = 1
+
+
 def _die_with_parent() -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: QEMU dies with the simulator, however it dies
+    _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL)  # QEMU dies with the simulator, however it dies
 
 
 class QemuPlant:
