@@ -95,7 +95,8 @@ def test_table_from_a_real_evaluation_run(straight_run, tmp_path):
     assert row['mean final distance (m)'] == \
         f"{statistics.fmean(float(r['final_goal_distance']) for r in episodes):.2f}"
     rates = {f"{float(r['real_time_factor']):g}" for r in episodes}
-    assert rates <= {'0', '1'} and all(rate in row['real-time factor (0: as fast as possible)'] for rate in rates)
+    # As fast as possible, or the auto pacing's re-runs (1, 0.5, 0.25) of an episode that did not keep up.
+    assert rates <= {'0', '1', '0.5', '0.25'} and all(rate in row['real-time factor (0: as fast as possible)'] for rate in rates)
     assert 'Policy targets' not in block  # no policy, no expert: nothing to judge
 
     # make evaluate-table: the same block again from the files alone, into a README holding an old table.

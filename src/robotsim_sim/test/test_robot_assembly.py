@@ -74,8 +74,11 @@ def test_arm_goals_alone_on_an_assembled_robot():
     scene = CompiledScene.compile(world, [placement])
     data = mujoco.MjData(scene.model)
     robots = []
-    options = AssemblyOptions(50.0, 50.0, 0.5, False, None, 0, 115200, False, False, False, TrajectoryConstraints(), False,
-                              GripperConfig())
+    options = AssemblyOptions(joint_state_rate=50.0, odom_rate=50.0, command_timeout=0.5, firmware=False,
+                              serial_link=None, seed=0, baud=115200, firmware_lockstep=False, firmware_build='host',
+                              firmware_image='', power_board=False, cameras=False, camera_threads=False,
+                              arm_constraints=TrajectoryConstraints(), allow_partial_joints_goal=False,
+                              gripper=GripperConfig())
     robot = assemble_robot(0, placement, scene.bindings[0], scene.model, options, world.light, None,
                            scene.geom_labels, robots.append)
     try:
