@@ -54,7 +54,8 @@ def assert_still_running(obs: Observer, sim: NodeProcess) -> None:
 
 def test_inject_fault_refuses_non_finite_and_absurd_values(observer, tmp_path):
     obs = observer
-    with sim_node(firmware=True, serial_link=str(tmp_path / 'ttyMCU')) as sim:
+    # With the power board, so that the bus faults are there to be refused too.
+    with sim_node(firmware=True, power_board=True, serial_link=str(tmp_path / 'ttyMCU')) as sim:
         assert_still_running(obs, sim)
         for fault in FAULTS:
             for value in ABSURD:
@@ -67,6 +68,7 @@ def test_inject_fault_refuses_non_finite_and_absurd_values(observer, tmp_path):
                                   InjectFault.Request(fault=fault, value=math.nan)).message for fault in FAULTS}
         assert 'expected a whole number from 1 to 8192' in ranges['encoder_noise']
         assert 'expected a whole number from 2 to 1000000' in ranges['link_drop']
+        assert 'expected a whole number from 2 to 1000000' in ranges['bus_drop']
         assert 'expected 0 (mcu_reset takes no value)' in ranges['mcu_reset']
         # In range, the same faults still work.
         for fault, value in (('encoder_noise', 100.0), ('link_drop', 4.0), ('clear', 0.0)):
