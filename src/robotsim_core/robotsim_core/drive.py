@@ -136,12 +136,16 @@ class WheelOdometry:
         self._last = self._last_time = None
 
     def update(self, time: float, wheel_positions: dict[str, float],
-               steer_angles: dict[str, float] | None = None) -> None:
+               steer_angles: dict[str, float] | None = None, measured_turn: float | None = None) -> None:
+        """Integrate the wheels' motion since the last update. ``measured_turn``: the yaw (rad) the base turned
+        since then by a better source than its wheels (a gyro), taken instead of the encoders' turn."""
         if self._last is None:
             self._last, self._last_time = dict(wheel_positions), time
             return
         travel = {w.joint: (wheel_positions[w.joint] - self._last[w.joint]) * w.radius for w in self.drive.driven_wheels}
         distance, turn = forward_kinematics(self.drive, travel, steer_angles)
+        if measured_turn is not None:
+            turn = measured_turn
         self.travelled += abs(distance)
         self.turned += abs(turn)
         heading = self.yaw + turn / 2  # midpoint rule

@@ -67,3 +67,10 @@ class OdometryUncertainty:
         rate = self.yaw_rate_floor + self.yaw_rate_fraction * abs(yaw_rate)
         return (self.forward_speed ** 2, self.sideways_speed ** 2, UNMEASURED_VARIANCE, UNMEASURED_VARIANCE,
                 UNMEASURED_VARIANCE, rate ** 2)
+
+
+ENCODER_HEADING = OdometryUncertainty()
+"""Turns counted by the wheel encoders (the built-in base controller; the firmware before its gyro is ready)."""
+GYRO_HEADING = OdometryUncertainty(heading_per_radian=0.02, yaw_rate_floor=0.02, yaw_rate_fraction=0.05)
+"""Turns measured by the base MCU's gyro (the firmware in the loop, and the robot's firmware, once the gyro's bias is
+known): the heading no longer drifts with tyre scrub."""

@@ -55,6 +55,7 @@ class HostPlant(ctypes.Structure):
 
     _fields_ = [('encoder', ctypes.c_int32 * CHANNELS), ('duty', ctypes.c_float * CHANNELS),
                 ('brake', ctypes.c_uint8 * CHANNELS), ('fault_led', ctypes.c_uint8),
+                ('gyro_present', ctypes.c_uint8), ('gyro', ctypes.c_int16),
                 ('time_ns', ctypes.c_uint64), ('loops', ctypes.c_uint64), ('remainder_ns', ctypes.c_uint64),
                 ('rx_head', ctypes.c_uint32), ('rx_tail', ctypes.c_uint32),
                 ('tx_head', ctypes.c_uint32), ('tx_tail', ctypes.c_uint32), ('tx_dropped', ctypes.c_uint32),

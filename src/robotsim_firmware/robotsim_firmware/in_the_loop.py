@@ -1,6 +1,7 @@
 """Firmware in the loop (ROS-free): the real C firmware drives simulated wheels.
 
-Each physics tick: the wheel angles become encoder counts (with any injected encoder fault),
+Each physics tick: the wheel angles become encoder counts (with any injected encoder fault), the base's yaw rate
+the raw reading of the base board's gyro (:class:`BoardGyro`: bias and noise from the seed),
 the serial link moves the tick's bytes between the pty and the MCU, the firmware runs for
 exactly the tick's sim time, and its PWM duties go back to the motors.
 
@@ -17,6 +18,7 @@ import sys
 
 import numpy as np
 
+from . import protocol
 from .board_bus import BoardBus
 from .host_library import CHANNELS, HostFirmware
 from .power_board import PowerBoard
@@ -35,6 +37,32 @@ MAX_LINK_DROP_EVERY = 1_000_000  # one lost frame in a million: about six hours 
 
 def wrap_int32(value: int) -> int:
     return (value + 2**31) % 2**32 - 2**31
+
+
+class BoardGyro:
+    """The base board's yaw-rate gyro (an ICM-20602 class MEMS part at +-500 deg/s) as the simulator feeds the
+    firmware: the base's true yaw rate, scaled by a sensitivity error and shifted by a zero-rate offset both drawn
+    once per power-on from the seed (within the datasheet's initial tolerances, +-1 % and +-1 deg/s), plus white
+    noise (0.004 deg/s/sqrt(Hz) over its 250 Hz bandwidth: 0.063 deg/s a sample), quantised to its 16-bit counts
+    and clipped at full scale. Not modelled: temperature drift, cross-axis sensitivity, non-linearity. Owns its
+    random generator."""
+
+    BIAS_DPS = 1.0
+    SCALE_TOLERANCE = 0.01
+    NOISE_DPS = 0.063
+
+    def __init__(self, seed: int = 0):
+        self.reset(seed)
+
+    def reset(self, seed: int) -> None:
+        self.rng = np.random.default_rng([seed, 0x6779726F])  # a stream of its own: encoder noise draws do not shift it
+        self.bias_dps = float(self.rng.uniform(-self.BIAS_DPS, self.BIAS_DPS))
+        self.scale = 1.0 + float(self.rng.uniform(-self.SCALE_TOLERANCE, self.SCALE_TOLERANCE))
+
+    def raw(self, yaw_rate: float) -> int:
+        """The reading (counts) for a true yaw rate (rad/s about the board's z)."""
+        dps = math.degrees(yaw_rate) * self.scale + self.bias_dps + self.NOISE_DPS * float(self.rng.standard_normal())
+        return int(min(max(round(dps * protocol.GYRO_LSB_PER_DPS), -32768), 32767))
 
 
 class FirmwareInTheLoop:
@@ -61,6 +89,8 @@ class FirmwareInTheLoop:
         except BaseException:
             getattr(self.mcu, 'close', lambda: None)()
             raise
+        self.gyro = BoardGyro(seed)
+        """The base board's gyro (its yaw rate feeds the firmware's yaw loop and heading)."""
         self.power: PowerBoard | None = PowerBoard() if power_board else None
         """The robot's power board (its motors' supply relay), on the bus with the base controller; None: none."""
         self.bus = BoardBus(list(BUS_BOARDS)) if power_board else None
@@ -82,6 +112,7 @@ class FirmwareInTheLoop:
         wheels' new angles then, not the ones before the reset: otherwise the first loops see the jump
         back as a wheel spinning impossibly fast (a false encoder glitch on the bridge)."""
         self.rng = np.random.default_rng(seed)
+        self.gyro.reset(seed)
         self.stuck: dict[int, int] = {}
         self.noise: dict[int, int] = {}
         self.dead: set[int] = set()
@@ -125,11 +156,14 @@ class FirmwareInTheLoop:
                 count = wrap_int32(count + int(self.rng.integers(-amplitude, amplitude + 1)))
             plant.encoder[channel] = count
 
-    def step(self, wheel_angles: np.ndarray, dt_ns: int) -> np.ndarray:
+    def step(self, wheel_angles: np.ndarray, dt_ns: int, yaw_rate: float = 0.0) -> np.ndarray:
+        """One physics tick: ``wheel_angles`` (rad) and the base's ``yaw_rate`` (rad/s about its z) in, the
+        motors' duties out."""
         plant = self.mcu.plant
         if self.failure is not None:  # a dead MCU drives nothing: the motors' inputs are low, the wheels coast
             self.link.transfer(b'', dt_ns * 1e-9)
             return np.zeros(self.channels)
+        plant.gyro_present, plant.gyro = 1, self.gyro.raw(yaw_rate)
         self._write_encoders(wheel_angles)
         from_host = self.link.transfer(self.mcu.transmitted(), dt_ns * 1e-9)
         if from_host:

@@ -11,21 +11,25 @@ import math
 import struct
 from dataclasses import dataclass
 
-PROTOCOL_VERSION = 2  # 2: telemetry carries the MCU's microsecond clock and its last host frame's arrival
+PROTOCOL_VERSION = 3
+# 2: telemetry carries the MCU's microsecond clock and its last host frame's arrival
+# 3: SET_VELOCITY carries the commanded yaw rate, SET_YAW_LOOP, telemetry carries the gyro's yaw rate and heading
 MAX_PAYLOAD = 96
 MAX_WATCHDOG_MS = 0xFFFF  # SET_GAINS carries the watchdog time as u16 milliseconds
 from robotsim_core.drive import MCU_MOTOR_CHANNELS as CHANNELS  # noqa: E402  (one value for C and Python)
 MAX_GAIN = 1e4  # the firmware ignores a SET_GAINS frame with a gain outside [0, MAX_GAIN] (FW_MAX_GAIN)
+MAX_YAW_COEFFICIENT = 1e3  # ... and a SET_YAW_LOOP frame with a coefficient beyond it (FW_MAX_COEFFICIENT)
+GYRO_LSB_PER_DPS = 65.5  # FW_GYRO_LSB_PER_DPS: the base board's gyro counts per deg/s (+-500 deg/s full scale)
 
-HELLO, SET_VELOCITY, SET_GAINS = 0x01, 0x02, 0x03
+HELLO, SET_VELOCITY, SET_GAINS, SET_YAW_LOOP = 0x01, 0x02, 0x03, 0x04
 HELLO_ACK, TELEMETRY, FAULT = 0x81, 0x83, 0x84
 
-STATUS_HELLO_DONE, STATUS_WATCHDOG_BRAKING, STATUS_SETPOINT_ACTIVE = 1, 2, 4
+STATUS_HELLO_DONE, STATUS_WATCHDOG_BRAKING, STATUS_SETPOINT_ACTIVE, STATUS_GYRO_READY, STATUS_YAW_LOOP = 1, 2, 4, 8, 16
 FAULT_ENCODER_STALL, FAULT_RESET, FAULT_PEER_SILENT = 1, 2, 4
 FAULT_NAMES = {FAULT_ENCODER_STALL: 'encoder stall (stuck encoder or dead motor)', FAULT_RESET: 'MCU reset',
                FAULT_PEER_SILENT: 'a board on the bus went silent (the power board)'}
 
-_TELEMETRY = struct.Struct('<I4i4f4hHHHHIIBB')
+_TELEMETRY = struct.Struct('<I4i4f4hHHHHIIBBfi')
 _HELLO_ACK = struct.Struct('<BBBBBHI')
 
 
@@ -135,11 +139,27 @@ def hello(sequence: int) -> bytes:
     return bytes([HELLO, sequence & 0xFF, PROTOCOL_VERSION])
 
 
-def set_velocity(sequence: int, wheel_speeds: list[float]) -> bytes:
+def set_velocity(sequence: int, wheel_speeds: list[float], yaw_rate: float | None = None) -> bytes:
+    """Wheel speed setpoints (rad/s) and, for the firmware's yaw loop, the yaw rate (rad/s) they are meant to turn
+    the base at (None: no yaw loop for this setpoint)."""
     speeds = list(wheel_speeds) + [0.0] * (CHANNELS - len(wheel_speeds))
-    if not all(math.isfinite(v) for v in speeds):
-        raise ValueError('wheel speeds must be finite')
-    return bytes([SET_VELOCITY, sequence & 0xFF]) + struct.pack('<4f', *speeds[:CHANNELS])
+    if not all(math.isfinite(v) for v in speeds) or (yaw_rate is not None and not math.isfinite(yaw_rate)):
+        raise ValueError('wheel speeds and yaw rate must be finite')
+    frame = bytes([SET_VELOCITY, sequence & 0xFF]) + struct.pack('<4f', *speeds[:CHANNELS])
+    return frame if yaw_rate is None else frame + struct.pack('<f', yaw_rate)
+
+
+def set_yaw_loop(sequence: int, kp: float, ki: float, coefficients: list[float]) -> bytes:
+    """The firmware's yaw-rate loop: its gains (the turn it adds, rad/s, per rad/s of yaw-rate error and per rad of
+    that error's integral) and each channel's share of a base turn (wheel rad/s per base rad/s)."""
+    for name, gain in (('kp', kp), ('ki', ki)):
+        if not (math.isfinite(gain) and 0.0 <= gain <= MAX_GAIN):
+            raise ValueError(f'yaw loop gain {name}: expected a finite number from 0 to {MAX_GAIN:g}, got {gain!r}')
+    shares = list(coefficients) + [0.0] * (CHANNELS - len(coefficients))
+    if not all(math.isfinite(c) and abs(c) <= MAX_YAW_COEFFICIENT for c in shares):
+        raise ValueError(f'yaw loop coefficients: expected finite numbers within +-{MAX_YAW_COEFFICIENT:g}, '
+                         f'got {coefficients!r}')
+    return bytes([SET_YAW_LOOP, sequence & 0xFF]) + struct.pack('<2f4f', kp, ki, *shares[:CHANNELS])
 
 
 def set_gains(sequence: int, kp: float, ki: float, kd: float, kff: float, watchdog_ms: int) -> bytes:
@@ -176,6 +196,10 @@ class Telemetry:
     host_rx_us: int
     host_rx_sequence: int
     host_rx_type: int
+    yaw_rate: float = 0.0
+    """rad/s about the board's z from its gyro, bias removed (valid with STATUS_GYRO_READY)."""
+    heading_urad: int = 0
+    """The gyro's integrated yaw, microradians since the MCU's boot (signed 32 bits, wraps)."""
 
     @property
     def sample_us(self) -> int:
@@ -209,7 +233,7 @@ def decode(payload: bytes):
         return HelloAck(protocol, f'{major}.{minor}.{patch}', channels, loop_hz, counts)
     if kind == TELEMETRY and len(body) >= _TELEMETRY.size:
         v = _TELEMETRY.unpack_from(body)
-        return Telemetry(v[0], v[1:5], v[5:9], tuple(d / 32767.0 for d in v[9:13]), *v[13:21])
+        return Telemetry(v[0], v[1:5], v[5:9], tuple(d / 32767.0 for d in v[9:13]), *v[13:23])
     if kind == FAULT and len(body) >= 3:
         faults, channel = struct.unpack_from('<HB', body)
         return Fault(faults, channel)

@@ -21,8 +21,8 @@ What crosses, and how (QEMU 7.2, Debian 12; ``firmware/mcu/board_netduinoplus2.c
   on before it resumes.)
 - **PWM.** The duty of each motor is read from the timers' compare registers: (CCR(IN1) - CCR(IN2)) /
   (ARR + 1) of TIM3 (motors 0, 1) and TIM4 (motors 2, 3); both inputs full is the brake.
-- **Encoders.** No QEMU timer counts encoder edges: the counts are written into the image's
-  ``board_encoders`` through the gdb stub before each loop that reads them.
+- **Encoders and gyro.** No QEMU timer counts encoder edges and no gyro sits on its SPI bus: the counts and the
+  gyro's raw z are written into the image's ``board_inputs`` through the gdb stub before each loop that reads them.
 
 Everything goes through QEMU's gdb stub (the remote serial protocol, :class:`GdbRemote`) on a Unix socket
 of a private folder; QEMU dies with the process that started it.
@@ -51,6 +51,7 @@ MACHINE = 'netduinoplus2'
 SYSCLK_HZ = 168_000_000          # the STM32F405's SYSCLK as QEMU emulates it (fixed; RCC is not emulated)
 APB2_HZ = 84_000_000             # USART1's clock on the board (SYSCLK / 2)
 APB1_TIMER_HZ = 84_000_000       # TIM3/TIM4's clock on the board
+DEBUG_INFO_VERSION = 6  # 6: board_inputs (the encoders, then the gyro's raw z) where 5 had board_encoders
 DEBUG_INFO_ADDRESS = 0x08000188  # the image's debug descriptor: right after its 98-entry vector table
 DEBUG_INFO_MAGIC = 0x52534D31    # "RSM1"
 USART1_BRR = 0x40011008
@@ -191,6 +192,8 @@ class QemuPlant:
         self.encoder = [0] * CHANNELS
         self.duty = [0.0] * CHANNELS
         self.brake = [1] * CHANNELS
+        self.gyro_present = 1  # (the image always reads board_inputs.gyro)
+        self.gyro = 0
 
 
 class QemuFirmware:
@@ -248,7 +251,7 @@ class QemuFirmware:
         self._uart.connect(uart_path)
         self._uart.setblocking(False)
         info = struct.unpack('<10I', self.gdb.read(DEBUG_INFO_ADDRESS, 40))
-        if info[0] != DEBUG_INFO_MAGIC or info[1] != 5:
+        if info[0] != DEBUG_INFO_MAGIC or info[1] != DEBUG_INFO_VERSION:
             raise QemuError(f'{self.image.name}: no robotsim debug descriptor at 0x{DEBUG_INFO_ADDRESS:08x} '
                             '(not an image of firmware/mcu built for this board?)')
         self._sync_points = (info[2] & ~1, info[3] & ~1)  # board_sync_even, board_sync_odd (Thumb bit off)
@@ -356,7 +359,7 @@ class QemuFirmware:
 
     def _write_encoders(self) -> None:
         counts = [int(c) for c in self.plant.encoder]
-        self.gdb.write(self._encoders, struct.pack(f'<{CHANNELS}i', *counts))
+        self.gdb.write(self._encoders, struct.pack(f'<{CHANNELS}ii', *counts, int(self.plant.gyro)))
 
     def _pwm_read(self) -> None:
         for index, base in enumerate(PWM_TIMERS):

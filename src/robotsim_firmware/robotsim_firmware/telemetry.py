@@ -8,6 +8,7 @@ told of every frame the bridge sends. For each frame it:
   says hello again;
 - accumulates the MCU's 16-bit receive counters, for the frames lost on the link;
 - unwraps each encoder's 32-bit count (hal_encoder_read wraps at 2**32, either way) into a wheel angle;
+- takes the base's turn since the previous frame from the gyro heading, when the MCU's gyro is ready in both;
 - flags an encoder glitch: a change of measured wheel speed no motor can produce. The frame is still
   used (the MCU's speed estimate is noisy, its position count is not); glitches are counted for
   /diagnostics;
@@ -54,6 +55,9 @@ class WheelSample:
     publish period's sample already went out, stale, or not after the last published stamp)."""
     stale_age_ns: int | None
     """How old the sample was (host time, ns) when it was discarded as stale; None otherwise."""
+    gyro_turn: float | None = None
+    """The yaw (rad) the base turned since the previous frame by the MCU's gyro heading; None: no gyro heading in
+    both frames (no gyro, its bias not known yet, the first frame after a reset)."""
 
 
 class EncoderTelemetry:
@@ -165,7 +169,10 @@ class EncoderTelemetry:
                 # (after an MCU reset the new mapping may fall behind a published stamp: never repeat or reverse)
                 self._last_publish_slot, self._last_stamp_ns = slot, sample_ns
                 stamp_ns = sample_ns
-        return WheelSample(positions, velocities, reset, glitch, offset, stamp_ns, stale_age_ns)
+        gyro_turn = None
+        if previous is not None and telemetry.status & previous.status & protocol.STATUS_GYRO_READY:
+            gyro_turn = _signed32(telemetry.heading_urad - previous.heading_urad) * 1e-6
+        return WheelSample(positions, velocities, reset, glitch, offset, stamp_ns, stale_age_ns, gyro_turn)
 
     def _unwrap(self, raw: tuple[int, ...]) -> list[int]:
         if self._encoder_raw is None:

@@ -16,8 +16,9 @@ from robotsim_firmware.telemetry import IN_FLIGHT_FRAMES, EncoderTelemetry
 
 COUNTS_PER_REV = 8192
 # TELEMETRY body, docs/serial_protocol.md: u32 ms, i32 encoder[4], f32 velocity[4], i16 duty[4], u16 status,
-# u16 faults, u16 frames ok, u16 receive errors, u32 µs, u32 µs of the last host frame, u8 its sequence, u8 its type.
-TELEMETRY_BODY = struct.Struct('<I4i4f4hHHHHIIBB')
+# u16 faults, u16 frames ok, u16 receive errors, u32 µs, u32 µs of the last host frame, u8 its sequence, u8 its type,
+# f32 gyro yaw rate, i32 gyro heading (µrad).
+TELEMETRY_BODY = struct.Struct('<I4i4f4hHHHHIIBBfi')
 
 
 def wrap32(count: int) -> int:
@@ -26,11 +27,12 @@ def wrap32(count: int) -> int:
 
 
 def frame(sample_us: int, encoder=(0, 0, 0, 0), velocity=(0.0, 0.0, 0.0, 0.0), faults: int = 0, rx_ok: int = 0,
-          rx_errors: int = 0, echo_us: int = 0, echo_sequence: int = 0, echo_type: int = 0) -> protocol.Telemetry:
+          rx_errors: int = 0, echo_us: int = 0, echo_sequence: int = 0, echo_type: int = 0, status: int = 0,
+          yaw_rate: float = 0.0, heading_urad: int = 0) -> protocol.Telemetry:
     """One TELEMETRY frame as the MCU sends it, through the bridge's decoder."""
-    body = TELEMETRY_BODY.pack(sample_us // 1000 % 2**32, *(wrap32(c) for c in encoder), *velocity, 0, 0, 0, 0, 0,
-                               faults, rx_ok % 2**16, rx_errors % 2**16, sample_us % 2**32, echo_us % 2**32,
-                               echo_sequence, echo_type)
+    body = TELEMETRY_BODY.pack(sample_us // 1000 % 2**32, *(wrap32(c) for c in encoder), *velocity, 0, 0, 0, 0,
+                               status, faults, rx_ok % 2**16, rx_errors % 2**16, sample_us % 2**32, echo_us % 2**32,
+                               echo_sequence, echo_type, yaw_rate, wrap32(heading_urad))
     telemetry = protocol.decode(bytes([protocol.TELEMETRY, 0]) + body)
     assert isinstance(telemetry, protocol.Telemetry) and telemetry.sample_us == sample_us
     return telemetry
@@ -305,3 +307,20 @@ def test_real_firmware_telemetry_through_a_wrap_a_loss_a_reset_and_a_glitch():
     # One sample in each 20 ms period of the 600 ms; in the reset's, the first one after the new echo.
     assert [us // 20_000 for us, _ in published] == list(range(30))
     assert 410_000 in dict(published) and 400_000 not in dict(published)
+
+
+def test_the_gyro_turn_comes_from_ready_headings_across_the_32_bit_wrap():
+    """The base's turn between frames is the difference of the MCU's gyro headings (µrad, wrapping at 2**32),
+    only when its gyro was ready in both; none after an MCU reset (its heading restarted at 0)."""
+    ready = protocol.STATUS_GYRO_READY
+    telemetry = reader()
+    start = 2**31 - 300_000  # 0.3 rad before the signed 32-bit wrap
+    samples = [telemetry.feed(frame(10_000 * k, status=s, heading_urad=h), COUNTS_PER_REV, 0) for k, (s, h) in
+               enumerate([(0, 0), (ready, start), (ready, start + 500_000), (ready, start - 200_000), (0, start)])]
+    turns = [sample.gyro_turn for sample in samples]
+    assert turns[0] is None and turns[1] is None  # no previous frame; gyro not ready in the previous one
+    assert turns[2] == pytest.approx(0.5) and turns[3] == pytest.approx(-0.7)  # across the wrap, both ways
+    assert turns[4] is None  # not ready any more
+    after_reset = telemetry.feed(frame(60_000, faults=protocol.FAULT_RESET, status=ready, heading_urad=10),
+                                 COUNTS_PER_REV, 0)
+    assert after_reset.mcu_reset and after_reset.gyro_turn is None

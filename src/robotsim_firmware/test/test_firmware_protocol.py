@@ -31,7 +31,7 @@ def test_crc_known_value():
 
 def test_the_documented_example_frame():
     # docs/serial_protocol.md, "Example"
-    assert protocol.encode_frame(protocol.hello(0)) == bytes.fromhex('02 01 04 02 EE DB 00')
+    assert protocol.encode_frame(protocol.hello(0)) == bytes.fromhex('02 01 04 03 CF CB 00')
 
 
 @pytest.mark.parametrize('index', range(len(VECTORS)))

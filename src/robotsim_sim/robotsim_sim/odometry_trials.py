@@ -19,12 +19,19 @@ from robotsim_core.geometry import quat_to_yaw
 from robotsim_core.odometry_calibration import (CALIBRATION_MANOEUVRES, Manoeuvre, YawComparison, fit_multiplier,
                                                 require_differential)
 
+from robotsim_core.drive import WheelOdometry
 from robotsim_firmware import protocol
 from robotsim_firmware.base_commands import SETPOINT_PERIOD, BaseCommands
+from robotsim_firmware.telemetry import EncoderTelemetry
 
 from .scene import RobotPlacement
 from .simulation import SimOptions, Simulation
 from robotsim_core.description.world_spec import FloorSpec, WorldSpec
+
+
+BOOT_REST = 0.6
+"""Seconds the base stands still after the MCU boots before a manoeuvre (with the firmware): its gyro's bias is
+learnt in the first 0.5 s at rest (firmware.h FW_GYRO_REST_MS), as a robot stands after power-on."""
 
 
 def open_floor(friction: float = 1.0, timestep: float = 0.002) -> WorldSpec:
@@ -40,7 +47,8 @@ def _relative(pose_xy: np.ndarray, origin_xy: np.ndarray, origin_yaw: float) -> 
 
 class InProcessBridge:
     """Stands in for the firmware's serial link and the motor bridge behind it: hands the MCU the bridge's frames
-    (hello and gains after every reboot, a setpoint every SETPOINT_PERIOD of sim time), reads nothing back."""
+    (hello, yaw loop and gains after every reboot, a setpoint every SETPOINT_PERIOD of sim time) and reads its
+    telemetry into the odometry the bridge publishes (:attr:`odometry`: encoder travel, gyro turns)."""
 
     def __init__(self, link, model: RobotModel):
         self.link = link
@@ -49,20 +57,35 @@ class InProcessBridge:
         self.commands = BaseCommands(model.drive, [w.joint for w in model.drive.driven_wheels])
         self.command = (0.0, 0.0)
         """The twist the bridge was last sent (linear m/s, angular rad/s)."""
+        self.wheel_joints = [w.joint for w in model.drive.driven_wheels]
         self.start()
 
     def start(self) -> None:
         """The MCU (re)booted: say hello, set the gains, start the setpoints from rest."""
         self.commands = BaseCommands(self.commands.drive, self.commands.wheel_joints)
         self._sequence = 0
-        self._outgoing = self._frame(protocol.hello) + self._frame(self.commands.gains)
+        self._outgoing = (self._frame(protocol.hello) + self._frame(self.commands.yaw_loop)
+                          + self._frame(self.commands.gains))
         self._since_setpoint = SETPOINT_PERIOD
+        self._parser = protocol.FrameParser()
+        self._telemetry = EncoderTelemetry(len(self.wheel_joints), 1e9, 3600.0, 20_000)
+        self._counts_per_rev = 0
+        self.odometry = WheelOdometry(self.commands.drive)
+        """The bridge's odometry from the MCU's telemetry, as ros/bridge_node.py integrates it."""
 
     def _frame(self, make) -> bytes:
         self._sequence += 1
         return protocol.encode_frame(make(self._sequence))
 
     def transfer(self, to_host: bytes, dt: float) -> bytes:
+        for payload in self._parser.feed(to_host):
+            message = protocol.decode(payload)
+            if isinstance(message, protocol.HelloAck):
+                self._counts_per_rev = message.counts_per_rev
+            elif isinstance(message, protocol.Telemetry) and self._counts_per_rev:
+                sample = self._telemetry.feed(message, self._counts_per_rev, 0)
+                self.odometry.update(message.sample_us * 1e-6, dict(zip(self.wheel_joints, sample.positions)),
+                                     measured_turn=sample.gyro_turn)
         self._since_setpoint += dt
         if self._since_setpoint >= SETPOINT_PERIOD - 1e-9:
             self._since_setpoint -= SETPOINT_PERIOD
@@ -99,6 +122,9 @@ class OdometryTrials:
         sim.reset()
         if self.bridge is not None:
             self.bridge.start()  # the reset rebooted the MCU
+            self.bridge.command = (0.0, 0.0)
+            for _ in range(round(BOOT_REST / sim.model.opt.timestep)):  # its gyro learns its bias at rest
+                sim.step()
             self.bridge.command = (manoeuvre.linear, manoeuvre.angular)
         steps = round((manoeuvre.settle + manoeuvre.duration) / sim.model.opt.timestep)
         start_step = round(manoeuvre.settle / sim.model.opt.timestep)
@@ -108,6 +134,30 @@ class OdometryTrials:
             for event in sim.step():
                 if event.channel == 'base_state' and step >= start_step:
                     yield event.reading
+
+    def drive_bridge(self, manoeuvre: Manoeuvre) -> YawComparison:
+        """With the firmware: compare the motor bridge's odometry (from the MCU's telemetry, turns by its gyro) with
+        ground truth over the stretch after ``settle`` s (its ``encoder_yaw`` is the bridge's yaw x multiplier, so
+        that ``yaw_error(multiplier)`` is the bridge's error)."""
+        if self.bridge is None:
+            raise ValueError('drive_bridge: the odometry trials run without the firmware')
+        first = previous = None
+        bridge_yaw = true_yaw = path = 0.0
+        for reading in self.readings(manoeuvre):
+            odometry = self.bridge.odometry
+            if first is None:
+                first = previous = (reading, odometry.yaw, (odometry.x, odometry.y))
+                continue
+            bridge_yaw += math.remainder(odometry.yaw - previous[1], math.tau)
+            true_yaw += math.remainder(quat_to_yaw(*reading.true_quaternion)
+                                       - quat_to_yaw(*previous[0].true_quaternion), math.tau)
+            path += float(np.hypot(*(reading.true_position[:2] - previous[0].true_position[:2])))
+            previous = (reading, odometry.yaw, (odometry.x, odometry.y))
+        odom_xy = _relative(np.array(previous[2]), np.array(first[2]), first[1])
+        true_xy = _relative(previous[0].true_position[:2], first[0].true_position[:2],
+                            quat_to_yaw(*first[0].true_quaternion))
+        return YawComparison(manoeuvre.label, bridge_yaw * self.multiplier, true_yaw, path,
+                             float(np.linalg.norm(odom_xy - true_xy)))
 
     def drive(self, manoeuvre: Manoeuvre) -> YawComparison:
         """Hold the command; compare odometry and ground truth over the stretch after ``settle`` s."""

@@ -314,8 +314,9 @@ class Simulation:
         dt = self.model.opt.timestep
         for robot in self.robots:
             if robot.firmware is not None:
-                self.data.ctrl[robot.wheel_actuators] = robot.firmware.step(self.data.qpos[robot.wheel_qpos],
-                                                                            self.timestep_ns)
+                # (a free joint's angular velocity is in its body's frame: [5] is the rate about the base's z)
+                self.data.ctrl[robot.wheel_actuators] = robot.firmware.step(
+                    self.data.qpos[robot.wheel_qpos], self.timestep_ns, float(self.data.qvel[robot.root_dof + 5]))
             elif robot.base_controller is not None:
                 targets = robot.base_controller.update(self.time, dt)
                 if targets is not robot.wheel_targets:

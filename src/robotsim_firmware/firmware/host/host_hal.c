@@ -18,6 +18,11 @@ void hal_motor_write(uint8_t channel, float duty, uint8_t brake) {
 
 int32_t hal_encoder_read(uint8_t channel) { return channel < HAL_MOTOR_CHANNELS ? plant.encoder[channel] : 0; }
 
+int hal_gyro_read(int16_t *raw) {
+  *raw = plant.gyro;
+  return plant.gyro_present;
+}
+
 uint64_t hal_time_us(void) { return plant.time_ns / 1000u; }
 
 size_t hal_uart_read(uint8_t *buf, size_t max) {
@@ -56,10 +61,14 @@ struct host_plant *fw_host_plant(void) { return &plant; }
 void fw_host_reset(void) {
   int32_t encoder[HAL_MOTOR_CHANNELS];
   uint64_t time_ns = plant.time_ns;
+  uint8_t gyro_present = plant.gyro_present;
+  int16_t gyro = plant.gyro;
   memcpy(encoder, plant.encoder, sizeof(encoder));
   memset(&plant, 0, sizeof(plant));
   memcpy(plant.encoder, encoder, sizeof(encoder));
   plant.time_ns = time_ns;
+  plant.gyro_present = gyro_present; /* the sensors are the plant's: a reboot does not change them */
+  plant.gyro = gyro;
   fw_init();
 }
 

@@ -16,6 +16,8 @@ struct host_plant {
   float duty[HAL_MOTOR_CHANNELS];         /* written by the firmware */
   uint8_t brake[HAL_MOTOR_CHANNELS];      /* written by the firmware */
   uint8_t fault_led;
+  uint8_t gyro_present;                   /* written by the sim: the board has a gyro */
+  int16_t gyro;                           /* written by the sim: its raw z reading (hal_gyro_read) */
   uint64_t time_ns;                       /* firmware clock: the sim time of the next loop (hal_time_us in a loop) */
   uint64_t loops;                         /* loop iterations run since reset */
   uint64_t remainder_ns;                  /* sim time not yet covered by a whole loop period */

@@ -12,6 +12,7 @@ void board_peripherals_init(void);
 void board_usart_tx_start(void);  /* bytes wait in the HAL's transmit ring: start (or keep) sending */
 void board_pwm_write(uint8_t channel, float duty, uint8_t brake);
 int32_t board_encoder_count(uint8_t channel);
+int board_gyro_read(int16_t *raw); /* 1 and the gyro's raw z reading, or 0: no gyro answered */
 void board_led(uint8_t on);
 
 /* The HAL's side for the board's USART interrupt. */

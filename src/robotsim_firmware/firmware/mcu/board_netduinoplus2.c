@@ -8,6 +8,8 @@
  *     TIM3 (m = 0, 1) and TIM4 (m = 2, 3). Forward: IN1 = duty, IN2 = 0; reverse: IN1 = 0, IN2 = duty;
  *     brake: both inputs high (slow decay); coast: both low.
  *   Encoders: TIM2, TIM5, TIM1 and TIM8 in encoder mode (TI1/TI2 quadrature, x4), read as counters.
+ *   Gyro: an ICM-20602 (MPU-6000 register map) on SPI2 (PB13 SCK, PB14 MISO, PB15 MOSI, AF5; PB12 chip select),
+ *     +-500 deg/s full scale; GYRO_ZOUT read every loop.
  *
  * Clocks: HSE 8 MHz -> PLL -> SYSCLK 168 MHz, APB1 42 MHz (timers x2 = 84 MHz), APB2 84 MHz.
  *
@@ -18,8 +20,10 @@
  * pins: the simulator reads the duty from CCRx / (ARR + 1) and checks the PWM frequency against
  * PSC and ARR. No timer counts encoder edges (TIM1 and TIM8 are missing, TIM2..TIM5 count their clock
  * whatever their mode), so the image built for QEMU (BOARD_QEMU=1, `make qemu`) reads the counts from
- * board_encoders, which the simulator writes through QEMU's gdb stub at the start of every loop (its
- * address is in board_debug_info); that is the only difference from the image for the real board. */
+ * board_inputs.encoder, which the simulator writes through QEMU's gdb stub at the start of every loop (its
+ * address is in board_debug_info). No gyro is attached to QEMU's SPI2 either: that image reads the gyro's raw
+ * z from board_inputs.gyro, written with the encoders. Those are the only differences from the image for the
+ * real board. */
 #include <stdint.h>
 
 #include "board.h"
@@ -45,8 +49,12 @@
 #endif
 #define BOARD_PWM_ARR (BOARD_APB1_TIMER_HZ / (BOARD_PWM_PSC + 1u) / BOARD_PWM_HZ - 1u)
 
-/* Encoder counts as the quadrature decoders report them (written by the decoder bus, or the simulator). */
-volatile int32_t board_encoders[HAL_MOTOR_CHANNELS];
+/* The board's sensor readings: encoder counts as the quadrature decoders report them, the gyro's raw z (with
+ * BOARD_QEMU=1 both are written by the simulator, in one write). */
+volatile struct {
+  int32_t encoder[HAL_MOTOR_CHANNELS];
+  int32_t gyro;
+} board_inputs;
 static volatile uint8_t fault_led;
 
 /* Bytes a simulator has put on the USART's receive line by the time it resumes a loop (it writes this word
@@ -61,7 +69,7 @@ volatile uint32_t board_sync_stride = 1u;
 
 /* Where a debugger finds what it needs, at a fixed address right after the vector table (see the
  * linker script): a magic word, the version of this layout, the addresses of the two per-loop stopping
- * points (board_sync_even, board_sync_odd), of board_encoders, of the loop counter and of
+ * points (board_sync_even, board_sync_odd), of board_inputs, of the loop counter and of
  * board_rx_expected, the core clock the image was built for, the address of board_boot (a stop
  * before the firmware's start reads its encoders) and that of board_sync_stride. */
 volatile uint32_t board_loop;
@@ -69,10 +77,10 @@ void board_sync_even(uint32_t loop);
 void board_sync_odd(uint32_t loop);
 __attribute__((section(".board_debug_info"), used)) const uint32_t board_debug_info[10] = {
     0x52534D31u, /* "RSM1" */
-    5u,
+    6u,
     (uint32_t)&board_sync_even,
     (uint32_t)&board_sync_odd,
-    (uint32_t)board_encoders,
+    (uint32_t)&board_inputs,
     (uint32_t)&board_loop,
     (uint32_t)&board_rx_expected,
     BOARD_CORE_CLOCK_HZ,
@@ -81,6 +89,7 @@ __attribute__((section(".board_debug_info"), used)) const uint32_t board_debug_i
 };
 
 static void encoder_timers_init(void);
+static void gyro_init(void);
 
 static void wait_flag(volatile uint32_t *reg, uint32_t mask, uint32_t value) {
   for (uint32_t n = 0; n < BOARD_READY_POLLS && (*reg & mask) != value; ++n) {
@@ -133,6 +142,7 @@ void board_peripherals_init(void) {
   pwm_timer_init(TIM3_BASE);
   pwm_timer_init(TIM4_BASE);
   encoder_timers_init();
+  gyro_init();
   USART_BRR(USART1_BASE) = BOARD_USART_BRR;
   USART_CR1(USART1_BASE) = USART_CR1_UE | USART_CR1_TE | USART_CR1_RE | USART_CR1_RXNEIE;
   NVIC_ISER(USART1_IRQ / 32u) = 1u << (USART1_IRQ % 32u);
@@ -198,15 +208,65 @@ static void encoder_timers_init(void) {
 }
 
 #if BOARD_QEMU
-int32_t board_encoder_count(uint8_t channel) { return channel < HAL_MOTOR_CHANNELS ? board_encoders[channel] : 0; }
+int32_t board_encoder_count(uint8_t channel) { return channel < HAL_MOTOR_CHANNELS ? board_inputs.encoder[channel] : 0; }
+
+int board_gyro_read(int16_t *raw) {
+  *raw = (int16_t)board_inputs.gyro;
+  return 1;
+}
+
+static void gyro_init(void) {}
 #else
 static uint16_t encoder_last[HAL_MOTOR_CHANNELS];
 int32_t board_encoder_count(uint8_t channel) {
   if (channel >= HAL_MOTOR_CHANNELS) return 0;
   uint16_t now = (uint16_t)REG32(encoder_timers[channel] + 0x24u); /* TIMx_CNT */
-  board_encoders[channel] += (int16_t)(uint16_t)(now - encoder_last[channel]);
+  board_inputs.encoder[channel] += (int16_t)(uint16_t)(now - encoder_last[channel]);
   encoder_last[channel] = now;
-  return board_encoders[channel];
+  return board_inputs.encoder[channel];
+}
+
+/* One SPI transfer of a byte; every wait bounded (a missing gyro must not hang the loop). */
+static int spi_transfer(uint8_t out, uint8_t *in) {
+  uint32_t n = 0;
+  while (!(SPI_SR(SPI2_BASE) & SPI_SR_TXE) && ++n < BOARD_READY_POLLS) {
+  }
+  SPI_DR(SPI2_BASE) = out;
+  for (n = 0; !(SPI_SR(SPI2_BASE) & SPI_SR_RXNE); ++n) {
+    if (n >= BOARD_READY_POLLS) return 0;
+  }
+  *in = (uint8_t)SPI_DR(SPI2_BASE);
+  return 1;
+}
+
+/* A register access: chip select low, address (bit 7 set: read), data bytes, chip select high. */
+static int gyro_transfer(uint8_t address, uint8_t *data, uint32_t len) {
+  uint8_t ignored;
+  GPIO_BSRR(GPIOB_BASE) = 1u << (12u + 16u);
+  int ok = spi_transfer(address, &ignored);
+  for (uint32_t i = 0; ok && i < len; ++i) ok = spi_transfer(address & 0x80u ? 0u : data[i], &data[i]);
+  GPIO_BSRR(GPIOB_BASE) = 1u << 12u;
+  return ok;
+}
+
+static uint8_t gyro_alive;
+
+static void gyro_init(void) {
+  RCC_APB1ENR |= 1u << 14; /* SPI2 */
+  GPIO_MODER(GPIOB_BASE) = (GPIO_MODER(GPIOB_BASE) & ~(3u << 24)) | (1u << 24); /* PB12: output */
+  GPIO_BSRR(GPIOB_BASE) = 1u << 12u;
+  for (uint32_t pin = 13u; pin <= 15u; ++pin) pin_alternate(GPIOB_BASE, pin, 5u);
+  SPI_CR1(SPI2_BASE) = SPI_CR1_MSTR | SPI_CR1_BR_DIV64 | SPI_CR1_SSM | SPI_CR1_SSI | SPI_CR1_CPOL_CPHA | SPI_CR1_SPE;
+  uint8_t who = 0, wake = 0x01u, scale = 0x08u; /* clock from the gyro's PLL; FS_SEL 1: +-500 deg/s */
+  gyro_alive = gyro_transfer(0x80u | 0x75u, &who, 1u) && who == 0x12u /* WHO_AM_I of the ICM-20602 */
+               && gyro_transfer(0x6Bu, &wake, 1u) && gyro_transfer(0x1Bu, &scale, 1u);
+}
+
+int board_gyro_read(int16_t *raw) {
+  uint8_t z[2] = {0, 0};
+  if (!gyro_alive || !gyro_transfer(0x80u | 0x47u, z, 2u)) return 0; /* GYRO_ZOUT_H, GYRO_ZOUT_L */
+  *raw = (int16_t)(uint16_t)((z[0] << 8) | z[1]);
+  return 1;
 }
 #endif
 

@@ -78,6 +78,7 @@ size_t hal_uart_write(const uint8_t *buf, size_t len) {
 
 void hal_motor_write(uint8_t channel, float duty, uint8_t brake) { board_pwm_write(channel, duty, brake); }
 int32_t hal_encoder_read(uint8_t channel) { return board_encoder_count(channel); }
+int hal_gyro_read(int16_t *raw) { return board_gyro_read(raw); }
 void hal_fault_led(uint8_t on) { board_led(on); }
 
 /* No board-to-board bus on this port yet (the Netduino Plus 2 has no CAN transceiver; QEMU emulates no CAN). */

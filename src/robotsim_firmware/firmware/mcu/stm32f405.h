@@ -29,6 +29,21 @@
 #define GPIO_MODER(port) REG32((port) + 0x00u)
 #define GPIO_AFRL(port) REG32((port) + 0x20u)
 #define GPIO_AFRH(port) REG32((port) + 0x24u)
+#define GPIO_BSRR(port) REG32((port) + 0x18u)
+
+/* SPI (RM0090 section 28.5) */
+#define SPI2_BASE 0x40003800u
+#define SPI_CR1(base) REG32((base) + 0x00u)
+#define SPI_SR(base) REG32((base) + 0x08u)
+#define SPI_DR(base) REG32((base) + 0x0Cu)
+#define SPI_CR1_MSTR (1u << 2)
+#define SPI_CR1_BR_DIV64 (5u << 3) /* 42 MHz / 64 = 656 kHz: below the gyro's 1 MHz limit for register writes */
+#define SPI_CR1_SPE (1u << 6)
+#define SPI_CR1_SSI (1u << 8)
+#define SPI_CR1_SSM (1u << 9)
+#define SPI_CR1_CPOL_CPHA 3u       /* mode 3 */
+#define SPI_SR_RXNE (1u << 0)
+#define SPI_SR_TXE (1u << 1)
 
 /* USART1 on APB2 (RM0090 section 30). */
 #define USART1_BASE 0x40011000u

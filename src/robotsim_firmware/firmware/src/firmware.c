@@ -1,7 +1,10 @@
 /* Base-controller firmware. Portable C99; hardware only through hal.h.
  *
  * Every loop: read UART (setpoints, gains, hello), measure wheel speed from encoder counts
- * over a short window, run a PID (+ feedforward) per wheel, write PWM duty; brake all motors
+ * over a short window, read the gyro (its bias learnt at rest, its yaw rate integrated into a heading while
+ * the base moves), close a yaw-rate loop on it that adds a turn to the wheel setpoints (a skid-steer base
+ * scrubs its tyres and turns slower than its wheels say), run a PID (+ feedforward) per wheel, write PWM duty;
+ * brake all motors
  * when no setpoint arrived within the watchdog time; cut a wheel whose duty is saturated while
  * its encoder does not move (stuck encoder or dead motor) and report the fault. */
 #include "firmware.h"
@@ -13,6 +16,8 @@
 #include "protocol.h"
 
 #define TWO_PI 6.28318530718f
+#define RAD_PER_DEG 0.0174532925199f
+#define FW_MAX_COEFFICIENT 1e3f /* wheel rad/s per base rad/s: far above any wheel and track */
 #define FW_MAX_GAIN 1e4f /* far above any useful duty-per-(rad/s) gain; rejects absurd values */
 
 struct gains {
@@ -44,6 +49,19 @@ static struct {
   uint8_t peer_silent;  /* ... and then not for BUS_PEER_TIMEOUT_MS */
   uint8_t peer_flags;   /* its last POWER_FLAG_* */
   uint64_t peer_last_us;
+  /* The gyro: bias (raw counts), loops at rest in a row, samples averaged into the bias, rate, heading. */
+  float gyro_bias;
+  uint32_t rest_loops;
+  uint32_t bias_samples;
+  float yaw_rate;
+  int32_t heading_urad;
+  float heading_fraction; /* microradians turned and not yet counted in heading_urad */
+  /* The yaw loop: gains and each wheel's share of a base turn (SET_YAW_LOOP), the command (SET_VELOCITY). */
+  float yaw_kp, yaw_ki, yaw_coefficient[HAL_MOTOR_CHANNELS];
+  uint8_t yaw_loop_set;
+  uint8_t yaw_command_given;
+  float yaw_command;
+  float yaw_integral;
 } fw;
 
 static void send(const uint8_t *payload, size_t len) {
@@ -85,6 +103,14 @@ static void on_message(const uint8_t *payload, size_t len, void *user) {
       float value = proto_get_f32(body + 4 * i);
       fw.setpoint[i] = (value == value && value < 1e4f && value > -1e4f) ? value : 0.0f; /* NaN/Inf -> stop */
     }
+    fw.yaw_command_given = 0; /* without a yaw rate (a protocol-2 host) or a garbage one: no yaw loop */
+    if (body_len >= 4 * HAL_MOTOR_CHANNELS + 4) {
+      float yaw = proto_get_f32(body + 4 * HAL_MOTOR_CHANNELS);
+      if (yaw == yaw && yaw < 1e3f && yaw > -1e3f) {
+        fw.yaw_command = yaw;
+        fw.yaw_command_given = 1;
+      }
+    }
     fw.last_setpoint_us = hal_time_us();
     fw.status |= STATUS_SETPOINT_ACTIVE;
   } else if (type == MSG_SET_GAINS && body_len >= 18) {
@@ -97,6 +123,20 @@ static void on_message(const uint8_t *payload, size_t len, void *user) {
       fw.gains.kd = kd;
       fw.gains.kff = kff;
       fw.gains.watchdog_ms = proto_get_u16(body + 16);
+    }
+  } else if (type == MSG_SET_YAW_LOOP && body_len >= 8 + 4 * HAL_MOTOR_CHANNELS) {
+    float kp = proto_get_f32(body), ki = proto_get_f32(body + 4), coefficient[HAL_MOTOR_CHANNELS];
+    int valid = valid_gain(kp) && valid_gain(ki);
+    for (int i = 0; i < HAL_MOTOR_CHANNELS; ++i) {
+      coefficient[i] = proto_get_f32(body + 8 + 4 * i);
+      valid = valid && coefficient[i] >= -FW_MAX_COEFFICIENT && coefficient[i] <= FW_MAX_COEFFICIENT; /* NaN: no */
+    }
+    if (valid) {
+      fw.yaw_kp = kp;
+      fw.yaw_ki = ki;
+      memcpy(fw.yaw_coefficient, coefficient, sizeof(coefficient));
+      fw.yaw_loop_set = 1;
+      fw.yaw_integral = 0.0f;
     }
   }
 }
@@ -137,6 +177,8 @@ static void send_telemetry(uint64_t sample_us) {
   proto_put_u32(p + 12, (uint32_t)fw.host_rx_us);
   p[16] = fw.host_rx_sequence;
   p[17] = fw.host_rx_type;
+  proto_put_f32(p + 18, fw.yaw_rate);
+  proto_put_u32(p + 22, (uint32_t)fw.heading_urad);
   send(payload, sizeof(payload));
 }
 
@@ -168,6 +210,48 @@ static void bus_step(uint64_t now) {
   }
 }
 
+/* The gyro, once a loop: learn its bias while the base stands still (nothing commanded, no wheel moving), then
+ * integrate its yaw rate into the heading while the base may move; and the yaw loop: while driving with a yaw
+ * rate commanded, the turn (rad/s) to add to the commanded one so that the gyro's rate meets it. Returns that
+ * turn (0: no loop). A board without a gyro: no heading, no loop. */
+static float gyro_step(int at_rest, int driving, int drive_allowed, float dt) {
+  int16_t raw;
+  if (!hal_gyro_read(&raw)) {
+    fw.status &= (uint16_t)~(STATUS_GYRO_READY | STATUS_YAW_LOOP);
+    return 0.0f;
+  }
+  if (at_rest) {
+    /* The mean of the samples so far, then an exponential average over FW_GYRO_BIAS_TAU_MS. */
+    uint32_t tau = FW_GYRO_BIAS_TAU_MS * FW_LOOP_HZ / 1000u;
+    fw.bias_samples += fw.bias_samples < tau;
+    fw.gyro_bias += ((float)raw - fw.gyro_bias) / (float)fw.bias_samples;
+    if (++fw.rest_loops >= FW_GYRO_REST_MS * FW_LOOP_HZ / 1000u) fw.status |= STATUS_GYRO_READY;
+  } else {
+    fw.rest_loops = 0;
+  }
+  if (!(fw.status & STATUS_GYRO_READY)) {
+    fw.yaw_rate = 0.0f;
+    fw.status &= (uint16_t)~STATUS_YAW_LOOP;
+    return 0.0f;
+  }
+  fw.yaw_rate = ((float)raw - fw.gyro_bias) * (RAD_PER_DEG / FW_GYRO_LSB_PER_DPS);
+  if (!at_rest) { /* standing still it does not turn: integrating the noise would only drift */
+    fw.heading_fraction += fw.yaw_rate * dt * 1e6f;
+    int32_t whole = (int32_t)fw.heading_fraction;
+    fw.heading_urad = (int32_t)((uint32_t)fw.heading_urad + (uint32_t)whole); /* wraps */
+    fw.heading_fraction -= (float)whole;
+  }
+  if (!(driving && drive_allowed && fw.yaw_loop_set && fw.yaw_command_given)) {
+    fw.yaw_integral = 0.0f;
+    fw.status &= (uint16_t)~STATUS_YAW_LOOP;
+    return 0.0f;
+  }
+  fw.status |= STATUS_YAW_LOOP;
+  float error = fw.yaw_command - fw.yaw_rate;
+  fw.yaw_integral = clamp(fw.yaw_integral + fw.yaw_ki * error * dt, -FW_YAW_CORRECTION_MAX, FW_YAW_CORRECTION_MAX);
+  return clamp(fw.yaw_kp * error + fw.yaw_integral, -FW_YAW_CORRECTION_MAX, FW_YAW_CORRECTION_MAX);
+}
+
 void fw_step(void) {
   uint8_t rx[64];
   size_t n;
@@ -187,11 +271,19 @@ void fw_step(void) {
   /* Motors without supply (the power board's relay open, or the power board silent: it opens the relay then) are
    * not driven: no integral wind-up, and no stall, since a wheel without power cannot follow. */
   int unpowered = fw.peer_heard && (fw.peer_silent || !(fw.peer_flags & POWER_FLAG_RELAY_CLOSED));
+  int32_t moved[HAL_MOTOR_CHANNELS];
+  int wheels_still = 1, commanded = 0;
   for (int i = 0; i < HAL_MOTOR_CHANNELS; ++i) {
     int32_t count = hal_encoder_read((uint8_t)i);
-    int32_t moved = (int32_t)((uint32_t)count - (uint32_t)fw.history[oldest][i]); /* wrap-safe */
+    moved[i] = (int32_t)((uint32_t)count - (uint32_t)fw.history[oldest][i]); /* wrap-safe */
     fw.history[oldest][i] = count;
-    fw.velocity[i] = (float)moved * TWO_PI / (float)FW_COUNTS_PER_REV / (dt * FW_VELOCITY_WINDOW);
+    fw.velocity[i] = (float)moved[i] * TWO_PI / (float)FW_COUNTS_PER_REV / (dt * FW_VELOCITY_WINDOW);
+    wheels_still = wheels_still && moved[i] == 0;
+    commanded = commanded || fw.setpoint[i] != 0.0f;
+  }
+  commanded = !watchdog && !unpowered && (commanded || (fw.yaw_command_given && fw.yaw_command != 0.0f));
+  float turn = gyro_step(wheels_still && !commanded, commanded, !watchdog && !unpowered, dt);
+  for (int i = 0; i < HAL_MOTOR_CHANNELS; ++i) {
     uint8_t stalled = (fw.stalled_channel_mask >> i) & 1u;
     if (watchdog || stalled || unpowered) {
       fw.integral[i] = 0.0f;
@@ -201,15 +293,16 @@ void fw_step(void) {
       hal_motor_write((uint8_t)i, 0.0f, 1);
       continue;
     }
-    float error = fw.setpoint[i] - fw.velocity[i];
+    float target = fw.setpoint[i] + fw.yaw_coefficient[i] * turn;
+    float error = target - fw.velocity[i];
     fw.integral[i] = clamp(fw.integral[i] + fw.gains.ki * error * dt, -0.5f, 0.5f);
     float derivative = (error - fw.previous_error[i]) / dt;
     fw.previous_error[i] = error;
-    fw.duty[i] = clamp(fw.gains.kff * fw.setpoint[i] + fw.gains.kp * error + fw.integral[i] + fw.gains.kd * derivative,
+    fw.duty[i] = clamp(fw.gains.kff * target + fw.gains.kp * error + fw.integral[i] + fw.gains.kd * derivative,
                        -1.0f, 1.0f);
     /* Stall: saturated drive but the encoder does not move. */
     int saturated = fw.duty[i] > 0.95f || fw.duty[i] < -0.95f;
-    fw.stall_loops[i] = (saturated && moved == 0) ? fw.stall_loops[i] + 1 : 0;
+    fw.stall_loops[i] = (saturated && moved[i] == 0) ? fw.stall_loops[i] + 1 : 0;
     if (fw.stall_loops[i] >= FW_STALL_MS * FW_LOOP_HZ / 1000u) {
       fw.stalled_channel_mask |= (uint8_t)(1u << i);
       fw.faults |= FAULT_ENCODER_STALL;

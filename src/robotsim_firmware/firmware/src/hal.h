@@ -19,6 +19,11 @@ void hal_motor_write(uint8_t channel, float duty, uint8_t brake);
 /* Quadrature encoder count of a channel (free-running, wraps at 2^32). */
 int32_t hal_encoder_read(uint8_t channel);
 
+/* The board's yaw-rate gyro: 1 and its raw z reading (FW_GYRO_LSB_PER_DPS counts per degree per second about
+ * the board's z axis, up as REP 103 has it), or 0 when the board has no gyro (the firmware then turns no yaw
+ * loop and reports no heading). */
+int hal_gyro_read(int16_t *raw);
+
 /* Monotonic microseconds since boot. */
 uint64_t hal_time_us(void);
 

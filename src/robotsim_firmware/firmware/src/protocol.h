@@ -7,16 +7,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* 2: TELEMETRY carries the MCU's microsecond clock and when the last host frame arrived. */
-#define PROTOCOL_VERSION 2
+/* 2: TELEMETRY carries the MCU's microsecond clock and when the last host frame arrived.
+ * 3: SET_VELOCITY may carry the commanded yaw rate, SET_YAW_LOOP, TELEMETRY carries the gyro's yaw rate and heading. */
+#define PROTOCOL_VERSION 3
 #define PROTO_MAX_PAYLOAD 96
 /* COBS adds one byte per 254 plus one; plus CRC and delimiter. */
 #define PROTO_MAX_FRAME (PROTO_MAX_PAYLOAD + 2 + (PROTO_MAX_PAYLOAD + 2) / 254 + 2)
 
 enum proto_type {
   MSG_HELLO = 0x01,          /* host -> mcu: u8 protocol version */
-  MSG_SET_VELOCITY = 0x02,   /* host -> mcu: f32 wheel speed [4] (rad/s) */
-  MSG_SET_GAINS = 0x03,      /* host -> mcu: f32 kp, ki, kd, u16 watchdog_ms */
+  MSG_SET_VELOCITY = 0x02,   /* host -> mcu: f32 wheel speed [4] (rad/s) [, f32 yaw rate the base should turn at (rad/s)] */
+  MSG_SET_GAINS = 0x03,      /* host -> mcu: f32 kp, ki, kd, kff, u16 watchdog_ms */
+  MSG_SET_YAW_LOOP = 0x04,   /* host -> mcu: f32 kp, ki, f32 wheel speed per base yaw rate [4] (rad/s per rad/s) */
   MSG_HELLO_ACK = 0x81,      /* mcu -> host: u8 protocol, u8 major, minor, patch, u8 wheels, u16 loop_hz, u32 counts_per_rev */
   MSG_TELEMETRY = 0x83,      /* mcu -> host: see struct proto_telemetry */
   MSG_FAULT = 0x84,          /* mcu -> host: u16 fault flags, u8 channel */
@@ -26,6 +28,8 @@ enum proto_status {
   STATUS_HELLO_DONE = 1u << 0,
   STATUS_WATCHDOG_BRAKING = 1u << 1,
   STATUS_SETPOINT_ACTIVE = 1u << 2,
+  STATUS_GYRO_READY = 1u << 3,     /* the gyro's bias is known: its yaw rate and heading are valid */
+  STATUS_YAW_LOOP = 1u << 4,       /* the yaw loop closes on the gyro this loop */
 };
 
 enum proto_fault {
@@ -47,10 +51,12 @@ struct proto_telemetry {
   uint32_t host_rx_us; /* when the last valid host frame was received (microseconds, low 32 bits) */
   uint8_t host_rx_sequence; /* that frame's sequence number */
   uint8_t host_rx_type;     /* that frame's type; 0 = none since reset */
+  float yaw_rate;           /* rad/s about the board's z from the gyro, bias removed (0 until STATUS_GYRO_READY) */
+  int32_t heading_urad;     /* the gyro's integrated yaw (microradians since boot, wraps at 2^32) */
 };
 /* The host maps MCU time onto its own clock from host_rx_*: a frame cannot arrive before it was
  * sent, so (host send time - MCU receive time) is a lower bound of the clock offset. */
-#define TELEMETRY_BODY_SIZE (4 + 16 + 16 + 8 + 2 + 2 + 2 + 2 + 4 + 4 + 1 + 1)
+#define TELEMETRY_BODY_SIZE (4 + 16 + 16 + 8 + 2 + 2 + 2 + 2 + 4 + 4 + 1 + 1 + 4 + 4)
 
 uint16_t proto_crc16(const uint8_t *data, size_t len);
 

@@ -1,7 +1,7 @@
 """Motor bridge node: the Jetson's side of the base MCU, identical in simulation and on the robot.
 
-/cmd_vel -> drive inverse kinematics -> wheel speed setpoints -> serial frames. Telemetry ->
-wheel /joint_states, encoder /odom and its odom -> base_footprint transform, and /diagnostics
+/cmd_vel -> drive inverse kinematics -> wheel speed setpoints (and the yaw rate, for the MCU's gyro yaw loop) ->
+serial frames. Telemetry -> wheel /joint_states, encoder /odom (its turns from the MCU's gyro heading) and its odom -> base_footprint transform, and /diagnostics
 (link health, firmware version, fault flags). It opens its serial device like any USB CDC port
 (termios raw, baud) and reconnects when the device disappears and comes back.
 
@@ -43,6 +43,7 @@ from robotsim_core.description import load_robot
 from robotsim_core.drive import WheelOdometry
 from robotsim_core.errors import DescriptionError
 from robotsim_core.ros.common import JointStateEncoder
+from robotsim_core.odometry_uncertainty import GYRO_HEADING, ENCODER_HEADING
 from robotsim_core.ros.odometry import OdometryEncoder
 
 from .. import protocol
@@ -264,6 +265,8 @@ class MotorBridge(Node):
             self.get_logger().error(f'firmware speaks protocol {ack.protocol}, bridge {protocol.PROTOCOL_VERSION}')
             return
         # Speed-loop gains from the robot description: feedforward through the motor's no-load speed.
+        # The yaw loop first: SET_GAINS ends the handshake (a simulator's link in lockstep waits through it).
+        self.write(self.commands.yaw_loop(self.next_sequence()))
         self.write(self.commands.gains(self.next_sequence()))
         self.last_setpoint_period = self.get_clock().now().nanoseconds // SETPOINT_PERIOD_NS
         self.get_logger().info(f'firmware {ack.version}, {ack.channels} channels, {ack.loop_hz} Hz loop, '
@@ -288,7 +291,11 @@ class MotorBridge(Node):
         if sample.mcu_reset:  # its encoders restarted their count: the jump back is no motion
             self.odometry.rebase()
         # Odometry integrates every frame on the MCU's clock (its samples are evenly spaced there).
-        self.odometry.update(telemetry.sample_us * 1e-6, dict(zip(names, sample.positions)))
+        # Its turns from the MCU's gyro heading when it has one ready (a skid-steer base's encoders overstate every
+        # turn by its tyres' scrub), else from the encoders.
+        self.odometry.update(telemetry.sample_us * 1e-6, dict(zip(names, sample.positions)),
+                             measured_turn=sample.gyro_turn)
+        self.odometry_encoder.uncertainty = GYRO_HEADING if sample.gyro_turn is not None else ENCODER_HEADING
         if sample.stale_age_ns is not None:
             self.get_logger().warning(f'discarding telemetry {sample.stale_age_ns * 1e-9:.3f} s old',
                                       throttle_duration_sec=5.0)
