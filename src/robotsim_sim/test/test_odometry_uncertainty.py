@@ -7,6 +7,8 @@ marked unmeasured."""
 from __future__ import annotations
 
 import math
+import secrets
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -14,7 +16,7 @@ import pytest
 from robotsim_core.description import load_robot
 from robotsim_core.geometry import quat_to_yaw
 from robotsim_core.odometry_calibration import Manoeuvre
-from robotsim_core.odometry_uncertainty import UNMEASURED_VARIANCE, OdometryUncertainty
+from robotsim_core.odometry_uncertainty import ENCODER_HEADING, GYRO_HEADING, UNMEASURED_VARIANCE, OdometryUncertainty
 from robotsim_sim.odometry_trials import OdometryTrials
 
 HELD_OUT = (Manoeuvre(0.0, 1.0, duration=8.0, settle=0.0), Manoeuvre(0.3, -0.6, duration=8.0, settle=0.0),
@@ -28,11 +30,20 @@ def _relative(xy, origin_xy, origin_yaw):
     return np.array([c * d[0] + s * d[1], -s * d[0] + c * d[1]])
 
 
-def _errors(trials: OdometryTrials, manoeuvre: Manoeuvre, uncertainty: OdometryUncertainty) -> dict:
+def _bridge_reading(reading, odometry):
+    """``reading`` with the motor bridge's odometry (from the MCU's telemetry, turns by its gyro) as its own."""
+    return replace(reading, odom_pose=(odometry.x, odometry.y, odometry.yaw),
+                   odom_twist=(odometry.linear, odometry.angular), odom_travel=(odometry.travelled, odometry.turned))
+
+
+def _errors(trials: OdometryTrials, manoeuvre: Manoeuvre, uncertainty: OdometryUncertainty,
+            bridge: bool = False) -> dict:
     first = previous = None
     odom_turn = true_turn = 0.0
     speed_within = rate_within = samples = 0
     for reading in trials.readings(manoeuvre):
+        if bridge:
+            reading = _bridge_reading(reading, trials.bridge.odometry)
         if first is None:
             first = previous = reading
             continue
@@ -65,6 +76,22 @@ def test_the_odometry_errors_stay_within_the_published_covariances(firmware):
             assert found['speed'] >= 0.95 and found['yaw_rate'] >= 0.95, (manoeuvre, found)
     finally:
         trials.sim.close()
+
+
+def test_the_bridge_s_gyro_heading_odometry_stays_within_its_covariances():
+    """The motor bridge's odometry with the firmware's gyro heading (GYRO_HEADING), on the held-out manoeuvres with
+    a gyro seed drawn here: its much tighter yaw figures hold too."""
+    seed = secrets.randbelow(2**31)
+    model = load_robot('rover')
+    trials = OdometryTrials(model, model.drive.wheel_separation_multiplier, firmware=True, seed=seed)
+    try:
+        for manoeuvre in HELD_OUT:
+            found = _errors(trials, manoeuvre, GYRO_HEADING, bridge=True)
+            assert found['yaw'] <= 2.0 and found['position'] <= 2.0, (seed, manoeuvre, found)
+            assert found['speed'] >= 0.95 and found['yaw_rate'] >= 0.95, (seed, manoeuvre, found)
+    finally:
+        trials.sim.close()
+    assert GYRO_HEADING.pose_variances(0.0, 10.0)[5] < ENCODER_HEADING.pose_variances(0.0, 10.0)[5] / 10
 
 
 def test_the_covariances_grow_and_mark_what_is_not_measured():
