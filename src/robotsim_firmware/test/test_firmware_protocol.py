@@ -1,6 +1,7 @@
 """The serial protocol: the firmware's C parser/encoder and the bridge's Python one agree on
 shared vectors, and both survive 10,000 random and corrupted streams."""
 
+import math
 import random
 import struct
 
@@ -185,3 +186,49 @@ def test_the_mcu_channel_count_is_one_value_for_c_and_python(workspace):
     from robotsim_core.drive import MCU_MOTOR_CHANNELS
     hal = (workspace / 'src' / 'robotsim_firmware' / 'firmware' / 'src' / 'hal.h').read_text()
     assert int(re.search(r'#define HAL_MOTOR_CHANNELS (\d+)', hal).group(1)) == MCU_MOTOR_CHANNELS
+
+
+def _telemetry(firmware, parser) -> list:
+    return [m for m in map(protocol.decode, parser.feed(firmware.transmitted())) if isinstance(m, protocol.Telemetry)]
+
+
+def test_the_gyro_bias_heading_and_yaw_loop(firmware):
+    """The firmware's gyro (host build, raw counts written as the simulator writes them): its bias is learnt in 0.5 s
+    at rest; then a commanded turn integrates the gyro's rate into the heading, and the yaw loop, with a gyro that
+    sees no turn, adds at most FW_YAW_CORRECTION_MAX (1 rad/s) of turn to the wheels, each by its share. A yaw loop
+    with a NaN or absurd share is refused (no loop); a setpoint without a yaw rate runs none either."""
+    firmware.reset()
+    parser = protocol.FrameParser()
+    plant = firmware.plant
+    plant.gyro_present, plant.gyro = 1, 40  # a zero-rate offset of 0.6 deg/s
+    firmware.receive(protocol.encode_frame(protocol.hello(1)))
+    firmware.advance(400_000_000)
+    assert not _telemetry(firmware, parser)[-1].status & protocol.STATUS_GYRO_READY
+    firmware.advance(200_000_000)
+    rest = _telemetry(firmware, parser)[-1]
+    assert rest.status & protocol.STATUS_GYRO_READY and abs(rest.yaw_rate) < 1e-4 and rest.heading_urad == 0
+
+    shares = [-2.0, 2.0, -2.0, 2.0]  # left wheels back, right wheels forward for a left turn
+    bad = protocol.set_yaw_loop(2, 1.0, 4.0, shares)[:-4] + struct.pack('<f', float('nan'))
+    firmware.receive(protocol.encode_frame(bad))
+    firmware.receive(protocol.encode_frame(protocol.set_velocity(3, [0.0] * 4, 1.0)))
+    firmware.advance(100_000_000)
+    assert not _telemetry(firmware, parser)[-1].status & protocol.STATUS_YAW_LOOP  # the bad yaw loop was refused
+
+    firmware.receive(protocol.encode_frame(protocol.set_yaw_loop(4, 1.0, 4.0, shares)))
+    plant.gyro = 40 + round(math.degrees(0.5) * protocol.GYRO_LSB_PER_DPS)  # turning at 0.5 rad/s
+    said = []
+    for sequence in range(5, 55):  # 1 s of setpoints asking for 1 rad/s
+        firmware.receive(protocol.encode_frame(protocol.set_velocity(sequence, [0.0] * 4, 1.0)))
+        firmware.advance(20_000_000)
+        said += _telemetry(firmware, parser)  # (read as the bridge does: the MCU's transmit ring holds 0.5 s)
+    turning = said[-1]
+    assert turning.status & protocol.STATUS_YAW_LOOP
+    assert turning.yaw_rate == pytest.approx(0.5, abs=0.002)
+    assert turning.heading_urad * 1e-6 == pytest.approx(0.5, abs=0.01)  # 1 s at 0.5 rad/s (the last frame up to 10 ms before)
+    # Error 0.5 rad/s: kp x 0.5 plus the integral's 4 x 0.5 x t, clamped at 1 rad/s of turn: wheels at 2 x 1 rad/s.
+    assert plant.duty[1] > 0 > plant.duty[0] and plant.duty[3] > 0 > plant.duty[2]
+
+    firmware.receive(protocol.encode_frame(protocol.set_velocity(60, [1.0] * 4)))  # (a protocol-2 host's setpoint)
+    firmware.advance(20_000_000)
+    assert not _telemetry(firmware, parser)[-1].status & protocol.STATUS_YAW_LOOP
