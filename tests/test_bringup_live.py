@@ -159,6 +159,22 @@ def test_two_robots_in_one_world(tmp_path):
                 publisher.publish(turn)
                 obs.spin_for(0.1)
             assert turned()['robot1'] >= 0.5 and turned()['robot2'] < 0.02, turned()  # driven independently
+
+            # The fleet radio between the robots' base controllers: cut robot2's link, and robot1's firmware reports
+            # robot2 (radio node 1) silent through its motor bridge; /diagnostics names the cut link.
+            from diagnostic_msgs.msg import DiagnosticArray
+            from robotsim_msgs.srv import InjectFault
+            obs.watch('/diagnostics', DiagnosticArray, RELIABLE)
+
+            def radio(message_part):
+                return any(status.name == 'fleet radio' and message_part in status.message
+                           for array in obs.messages['/diagnostics'] for status in array.status)
+
+            assert obs.spin_until(lambda: radio('ok'), 30), 'no fleet radio on /diagnostics'
+            response = obs.call(InjectFault, '/robot2/sim/inject_fault', InjectFault.Request(fault='radio_down'))
+            assert response.success, response.message
+            run.wait_for(r'robot1.*a robot of the fleet went silent on the radio \(radio node 1\)', 60)
+            assert obs.spin_until(lambda: radio('robot2 link down'), 30)
         finally:
             obs.close()
     finally:

@@ -43,6 +43,9 @@ class BusLink:
     counters: LinkCounters = field(default_factory=LinkCounters)
     _sent_since_drop: int = 0
 
+    def clear_faults(self) -> None:
+        self.down, self.drop_every, self._sent_since_drop = False, 0, 0
+
 
 class BoardBus:
     """Owns the links of a robot's boards (the boards themselves are their owners')."""
@@ -84,4 +87,4 @@ class BoardBus:
 
     def clear_faults(self) -> None:
         for link in self.links.values():
-            link.down, link.drop_every, link._sent_since_drop = False, 0, 0
+            link.clear_faults()

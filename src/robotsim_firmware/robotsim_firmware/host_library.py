@@ -59,7 +59,8 @@ class HostPlant(ctypes.Structure):
                 ('time_ns', ctypes.c_uint64), ('loops', ctypes.c_uint64), ('remainder_ns', ctypes.c_uint64),
                 ('rx_head', ctypes.c_uint32), ('rx_tail', ctypes.c_uint32),
                 ('tx_head', ctypes.c_uint32), ('tx_tail', ctypes.c_uint32), ('tx_dropped', ctypes.c_uint32),
-                ('rx', ctypes.c_uint8 * UART_BUFFER), ('tx', ctypes.c_uint8 * UART_BUFFER), ('bus', HostBus)]
+                ('rx', ctypes.c_uint8 * UART_BUFFER), ('tx', ctypes.c_uint8 * UART_BUFFER), ('bus', HostBus),
+                ('radio', HostBus), ('radio_node', ctypes.c_uint8)]
 
 
 class FirmwareBuildError(RuntimeError):

@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 from . import protocol
-from .board_bus import BoardBus
+from .board_bus import BoardBus, BusLink
 from .host_library import CHANNELS, HostFirmware
 from .power_board import PowerBoard
 from .virtual_serial import PtyLink
@@ -29,9 +29,11 @@ BUILDS = ('host', 'qemu')
 the MCU image under QEMU (robotsim_firmware.qemu_board: registers, interrupts and the core's own time)."""
 
 FAULTS = ('encoder_stuck', 'encoder_noise', 'motor_dead', 'link_drop', 'link_down', 'mcu_reset', 'bus_down', 'bus_drop',
-          'clear')
+          'radio_down', 'radio_drop', 'clear')
 BUS_BOARDS = ('base', 'power')
 """The boards on the bus of a robot with a power board; a bus fault's ``channel`` picks one by its index."""
+RADIO_MAX_NODES = 16
+"""Robots the fleet radio tells apart (RADIO_MAX_PEERS, firmware/src/bus.h)."""
 MAX_LINK_DROP_EVERY = 1_000_000  # one lost frame in a million: about six hours of 50 Hz setpoints
 
 
@@ -95,6 +97,10 @@ class FirmwareInTheLoop:
         """The robot's power board (its motors' supply relay), on the bus with the base controller; None: none."""
         self.bus = BoardBus(list(BUS_BOARDS)) if power_board else None
         self._inbox: dict[str, list] = {name: [] for name in BUS_BOARDS}
+        self.radio_link: BusLink | None = None
+        """This robot's link to the fleet radio (the simulation's FleetRadio owns it); None: no fleet radio."""
+        self.radio_inbox: list[tuple[int, bytes]] = []
+        """What the fleet radio delivered after the last step (handed to the MCU at the start of the next)."""
         self._load = 0.0
         self.link.lockstep = lockstep
         self.counts_per_radian = self.mcu.counts_per_rev / (2 * math.pi)
@@ -120,6 +126,9 @@ class FirmwareInTheLoop:
         if wheel_angles is not None:
             self._write_encoders(wheel_angles)
         self._reboot()
+        self.radio_inbox = []
+        if self.radio_link is not None:
+            self.radio_link.clear_faults()
         if self.power is not None:
             self.power.reset()
             self.bus.clear_faults()
@@ -168,6 +177,9 @@ class FirmwareInTheLoop:
         from_host = self.link.transfer(self.mcu.transmitted(), dt_ns * 1e-9)
         if from_host:
             self.mcu.receive(from_host)
+        if self.radio_link is not None:
+            self.mcu.plant.radio.deliver(self.radio_inbox)
+            self.radio_inbox = []
         if self.power is not None:  # what the bus delivered after the last step, then this step on both boards
             self.mcu.plant.bus.deliver(self._inbox['base'])
             self.power.bus.deliver(self._inbox['power'])
@@ -197,6 +209,8 @@ class FirmwareInTheLoop:
             return 2, MAX_LINK_DROP_EVERY, 'every value-th host frame is lost'
         if fault == 'bus_drop':
             return 2, MAX_LINK_DROP_EVERY, "every value-th frame of the board's bus link is lost"
+        if fault == 'radio_drop':
+            return 2, MAX_LINK_DROP_EVERY, "every value-th frame this robot sends on the fleet radio is lost"
         return 0, 0, f'{fault} takes no value'
 
     def inject(self, fault: str, channel: int = 0, value: float = 0.0) -> str | None:
@@ -211,6 +225,9 @@ class FirmwareInTheLoop:
             if not 0 <= channel < len(BUS_BOARDS):
                 return (f'{fault}: channel {channel} out of range: expected a board, '
                         + ', '.join(f'{i} ({name})' for i, name in enumerate(BUS_BOARDS)))
+        if fault in ('radio_down', 'radio_drop') and self.radio_link is None:
+            return (f'{fault}: this robot has no fleet radio (a fleet of at least two robots with the firmware, '
+                    'host build, has one)')
         low, high, unit = self.value_range(fault)
         # NaN fails every comparison, so it lands here too (as do Inf and 1e300): refused before int().
         if not (low <= value <= high and float(value).is_integer()):
@@ -232,6 +249,10 @@ class FirmwareInTheLoop:
             self.bus.links[BUS_BOARDS[channel]].down = True
         elif fault == 'bus_drop':
             self.bus.links[BUS_BOARDS[channel]].drop_every = int(value)
+        elif fault == 'radio_down':
+            self.radio_link.down = True
+        elif fault == 'radio_drop':
+            self.radio_link.drop_every = int(value)
         else:
             self.stuck.clear()
             self.noise.clear()
@@ -239,6 +260,8 @@ class FirmwareInTheLoop:
             self.link.down, self.link.drop_every = False, 0
             if self.bus is not None:
                 self.bus.clear_faults()
+            if self.radio_link is not None:
+                self.radio_link.clear_faults()
         return None
 
     def close(self) -> None:

@@ -25,9 +25,10 @@ HELLO, SET_VELOCITY, SET_GAINS, SET_YAW_LOOP = 0x01, 0x02, 0x03, 0x04
 HELLO_ACK, TELEMETRY, FAULT = 0x81, 0x83, 0x84
 
 STATUS_HELLO_DONE, STATUS_WATCHDOG_BRAKING, STATUS_SETPOINT_ACTIVE, STATUS_GYRO_READY, STATUS_YAW_LOOP = 1, 2, 4, 8, 16
-FAULT_ENCODER_STALL, FAULT_RESET, FAULT_PEER_SILENT = 1, 2, 4
+FAULT_ENCODER_STALL, FAULT_RESET, FAULT_PEER_SILENT, FAULT_FLEET_SILENT = 1, 2, 4, 8
 FAULT_NAMES = {FAULT_ENCODER_STALL: 'encoder stall (stuck encoder or dead motor)', FAULT_RESET: 'MCU reset',
-               FAULT_PEER_SILENT: 'a board on the bus went silent (the power board)'}
+               FAULT_PEER_SILENT: 'a board on the bus went silent (the power board)',
+               FAULT_FLEET_SILENT: 'a robot of the fleet went silent on the radio'}
 
 _TELEMETRY = struct.Struct('<I4i4f4hHHHHIIBBfi')
 _HELLO_ACK = struct.Struct('<BBBBBHI')

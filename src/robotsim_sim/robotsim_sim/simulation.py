@@ -137,6 +137,10 @@ class Simulation:
         try:
             for index, (placement, binding) in enumerate(zip(placements, bindings)):
                 self._make_robot(index, placement, binding)
+            self._radio_boards = {}
+            self.fleet_radio = self._fleet_radio()
+            """The radio between the base controllers of a fleet (robotsim_firmware.board_bus.BoardBus, a robot a
+            link, named by its namespace), None unless two or more robots run the firmware's host build."""
             self.reset(self.seed)
             self.entities.refuse_overlaps_at_start()
         except BaseException:
@@ -159,6 +163,24 @@ class Simulation:
                       slot=0),
             Scheduled('base_state', o.odom_rate, lambda data, rng, stamp, r=robot: self._base_state(r, stamp), slot=1)]
         return robot
+
+    def _fleet_radio(self):
+        on_air = [r for r in self.robots if r.firmware is not None and r.firmware.build == 'host']
+        if len(on_air) < 2:
+            return None
+        from robotsim_firmware.board_bus import BoardBus
+        from robotsim_firmware.in_the_loop import RADIO_MAX_NODES
+
+        if len(on_air) > RADIO_MAX_NODES:
+            raise ValueError(f'fleet radio: {len(on_air)} robots with the firmware, the radio has '
+                             f'{RADIO_MAX_NODES} nodes')
+        names = [r.placement.namespace or r.model.name for r in on_air]
+        radio = BoardBus(names)
+        self._radio_boards = {name: robot.firmware for name, robot in zip(names, on_air)}
+        for node, (robot, name) in enumerate(zip(on_air, names)):
+            robot.firmware.radio_link = radio.links[name]
+            robot.firmware.mcu.plant.radio_node = node
+        return radio
 
     def named(self, robot: int = 0) -> NamedAccess:
         """Robot ``robot``'s joints, actuators and bodies by name (robotsim_sim.robot_assembly.NamedAccess)."""
@@ -335,6 +357,11 @@ class Simulation:
                 desired = robot.gripper.sample(self.time)
                 if desired is not None:
                     self.data.ctrl[robot.gripper_actuator_ids] = desired.positions[robot.gripper_columns]
+        if self.fleet_radio is not None:  # every base controller has run this step: what each sent, for the next
+            boards = self._radio_boards
+            delivered = self.fleet_radio.exchange({name: f.mcu.plant.radio.sent() for name, f in boards.items()})
+            for name, firmware in boards.items():
+                firmware.radio_inbox = delivered[name]
 
     def step(self) -> list[Event]:
         """One physics step; returns the readings that fell due at the new time.

@@ -53,6 +53,16 @@ int hal_bus_send(uint16_t id, const uint8_t *data, uint8_t len) { return host_bu
 
 int hal_bus_receive(uint16_t *id, uint8_t *data, uint8_t *len) { return host_bus_receive(&plant.bus, id, data, len); }
 
+int hal_radio_send(uint16_t id, const uint8_t *data, uint8_t len) {
+  return host_bus_send(&plant.radio, id, data, len);
+}
+
+int hal_radio_receive(uint16_t *id, uint8_t *data, uint8_t *len) {
+  return host_bus_receive(&plant.radio, id, data, len);
+}
+
+uint8_t hal_radio_node(void) { return plant.radio_node; }
+
 /* ---- simulator API ---- */
 
 struct host_plant *fw_host_plant(void) { return &plant; }
@@ -63,12 +73,14 @@ void fw_host_reset(void) {
   uint64_t time_ns = plant.time_ns;
   uint8_t gyro_present = plant.gyro_present;
   int16_t gyro = plant.gyro;
+  uint8_t radio_node = plant.radio_node;
   memcpy(encoder, plant.encoder, sizeof(encoder));
   memset(&plant, 0, sizeof(plant));
   memcpy(plant.encoder, encoder, sizeof(encoder));
   plant.time_ns = time_ns;
   plant.gyro_present = gyro_present; /* the sensors are the plant's: a reboot does not change them */
   plant.gyro = gyro;
+  plant.radio_node = radio_node;
   fw_init();
 }
 

@@ -27,6 +27,8 @@ struct host_plant {
   uint8_t rx[HOST_UART_BUFFER];
   uint8_t tx[HOST_UART_BUFFER];
   struct host_bus bus;                    /* the board-to-board bus port */
+  struct host_bus radio;                  /* the fleet radio's port */
+  uint8_t radio_node;                     /* written by the sim: this robot's node on the fleet radio */
 };
 
 #endif

@@ -96,6 +96,11 @@ int hal_bus_receive(uint16_t *id, uint8_t *data, uint8_t *len) {
   return 0;
 }
 
+/* No fleet radio on this port either. */
+int hal_radio_send(uint16_t id, const uint8_t *data, uint8_t len) { return hal_bus_send(id, data, len); }
+int hal_radio_receive(uint16_t *id, uint8_t *data, uint8_t *len) { return hal_bus_receive(id, data, len); }
+uint8_t hal_radio_node(void) { return 0; }
+
 void board_init(void) {
   board_peripherals_init();
   SYST_RVR = BOARD_CORE_CLOCK_HZ / 1000u - 1u; /* the control loop's 1 kHz tick */

@@ -17,4 +17,11 @@
 #define BUS_HEARTBEAT_MS 10u         /* every board sends its frame this often */
 #define BUS_PEER_TIMEOUT_MS 100u     /* a peer unheard this long is silent */
 
+/* The fleet radio: the same kind of frames between the base controllers of a fleet's robots (a broadcast radio,
+ * ESP-NOW or 802.15.4 class), each robot a node. */
+#define RADIO_ID_HEARTBEAT 0x301u    /* base controller -> fleet: u8 node, u32 loop count, u16 fault flags */
+#define RADIO_HEARTBEAT_MS 100u
+#define RADIO_PEER_TIMEOUT_MS 500u   /* a robot unheard this long is silent */
+#define RADIO_MAX_PEERS 16u          /* nodes 0..15 */
+
 #endif

@@ -49,6 +49,9 @@ static struct {
   uint8_t peer_silent;  /* ... and then not for BUS_PEER_TIMEOUT_MS */
   uint8_t peer_flags;   /* its last POWER_FLAG_* */
   uint64_t peer_last_us;
+  /* The fleet radio: when each robot was last heard (0: never), which of them are silent now. */
+  uint64_t fleet_last_us[RADIO_MAX_PEERS];
+  uint16_t fleet_heard, fleet_silent;
   /* The gyro: bias (raw counts), loops at rest in a row, samples averaged into the bias, rate, heading. */
   float gyro_bias;
   uint32_t rest_loops;
@@ -252,6 +255,43 @@ static float gyro_step(int at_rest, int driving, int drive_allowed, float dt) {
   return clamp(fw.yaw_kp * error + fw.yaw_integral, -FW_YAW_CORRECTION_MAX, FW_YAW_CORRECTION_MAX);
 }
 
+/* The fleet radio: hear the other robots' base controllers, say this one is alive. A robot heard once and then
+ * silent is a fault (its radio link cut, the robot off); one FAULT frame when it goes silent, channel 0x80 + its
+ * node. */
+static void radio_step(uint64_t now) {
+  uint16_t id;
+  uint8_t data[BUS_MAX_DATA], len;
+  while (hal_radio_receive(&id, data, &len)) {
+    if (id == RADIO_ID_HEARTBEAT && len >= 1 && data[0] < RADIO_MAX_PEERS) {
+      fw.fleet_heard |= (uint16_t)(1u << data[0]);
+      fw.fleet_last_us[data[0]] = now;
+    }
+  }
+  uint16_t silent = 0;
+  for (uint8_t node = 0; node < RADIO_MAX_PEERS; ++node) {
+    uint16_t bit = (uint16_t)(1u << node);
+    if ((fw.fleet_heard & bit) && now - fw.fleet_last_us[node] > (uint64_t)RADIO_PEER_TIMEOUT_MS * 1000u) {
+      silent |= bit;
+      if (!(fw.fleet_silent & bit)) {
+        fw.faults |= FAULT_FLEET_SILENT;
+        send_fault(fw.faults, (uint8_t)(0x80u | node));
+      }
+    }
+  }
+  fw.fleet_silent = silent;
+  if (silent) {
+    fw.faults |= FAULT_FLEET_SILENT;
+  } else {
+    fw.faults &= (uint16_t)~FAULT_FLEET_SILENT;
+  }
+  if (fw.loops % (RADIO_HEARTBEAT_MS * FW_LOOP_HZ / 1000u) == 0) {
+    uint8_t beat[7] = {hal_radio_node()};
+    proto_put_u32(beat + 1, fw.loops);
+    proto_put_u16(beat + 5, fw.faults);
+    hal_radio_send(RADIO_ID_HEARTBEAT, beat, sizeof(beat));
+  }
+}
+
 void fw_step(void) {
   uint8_t rx[64];
   size_t n;
@@ -260,6 +300,7 @@ void fw_step(void) {
   const float dt = 1.0f / (float)FW_LOOP_HZ;
   uint64_t now = hal_time_us();
   bus_step(now);
+  radio_step(now);
   uint32_t oldest = fw.history_index;  /* the slot about to be overwritten holds the count WINDOW loops ago */
   int watchdog = !(fw.status & STATUS_SETPOINT_ACTIVE) ||
                  now - fw.last_setpoint_us > (uint64_t)fw.gains.watchdog_ms * 1000u;

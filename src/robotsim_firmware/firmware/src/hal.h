@@ -43,4 +43,10 @@ int hal_bus_send(uint16_t id, const uint8_t *data, uint8_t len);
 /* The next frame heard on the bus: 1 and the frame (data holds up to 8 bytes), or 0 when none. */
 int hal_bus_receive(uint16_t *id, uint8_t *data, uint8_t *len);
 
+/* The fleet radio (src/bus.h), the same way; and this robot's node number on it (0..RADIO_MAX_PEERS-1). A board
+ * without a radio sends nothing (0) and hears nothing. */
+int hal_radio_send(uint16_t id, const uint8_t *data, uint8_t len);
+int hal_radio_receive(uint16_t *id, uint8_t *data, uint8_t *len);
+uint8_t hal_radio_node(void);
+
 #endif

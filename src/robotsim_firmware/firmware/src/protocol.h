@@ -36,6 +36,7 @@ enum proto_fault {
   FAULT_ENCODER_STALL = 1u << 0,   /* high duty, no encoder motion (stuck encoder or dead motor) */
   FAULT_RESET = 1u << 1,           /* the MCU has (re)booted since the last hello */
   FAULT_PEER_SILENT = 1u << 2,     /* a board heard on the bus before has been silent for BUS_PEER_TIMEOUT_MS */
+  FAULT_FLEET_SILENT = 1u << 3,    /* a robot heard on the fleet radio before has been silent for RADIO_PEER_TIMEOUT_MS */
 };
 
 struct proto_telemetry {

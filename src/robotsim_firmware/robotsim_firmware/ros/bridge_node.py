@@ -338,6 +338,8 @@ class MotorBridge(Node):
             if new & bit:
                 where = f' on channel {channel} ({self.wheels[channel].joint})' if channel is not None \
                     and channel < len(self.wheels) else ''
+                if bit == protocol.FAULT_FLEET_SILENT and channel is not None and 0x80 <= channel < 0xFF:
+                    where = f' (radio node {channel - 0x80})'
                 self.get_logger().error(f'firmware fault: {name}{where}')
         self.reported_faults = faults
 

@@ -82,6 +82,19 @@ MAX_PACE_LAG = 0.05
 stall is dropped rather than made up, so the simulation never runs ahead of its requested factor."""
 
 
+def _link_states(bus) -> tuple[list[KeyValue], list[str]]:
+    """A bus's links (robotsim_firmware.board_bus.BoardBus) as diagnostic values (frames sent, delivered, lost and
+    why), and the faulted ones."""
+    values, faulted = [], []
+    for name, link in bus.links.items():
+        c = link.counters
+        values.append(KeyValue(key=f'{name} link', value=f'sent {c.sent}, delivered {c.delivered}, lost: link '
+                               f'down {c.lost_link_down}, dropped {c.lost_dropped}, queue full {c.lost_queue_full}'))
+        if link.down or link.drop_every:
+            faulted.append(f'{name} link ' + ('down' if link.down else f'drops every {link.drop_every}'))
+    return values, faulted
+
+
 class CountedPublisher:
     """A publisher that counts what it sent (reported at exit: what a recording must contain)."""
 
@@ -210,7 +223,8 @@ class SimNode(Node):
         self._rtf_window = (time.monotonic(), self.sim.time_ns)
         self._pace_origin = (time.monotonic(), self.sim.time_ns)
         self.create_timer(STATUS_PERIOD, self.publish_status)
-        if any(robot.firmware is not None and robot.firmware.bus is not None for robot in self.sim.robots):
+        if self.sim.fleet_radio is not None or any(robot.firmware is not None and robot.firmware.bus is not None
+                                                   for robot in self.sim.robots):
             self.diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
             self.create_timer(1.0, self.publish_bus_diagnostics)
         self.create_timer(log_period, self.log_progress)
@@ -327,22 +341,22 @@ class SimNode(Node):
 
     def publish_bus_diagnostics(self) -> None:
         """Each robot's board-to-board bus: its boards' links (frames sent, delivered, lost and why) and the power
-        board's relay and battery; WARN while a link is faulted or the relay is open."""
+        board's relay and battery; WARN while a link is faulted or the relay is open. The fleet radio: each robot's
+        link, WARN while one is faulted."""
         array = DiagnosticArray()
         array.header.stamp = stamp_msg(self.stamp_ns(self.sim.time_ns))
+        if self.sim.fleet_radio is not None:
+            values, faulted = _link_states(self.sim.fleet_radio)
+            array.status.append(DiagnosticStatus(
+                level=DiagnosticStatus.WARN if faulted else DiagnosticStatus.OK, name='fleet radio',
+                hardware_id='robotsim_sim', message='; '.join(faulted) or 'ok', values=values))
         for ports, robot in zip(self.ports, self.sim.robots):
             firmware = robot.firmware
             if firmware is None or firmware.bus is None:
                 continue
+            links, faulted = _link_states(firmware.bus)
             values = [KeyValue(key='motor relay', value='closed' if firmware.power.relay_closed else 'open'),
-                      KeyValue(key='battery mV', value=str(firmware.power.plant.battery_mv))]
-            faulted = []
-            for name, link in firmware.bus.links.items():
-                c = link.counters
-                values.append(KeyValue(key=f'{name} link', value=f'sent {c.sent}, delivered {c.delivered}, lost: link '
-                                       f'down {c.lost_link_down}, dropped {c.lost_dropped}, queue full {c.lost_queue_full}'))
-                if link.down or link.drop_every:
-                    faulted.append(f'{name} link ' + ('down' if link.down else f'drops every {link.drop_every}'))
+                      KeyValue(key='battery mV', value=str(firmware.power.plant.battery_mv)), *links]
             problems = faulted + ([] if firmware.power.relay_closed else ["motor relay open (the motors' supply is cut)"])
             prefix = f'{ports.namespace}/' if ports.namespace else ''
             array.status.append(DiagnosticStatus(
