@@ -1,8 +1,8 @@
 """Motor bridge node: the Jetson's side of the base MCU, identical in simulation and on the robot.
 
 /cmd_vel -> drive inverse kinematics -> wheel speed setpoints (and the yaw rate, for the MCU's gyro yaw loop) ->
-serial frames. Telemetry -> wheel /joint_states, encoder /odom (its turns from the MCU's gyro heading) and its odom -> base_footprint transform, and /diagnostics
-(link health, firmware version, fault flags). It opens its serial device like any USB CDC port
+serial frames. Telemetry -> wheel /joint_states, encoder /odom (its turns from the MCU's gyro heading) and its
+odom -> base_footprint transform, and /diagnostics (link health, firmware version, fault flags). It opens its serial device like any USB CDC port
 (termios raw, baud) and reconnects when the device disappears and comes back.
 
 This node does the ROS and device I/O. What telemetry means (MCU resets, receive counters,
