@@ -2,8 +2,8 @@
 
 /cmd_vel -> drive inverse kinematics -> wheel speed setpoints (and the yaw rate, for the MCU's gyro yaw loop) ->
 serial frames. Telemetry -> wheel /joint_states, encoder /odom (its turns from the MCU's gyro heading) and its
-odom -> base_footprint transform, and /diagnostics (link health, firmware version, fault flags). It opens its serial device like any USB CDC port
-(termios raw, baud) and reconnects when the device disappears and comes back.
+odom -> base_footprint transform, and /diagnostics (link health, firmware version, fault flags). It opens its
+serial device like any USB CDC port (termios raw, baud) and reconnects when the device disappears and comes back.
 
 This node does the ROS and device I/O. What telemetry means (MCU resets, receive counters,
 encoder unwrapping and glitches, which samples are published at which stamps) is decided by the
