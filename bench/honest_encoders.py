@@ -20,6 +20,7 @@ import yaml
 from robotsim_core.description import load_robot
 from robotsim_core.drive import forward_kinematics, inverse_kinematics
 from robotsim_firmware import protocol
+from robotsim_firmware.base_commands import BaseCommands
 from robotsim_sim.scene import RobotPlacement, load_world
 from robotsim_sim.simulation import SimOptions, Simulation
 
@@ -27,7 +28,9 @@ WORKSPACE = Path(__file__).resolve().parents[1]
 
 
 class Host:
-    """The bridge's serial behaviour, minus ROS: hello, gains, setpoints, telemetry."""
+    """The bridge's serial behaviour, minus ROS: hello, the yaw loop and gains (robotsim_firmware.base_commands, as
+    the bridge sends them), setpoints with the yaw rate (0: every scenario drives straight), telemetry. The base
+    stands 0.6 s after the handshake, as a robot does after power-on: the gyro learns its bias."""
 
     def __init__(self, sim: Simulation, device: str):
         self.sim = sim
@@ -38,9 +41,12 @@ class Host:
         self.faults = 0
         drive = sim.robots[0].model.drive
         self.drive, self.wheels = drive, list(drive.driven_wheels)
+        commands = BaseCommands(drive, [w.joint for w in self.wheels])
         self.send(protocol.hello(0))
         self.run(0.05, [0.0] * 4)
-        self.send(protocol.set_gains(1, 0.3, 3.0, 0.0, 1.0 / drive.wheel_no_load_speed, 300))
+        self.send(commands.yaw_loop(1))
+        self.send(commands.gains(2))
+        self.run(0.6, [0.0] * 4)
 
     def send(self, payload: bytes) -> None:
         os.write(self.fd, protocol.encode_frame(payload))
@@ -50,7 +56,7 @@ class Host:
         steps = round(seconds / self.sim.model.opt.timestep)
         for step in range(steps):
             if step % 10 == 0:
-                self.send(protocol.set_velocity(step & 0xFF, speeds))
+                self.send(protocol.set_velocity(step & 0xFF, speeds, 0.0))
             self.sim.step()
             try:
                 data = os.read(self.fd, 4096)
