@@ -34,10 +34,10 @@ import threading
 import numpy as np
 import rclpy
 from rclpy.exceptions import InvalidHandle
-from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.serialization import deserialize_message
 
+from robotsim_core.ros.distro import SubscriptionEventCallbacks
 from robotsim_core.ros import common as ros_common
 from robotsim_core.contract import RELIABLE_QOS, QosSpec, robot_contract
 from robotsim_core.description import load_robot

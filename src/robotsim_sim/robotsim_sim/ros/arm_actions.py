@@ -191,7 +191,8 @@ class ArmActions:
             feedback.desired = trajectory_point(state.desired, state.time_from_start)
             feedback.actual = trajectory_point(state.actual, state.time_from_start)
             feedback.error = trajectory_point(state.error, state.time_from_start)
-            feedback.index = max(state.index, 0)
+            if hasattr(feedback, 'index'):  # control_msgs 5 (Jazzy and later); Humble's feedback has no index
+                feedback.index = max(state.index, 0)
             handle.publish_feedback(feedback)
 
     def publish_controller_state(self) -> None:
@@ -210,7 +211,10 @@ class ArmActions:
             message.feedback = trajectory_point(state.actual, state.time_from_start)
             message.error = trajectory_point(state.error, state.time_from_start)
             message.output = JointTrajectoryPoint(positions=[float(v) for v in self.node.sim.data.ctrl[robot.arm_actuator_ids]])
-            message.speed_scaling_factor = 1.0
+            if hasattr(message, 'speed_scaling_factor'):  # control_msgs 5 (Jazzy and later)
+                message.speed_scaling_factor = 1.0
+            if hasattr(message, 'desired'):  # control_msgs 4 (Humble) also has its older names, which its tools read
+                message.desired, message.actual = message.reference, message.feedback
             ports.controller_state.publish(message)
 
 

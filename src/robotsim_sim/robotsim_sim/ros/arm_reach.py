@@ -19,8 +19,9 @@ from .arm_commander import ArmCommander, spin_in_background, stop_background
 def _simulator_parameters(node: Node, simulator: str, timeout: float) -> dict:
     """The running simulator node's ``world``, ``robot`` and ``fleet`` parameters."""
     from rclpy.parameter import parameter_value_to_python
-    from rclpy.parameter_client import AsyncParameterClient
-    client = AsyncParameterClient(node, simulator)
+
+    from robotsim_core.ros.distro import parameter_client
+    client = parameter_client(node, simulator)
     if not client.wait_for_services(timeout_sec=timeout):
         raise LookupError(f'no simulator node {simulator} answers within {timeout:g} s (is it running, on '
                           'this ROS_DOMAIN_ID?); give --world and --robot to plan without asking it')
