@@ -505,3 +505,78 @@ def test_launched_public_robot_passes_the_contract_check(robot):
     assert result.returncode == 0, (result.stdout, result.stderr, bringup.text)
     assert 'FAIL' not in result.stdout
     assert ('/odom' in result.stdout) == (robot == 'tiago'), result.stdout
+
+
+def _import(urdf: Path, out: Path):
+    written = subprocess.run([sys.executable, '-m', 'robotsim.cli', 'import', str(urdf), '--out', str(out)],
+                             capture_output=True, text=True, timeout=300)
+    assert written.returncode == 0, written.stderr
+    return out.read_text()
+
+
+@needs_example_robots
+def test_import_makes_casters_passive_and_a_hand_the_arm_s_gripper(tmp_path):
+    """tiago_dual (example-robot-data, not shipped): its four casters (a swivel and a wheel without an effort limit
+    each) are passive wheels, their swivels and the suspension free joints, not arms; each hand's finger chains,
+    below an arm's wrist, are that arm's gripper; the 7-joint arms come first. It was a 6-wheel differential drive
+    with 26 arms."""
+    out = tmp_path / 'tiago_dual.yaml'
+    text = _import(EXAMPLE_ROBOTS / 'tiago_description' / 'robots' / 'tiago_dual.urdf', out)
+    assert describe(out).returncode == 0, text
+    model = load_robot(str(out))
+    driven = {w.joint for w in model.drive.wheels if w.driven}
+    passive = {w.joint for w in model.drive.wheels if not w.driven}
+    assert driven == {'wheel_left_joint', 'wheel_right_joint'}
+    assert passive == {f'caster_{end}_{side}_2_joint' for end in ('front', 'back') for side in ('left', 'right')}
+    arm_joints = {j for arm in model.arms for j in arm.joints}
+    assert not arm_joints & {'caster_front_left_1_joint', 'suspension_left_joint'}
+    assert [len(arm.joints) for arm in model.arms] == [7, 7, 2, 1]  # two arms, the head, the torso lift
+    assert model.default_arm().joints[-1] == 'arm_left_7_joint'
+    assert {'hand_left_thumb_joint', 'hand_left_index_joint'} <= set(model.arms[0].gripper_joints)
+    assert not any(j.startswith('hand_right') for j in model.arms[0].gripper_joints)
+
+
+@needs_example_robots
+@pytest.mark.parametrize('urdf', ['ur_description/urdf/ur5_robot.urdf', 'talos_data/robots/talos_reduced.urdf',
+                                  'solo_description/robots/solo12.urdf'])
+def test_an_imported_fixed_base_robot_stands_on_the_floor_of_the_default_world(urdf, tmp_path):
+    """The drafted mount raises the root so that the lowest collision point touches the floor: the robot starts in
+    the default world without overlapping it (talos' feet hung 1.08 m below its root, inside the floor)."""
+    out = tmp_path / 'robot.yaml'
+    _import(EXAMPLE_ROBOTS / urdf, out)
+    model = load_robot(str(out))
+    assert model.fixed_base and model.mount.xyz[2] >= 0
+    sim = Simulation(load_world(resolve_world_path('room')), [RobotPlacement(model)],
+                     SimOptions(cameras=False, firmware=False))  # refuses a robot inside the floor
+    try:
+        mujoco.mj_forward(sim.model, sim.data)
+        m = sim.model
+        floor = next(g for g in range(m.ngeom) if m.geom_type[g] == mujoco.mjtGeom.mjGEOM_PLANE)
+        root = sim.robots[0].root_body
+
+        def of_the_robot(body: int) -> bool:
+            while body not in (root, 0):
+                body = m.body_parentid[body]
+            return body == root
+        robot_geoms = [g for g in range(m.ngeom) if m.geom_contype[g] | m.geom_conaffinity[g]
+                       and of_the_robot(m.geom_bodyid[g])]
+        assert robot_geoms
+        gap = min(mujoco.mj_geomDistance(m, sim.data, floor, g, 1.0, None) for g in robot_geoms)
+        assert -1e-3 <= gap <= 5e-3, gap  # on the floor: neither in it nor floating
+    finally:
+        sim.close()
+
+
+@needs_example_robots
+def test_a_fixed_base_robot_mounted_inside_the_floor_is_refused_naming_its_mount(tmp_path):
+    out = tmp_path / 'talos.yaml'
+    text = _import(EXAMPLE_ROBOTS / 'talos_data' / 'robots' / 'talos_reduced.urdf', out)
+    at = text.index('mount: {xyz: [0, 0, ')
+    line_end = text.index('\n', at)
+    out.write_text(text[:at] + 'mount: {xyz: [0, 0, 0.5], rpy: [0, 0, 0]}' + text[line_end:])
+    from robotsim_core.errors import DescriptionError
+    with pytest.raises(DescriptionError) as refused:
+        Simulation(load_world(resolve_world_path('room')), [RobotPlacement(load_robot(str(out)))],
+                   SimOptions(cameras=False, firmware=False))
+    message = str(refused.value)
+    assert str(out) in message and 'mount' in message and 'starts inside' in message, message

@@ -118,6 +118,14 @@ class Entities:
         overlaps = self._overlaps()
         if overlaps:
             first, second, depth = overlaps[0]
+            for robot in self.robots:  # a fixed-base robot in something: its mount is what puts it there
+                name = robot.placement.namespace or robot.model.name
+                if robot.model.fixed_base and name in (first, second):
+                    other = second if name == first else first
+                    raise DescriptionError(robot.model.source, 'mount',
+                                           f'{name!r} starts inside {other!r} ({100 * depth:.1f} cm deep): expected the '
+                                           'fixed-base robot mounted clear of it (raise mount.xyz, or move the world\'s '
+                                           'spawn or entities)')
             raise DescriptionError(self.world.source or 'world', 'spawn',
                                    f'{first!r} starts inside {second!r} ({100 * depth:.1f} cm deep): expected every '
                                    'robot and entity in a free spot (move the world\'s spawn or entities, or the '
