@@ -173,3 +173,75 @@ def test_scout_publishes_range_and_fixes_and_passes_the_contract_check():
     assert fix.status.status == NavSatStatus.STATUS_FIX and fix.header.frame_id == 'gps_link'
     assert fix.position_covariance_type == NavSatFix.COVARIANCE_TYPE_DIAGONAL_KNOWN
     assert abs(fix.latitude - 46.2044) < 1e-4 and abs(fix.longitude - 6.1432) < 1e-4  # within ~10 m of the datum
+
+
+def _rover_with_wrist_sensor(tmp_path) -> str:
+    import yaml
+    spec = yaml.safe_load((WORKSPACE / 'config' / 'robots' / 'rover.yaml').read_text())
+    spec['sensors'].append({'type': 'force_torque', 'name': 'wrist_ft', 'parent': 'arm_wrist_link', 'rate': 100})
+    path = tmp_path / 'rover_ft.yaml'
+    path.write_text(yaml.safe_dump(spec))
+    return str(path)
+
+
+def test_a_wrist_force_torque_sensor_reads_the_weight_of_what_it_carries(tmp_path, monkeypatch):
+    """The rover picks the cube with a force_torque sensor at its wrist (default noise and offset). Wherever the arm
+    stands still, the reading is the weight of what the wrist carries turned into the sensor's frame, plus the
+    episode's constant offset (in that frame): the wrist and fingers (0.07 kg) before the grasp, and those plus the
+    cube (0.03 kg: 0.294 N) while it holds the cube above the floor, within the noise of the averaged samples."""
+    from robotsim_sim.pick_place import run_in_simulation
+    from robotsim_sim.scene import RobotPlacement, load_world
+    from robotsim_sim.simulation import Simulation
+    from geometry_msgs.msg import WrenchStamped
+
+    model = load_robot(_rover_with_wrist_sensor(tmp_path))
+    samples = []
+    original = Simulation.step
+
+    def step(self):
+        events = original(self)
+        m, data = self.model, self.data
+        if float(np.abs(data.qvel[self.robots[0].arm_dofs]).max()) < 0.01:  # the arm standing still
+            rotation = data.site_xmat[m.site('wrist_ft_measured').id].reshape(3, 3)
+            for event in events:
+                if event.channel == 'wrist_ft':
+                    fingers = float(data.qpos[m.joint('arm_left_finger_joint').qposadr[0]])
+                    samples.append((event.reading, rotation.copy(), data.xpos[m.body('cube').id][2], fingers,
+                                    self.time))
+        return events
+    monkeypatch.setattr(Simulation, 'step', step)
+    result, sim = run_in_simulation(load_world(str(WORKSPACE / 'config' / 'worlds' / 'pick.yaml')),
+                                    [RobotPlacement(model)], seed=3)
+    try:
+        assert result.success, result
+        wrist = sim.model.body('arm_wrist_link').id
+        carried, cube = sim.model.body_subtreemass[wrist], sim.model.body_mass[sim.model.body('cube').id]
+    finally:
+        sim.close()
+    gravity = np.array([0.0, 0.0, -9.81])
+    start_z = samples[0][2]
+    lifted = [i for i, sample in enumerate(samples) if sample[2] > start_z + 0.05]
+    assert len(lifted) >= 50, len(lifted)
+    open_fingers = max(sample[3] for sample in samples[:lifted[0]])
+    # Before the grasp: the base settled (after 0.6 s), the fingers still open (not yet squeezing the cube).
+    before = [i for i in range(lifted[0]) if samples[i][4] > 0.6 and abs(samples[i][3] - open_fingers) < 1e-3]
+    assert len(before) >= 50, len(before)
+
+    def residuals(indices, mass):
+        """Reading minus the weight of ``mass`` in the sensor frame (what is left: the offset and the noise)."""
+        return np.array([samples[i][0].force - samples[i][1].T @ (mass * gravity) for i in indices])
+    offset = residuals(before, carried).mean(axis=0)
+    assert np.linalg.norm(offset) < 0.5  # 0.1 N a component (per-episode offset)
+    assert np.std(residuals(before, carried), axis=0) == pytest.approx([0.05] * 3, abs=0.015)  # white noise
+    holding = residuals(lifted, carried + cube).mean(axis=0) - offset
+    assert np.linalg.norm(holding) < 0.03, holding  # the cube's 0.294 N accounted for
+    without_cube = residuals(lifted, carried).mean(axis=0) - offset
+    assert np.linalg.norm(without_cube) == pytest.approx(cube * 9.81, abs=0.03)
+    # Its message: geometry_msgs/WrenchStamped in the sensor's frame, on <name>/wrench.
+    role = next(s for s in model.sensors if s.name == 'wrist_ft')
+    topic = next(t for t in robot_contract(model).topics if t.name == 'wrist_ft/wrench')
+    assert topic.type == 'geometry_msgs/msg/WrenchStamped' and topic.frame_id == 'wrist_ft_link'
+    reading = samples[-1][0]
+    [(name, message)] = CONVERTERS['force_torque'](role, 'wrist_ft_link', [topic])(reading, WrenchStamped().header.stamp)
+    assert name == 'wrist_ft/wrench' and message.header.frame_id == 'wrist_ft_link'
+    assert message.wrench.force.z == pytest.approx(reading.force[2])

@@ -25,6 +25,7 @@ setup(
             'imu = robotsim_sensors.imu:KIND',
             'range = robotsim_sensors.range_sensor:KIND',
             'navsat = robotsim_sensors.navsat:KIND',
+            'force_torque = robotsim_sensors.force_torque:KIND',
         ],
     },
 )

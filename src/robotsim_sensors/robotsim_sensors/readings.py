@@ -39,3 +39,10 @@ class ImuReading:
     orientation_variance: float
     angular_velocity_variance: float
     linear_acceleration_variance: float
+
+
+@dataclass
+class WrenchReading:
+    stamp: int
+    force: np.ndarray              # N, the load on the sensor in its frame
+    torque: np.ndarray             # N m, about the sensor frame's origin

@@ -7,7 +7,7 @@ called per reading with the stamp as a builtin_interfaces/Time. The core's table
 
 from __future__ import annotations
 
-from . import camera, imu, lidar, navsat, range_sensor
+from . import camera, force_torque, imu, lidar, navsat, range_sensor
 
 CONVERTERS = {
     'lidar': lidar.converter,
@@ -15,6 +15,7 @@ CONVERTERS = {
     'imu': imu.converter,
     'range': range_sensor.converter,
     'navsat': navsat.converter,
+    'force_torque': force_torque.converter,
 }
 
 
