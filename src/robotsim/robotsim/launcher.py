@@ -105,6 +105,7 @@ def launch(nodes: list[NodeSpec], stop_timeout: float = 10.0) -> int:
     # SIGHUP: the terminal or SSH session went away; stop as cleanly as on Ctrl-C (bags get closed).
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     status = 0
+    reported, failed = set(), []
     try:
         for index, (spec, path) in enumerate(plan):
             params_file = os.path.join(run_dir, f'{index:02d}_{spec.name}.yaml')
@@ -114,7 +115,6 @@ def launch(nodes: list[NodeSpec], stop_timeout: float = 10.0) -> int:
                                        stderr=subprocess.STDOUT, text=True, bufsize=1, preexec_fn=die_with_parent)
             running.append(_Running(spec, process))
             say(f'started {spec.label} ({spec.package}/{spec.executable}, pid {process.pid})')
-        reported, failed = set(), []
         while not stop_requested.is_set():
             for item in running:
                 code = item.process.poll()
@@ -132,6 +132,10 @@ def launch(nodes: list[NodeSpec], stop_timeout: float = 10.0) -> int:
             stop_requested.wait(0.1)
     finally:
         _stop_all(running, stop_timeout)
+        # A node that refused to start (exit 2: bad input, a port in use) while it was still tearing down when a
+        # required node ended the bringup: its status came after the last poll, not from the stop signals.
+        failed += [f'{item.spec.label} (status 2)' for item in running
+                   if item not in reported and not item.spec.required and item.process.returncode == 2]
         if failed:
             # Said again last, where it is seen: a node that could not start (a viewer whose port is in
             # use) while the others ran on.
