@@ -244,6 +244,14 @@ static float gyro_step(int at_rest, int driving, int drive_allowed, float dt) {
     fw.heading_urad = (int32_t)((uint32_t)fw.heading_urad + (uint32_t)whole); /* wraps */
     fw.heading_fraction -= (float)whole;
   }
+  /* A wheel at full duty (a stuck encoder's runaway, a blocked wheel) cannot follow a correction: the loop holds
+   * still (its integral kept) rather than pull the other wheels, or hide the stall, on a gyro that sees it. */
+  int saturated = 0;
+  for (int i = 0; i < HAL_MOTOR_CHANNELS; ++i) saturated = saturated || fw.duty[i] > 0.95f || fw.duty[i] < -0.95f;
+  if (saturated && driving && drive_allowed) {
+    fw.status &= (uint16_t)~STATUS_YAW_LOOP;
+    return 0.0f;
+  }
   if (!(driving && drive_allowed && fw.yaw_loop_set && fw.yaw_command_given)) {
     fw.yaw_integral = 0.0f;
     fw.status &= (uint16_t)~STATUS_YAW_LOOP;
