@@ -262,10 +262,6 @@ class Scanner(ast.NodeVisitor):
                 cls = find_class(target[2], target[1])
                 for keyword in keywords_missing(init_parameters(cls) if cls else None, node):
                     self.report(node, f'{target[1]}.{target[2]}(..., {keyword}=)')
-            elif target[0] == 'value' and '.' not in target[2]:
-                tree_function = self._function(target[1], target[2])
-                for keyword in keywords_missing(tree_function, node):
-                    self.report(node, f'{target[1]}.{target[2]}(..., {keyword}=)')
             elif target[0] == 'interface':
                 fields = INTERFACES[target[1]][target[2]]['fields']
                 for keyword in node.keywords:
@@ -295,12 +291,6 @@ class Scanner(ast.NodeVisitor):
                 if class_member(logger, func.attr) is None:
                     self.report(node, f'rclpy.impl.rcutils_logger.RcutilsLogger.{func.attr}')
         self.generic_visit(node)
-
-    @staticmethod
-    def _function(module: str, name: str) -> dict | None:
-        """A module-level function's parameters (the snapshot keeps those of methods only; module functions are
-        checked by name)."""
-        return None
 
 
 def scan(counts: dict | None = None) -> list[Finding]:
