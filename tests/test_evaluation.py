@@ -136,7 +136,7 @@ def test_evaluate_runs_the_policy_and_baselines_through_the_ros_graph(trained_po
     out = tmp_path / 'evaluation'
     completed = robotsim('policy', 'eval', '--driver', 'policy', '--policy', str(trained_policy), '--episodes', '2',
                          '--seed', str(EVALUATION_SEED), '--randomization', str(short_course), '--out', str(out),
-                         '--baselines', 'expert,straight', '--no-progress')
+                         '--baselines', 'expert,straight', '--shield', 'off', '--no-progress')
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert not _running_with(str(out)), 'a launch outlived the evaluation'
     with open(out / 'episodes.csv', newline='') as stream:
@@ -238,7 +238,7 @@ def test_under_load_as_fast_as_possible_every_kept_episode_ran_on_fresh_inputs(t
     with CpuHog(900):
         completed = robotsim('policy', 'eval', '--driver', 'policy', '--policy', str(trained_policy), '--episodes',
                              '2', '--seed', str(EVALUATION_SEED), '--randomization', str(short_course), '--out',
-                             str(out), '--baselines', '', '--no-progress')
+                             str(out), '--baselines', '', '--shield', 'off', '--no-progress')
     assert completed.returncode == 0, completed.stdout + completed.stderr
     with open(out / 'episodes.csv', newline='') as stream:
         rows = list(csv.DictReader(stream))
@@ -248,6 +248,26 @@ def test_under_load_as_fast_as_possible_every_kept_episode_ran_on_fresh_inputs(t
                 and float(row['command_rate']) >= 0.9 * float(row['nominal_command_rate']))
         assert fair or (row['real_time_factor'] == '0.2500' and 'did not keep up' in completed.stderr), \
             (row, completed.stderr)
+
+
+def test_rows_are_the_same_for_one_and_two_workers_each_on_its_own_ros_domain(short_course, tmp_path):
+    """Episodes spread over workers (processes, each with a ROS domain of its own): the same rows, in the same order,
+    as one worker running them all; every episode's auto pacing is its own."""
+    rows, domains = {}, {}
+    for workers in (1, 2):
+        out = tmp_path / f'workers-{workers}'
+        completed = robotsim('policy', 'eval', '--driver', 'expert', '--baselines', 'straight', '--episodes', '2',
+                             '--seed', str(EVALUATION_SEED), '--randomization', str(short_course), '--out', str(out),
+                             '--workers', str(workers), '--no-progress')
+        assert completed.returncode == 0, completed.stdout + completed.stderr
+        with open(out / 'episodes.csv', newline='') as stream:
+            rows[workers] = [(r['driver'], r['episode'], r['seed'], r['outcome']) for r in csv.DictReader(stream)]
+        domains[workers] = {re.search(r'ROS_DOMAIN_ID=(\d+)', log.read_text())[1]
+                            for log in (out / 'episodes').glob('*/launch.log')}
+    assert [row[:2] for row in rows[1]] == [(d, e) for d in ('expert', 'straight') for e in ('0', '1')]
+    assert rows[1] == rows[2]
+    assert domains[1] == {os.environ['ROS_DOMAIN_ID']}
+    assert len(domains[2]) == 2 and os.environ['ROS_DOMAIN_ID'] in domains[2], domains
 
 
 @pytest.mark.parametrize('case', ['missing policy', 'training seed', 'unknown baseline'])

@@ -82,9 +82,10 @@ def test_record_view_render_dataset_lerobot_train_evaluate(tmp_path):
     robotsim('policy', 'train', str(dataset), '--out', str(policy), '--epochs', '3', '--hidden', '32,32', '--seed', '1')
     evaluation = tmp_path / 'evaluation'
     robotsim('policy', 'eval', '--driver', 'policy', '--policy', str(policy), '--episodes', '1', '--seed', '4242',
-             '--randomization', str(DATASETS / 'expert_course.yaml'), '--baselines', '', '--out', str(evaluation),
-             '--no-progress', timeout=1200)
+             '--randomization', str(DATASETS / 'expert_course.yaml'), '--baselines', '', '--shield', 'on',
+             '--out', str(evaluation), '--no-progress', timeout=1200)
     with open(evaluation / 'episodes.csv', newline='') as stream:
         rows = list(csv.DictReader(stream))
-    assert [row['driver'] for row in rows] == ['policy']
+    assert [row['driver'] for row in rows] == ['policy+shield']
+    assert 'shield limited' in (evaluation / 'episodes' / 'policy+shield-0' / 'launch.log').read_text()
     assert rows[0]['outcome'] in ('success', 'collision', 'timeout') and float(rows[0]['command_rate']) > 0

@@ -99,6 +99,9 @@ class BringupConfig:
     for goal_pose)."""
     policy: str = ''
     """driver:=policy: the ONNX policy file (written by robotsim policy train)."""
+    shield: bool = True
+    """driver:=policy: put every command of the policy through a velocity shield from the scan (it slows or stops the
+    base so it can still stop before what the lidar sees; false: the policy's commands as they are)."""
     report: str = ''
     """Sim: path of the run report PNG written at the end ('' = no live summary, no report)."""
     seed: int = 0
@@ -250,6 +253,9 @@ def _check_combinations(config: BringupConfig, given: set[str], source: str) -> 
     if 'policy' in given and driver != 'policy':
         raise DescriptionError(source, 'policy', f'expected driver:=policy with it (driver is '
                                                  f'{driver or "none"}: the policy would not run)')
+    if 'shield' in given and driver != 'policy':
+        raise DescriptionError(source, 'shield', f'expected driver:=policy with it (driver is '
+                                                 f'{driver or "none"}: only the policy is shielded)')
     if config.goal and driver not in GOAL_DRIVERS:
         raise DescriptionError(source, 'goal', f'expected driver:= one of {", ".join(GOAL_DRIVERS)} with it '
                                                f'(driver is {driver or "none"}: nobody would drive to it)')
@@ -422,6 +428,7 @@ def _driver_nodes(config: BringupConfig, entry) -> list[NodeSpec]:
                 parameters['spawn'] = [float(entry.xyz[0]), float(entry.xyz[1]), float(entry.yaw)]
         if info.argument == 'policy':
             parameters['policy'] = os.path.abspath(config.policy)
+            parameters['shield'] = config.shield
     # Required drivers end the bringup with their exit status (the pick demo when done; a policy that stops
     # must not leave the robot undriven unnoticed).
     return [NodeSpec(package, executable, executable, ns, parameters, required=info.required)]

@@ -179,6 +179,8 @@ def incompleteness(out: str, listed_verify: bool = False) -> str | None:
         command.append('--no-cameras')
     if settings.get('prune') is True:
         command.append('--prune')
+    if settings.get('shield') is True:
+        command.append('--shield')
     command += ['--out', str(out), '--resume']
     return (f'{out}: {done} of {wanted} episodes generated'
             + (f' ({", ".join(half)} half-written in {PARTIAL}/)' if half else '')
@@ -188,7 +190,7 @@ def incompleteness(out: str, listed_verify: bool = False) -> str | None:
 
 # ---------------------------------------------------------------------------------------------- one episode
 def generate_episode(spec_path: str, seed: int, index: int, out: str, driver: str, cameras: bool,
-                     prune: bool) -> dict:
+                     prune: bool, shield: bool = False) -> dict:
     """Run one episode into ``out/.partial/<name>``, move it into place and describe it (a worker's
     whole job: picklable arguments in, a JSON-able manifest entry out)."""
     from .ros.episode import run_episode
@@ -200,7 +202,7 @@ def generate_episode(spec_path: str, seed: int, index: int, out: str, driver: st
     if partial.exists():
         shutil.rmtree(partial)
     partial.parent.mkdir(parents=True, exist_ok=True)
-    result = run_episode(Randomizer(spec, seed), index, str(partial), driver, cameras=cameras)
+    result = run_episode(Randomizer(spec, seed), index, str(partial), driver, cameras=cameras, shield=shield)
     entry = {'index': index, 'bag': name, 'outcome': result.outcome, 'duration': round(result.duration, 9),
              'message_counts': result.counts, 'travel': round(result.travel, 6),
              'final_goal_distance': round(result.final_goal_distance, 6), 'camera_frames': result.camera_frames,
@@ -301,14 +303,17 @@ def _check_output_dir(out: Path) -> None:
 
 def generate(spec_path: str, out: str, episodes: int, seed: int, driver: str, workers: int = 1,
              executor: str = 'local', resume: bool = False, prune: bool = False, cameras: bool = True,
-             ray_address: str | None = None, progress=True) -> dict:
-    """Generate (or complete, with ``resume``) a dataset; returns the manifest."""
+             ray_address: str | None = None, progress=True, shield: bool = False) -> dict:
+    """Generate (or complete, with ``resume``) a dataset; returns the manifest. ``shield``: a policy driver's
+    commands go through its velocity shield (robotsim_learning.shield)."""
     from .driving import make_driver
     from .randomization import load_randomization, spec_hash
 
     spec = load_randomization(spec_path)
     try:
         make_driver(driver)  # here, once: a bad name or policy file is one line before any worker starts
+        if shield and not driver.startswith(('policy:', 'dagger:')):
+            raise ValueError(f'--shield: applies only to a driver that runs a policy file, not --driver {driver}')
     except ValueError as error:
         raise DatasetError(str(error)) from None
     for option, value, most in (('--episodes', episodes, MAX_EPISODES), ('--workers', workers, MAX_WORKERS)):
@@ -335,10 +340,12 @@ def generate(spec_path: str, out: str, episodes: int, seed: int, driver: str, wo
                                'empty folder, or a dataset folder to --resume (nothing was changed)')
     _check_output_dir(out_dir)
     settings = {'episodes': episodes, 'seed': seed, 'driver': driver, 'cameras': cameras, 'prune': prune,
-                'randomization_sha256': spec_hash(spec)}
+                'randomization_sha256': spec_hash(spec), **({'shield': True} if shield else {})}
     if manifest_path.exists():
         manifest = load_manifest(manifest_path)
-        previous = {key: manifest['settings'].get(key) for key in settings}
+        keys = [*settings, *(['shield'] if 'shield' in manifest['settings'] and 'shield' not in settings else [])]
+        previous = {key: manifest['settings'].get(key) for key in keys}
+        settings = {key: settings.get(key) for key in keys}
         if previous != settings:
             changed = ', '.join(f'{k} {previous[k]!r} -> {settings[k]!r}' for k in settings if previous[k] != settings[k])
             raise DatasetError(f'--resume: {out} was generated with other settings ({changed}); '
@@ -372,7 +379,7 @@ def generate(spec_path: str, out: str, episodes: int, seed: int, driver: str, wo
     if half_written:
         print(f'robotsim dataset: regenerating {len(half_written)} half-written episode(s): {", ".join(half_written)}',
               file=sys.stderr)
-    tasks = [(os.path.abspath(spec_path), seed, index, str(out_dir), driver, cameras, prune) for index in todo]
+    tasks = [(os.path.abspath(spec_path), seed, index, str(out_dir), driver, cameras, prune, shield) for index in todo]
     started = time.monotonic()
     finished: list[dict] = []
     bar = None

@@ -56,7 +56,8 @@ def run(args) -> int:
                                        'on its CPUs); nothing was done')
             generate(args.randomization, args.out, args.episodes, args.seed, _driver(args),
                      args.workers if args.workers is not None else 1, args.executor, args.resume, args.prune,
-                     cameras=not args.no_cameras, ray_address=args.ray_address, progress=not args.no_progress)
+                     cameras=not args.no_cameras, ray_address=args.ray_address, progress=not args.no_progress,
+                     shield=args.shield)
             return 0
         if args.action == 'verify':
             problems = verify(args.dataset)
@@ -125,6 +126,9 @@ def add_arguments(parser) -> None:
                           help=f'who drives the episodes: {", ".join(episode_drivers())} (default wander)')
     generate.add_argument('--policy', metavar='FILE', help='the ONNX policy file of --driver '
                           + ' or '.join(n for n, i in DRIVERS.items() if i.argument == 'policy' and i.episodes))
+    generate.add_argument('--shield', action='store_true',
+                          help="with --policy: the policy's commands go through the velocity shield from the scan "
+                               '(as the policy node with shield:=true)')
     generate.add_argument('--workers', type=int, default=None,
                           help='processes (or local Ray CPUs) in parallel (default 1)')
     generate.add_argument('--executor', choices=['local', 'ray'], default='local',

@@ -158,22 +158,27 @@ class ExpertDriver(Driver):
 class PolicyDriver(Driver):
     """A trained ONNX policy (``--driver policy --policy FILE``, ``driver:=policy policy:=FILE``): the robot's contract
     topics and the goal, nothing of the simulator. ``robot`` (a name or YAML path) checks the file fits that
-    robot; ``goal_tolerance`` > 0 stops it within that distance of the goal (by its own pose estimate)."""
+    robot; ``goal_tolerance`` > 0 stops it within that distance of the goal (by its own pose estimate); ``shield``
+    puts every command through a :class:`~robotsim_learning.shield.VelocityShield` of the robot (the context's
+    robot, else ``robot``) reading the same scan."""
     name = 'policy'
     rate = 10.0
 
     def __init__(self, path: str = '', providers: tuple[str, ...] = ('CPUExecutionProvider',),
-                 robot: str | None = None, goal_tolerance: float = 0.0):
+                 robot: str | None = None, goal_tolerance: float = 0.0, shield: bool = False):
         from .policy_runtime import PolicyFileError, PolicyRuntime, policy_for_robot
         if not path:
             raise PolicyFileError(f"{self.name}: expected the path of an ONNX policy file ({self.name}:FILE), got ''")
         self.runtime = policy_for_robot(path, robot, providers) if robot else PolicyRuntime(path, providers)
-        self.path, self.providers = path, providers
+        self.path, self.providers, self.robot = path, providers, robot
         self.goal_tolerance = goal_tolerance
+        self.use_shield = bool(shield)
+        self.shield = None
         self.status = ''
 
     def describe(self) -> str:
-        return f'policy {self.path} ({self.runtime.spec.size} inputs) on {", ".join(self.providers)}'
+        return (f'policy {self.path} ({self.runtime.spec.size} inputs) on {", ".join(self.providers)}'
+                + (', through the velocity shield' if self.use_shield else ''))
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -185,6 +190,13 @@ class PolicyDriver(Driver):
         super().reset(context)
         self.images, self.odometry = deque(maxlen=5), deque(maxlen=20)
         self.estimate = ImuHeadingOdometry() if self.runtime.spec.uses_imu else None
+        if self.use_shield and self.shield is None:
+            from .shield import VelocityShield
+            model = context.robot()
+            if model is None:
+                from robotsim_core.description import load_robot
+                model = load_robot(self.robot or 'rover')
+            self.shield = VelocityShield.for_robot(model, self.rate)
 
     def act(self, observation: Observation) -> tuple[float, float]:
         from .observation import closest_by_stamp, stamp_seconds
@@ -219,7 +231,9 @@ class PolicyDriver(Driver):
             self.status = f'inference failed: {error}'
             return 0.0, 0.0  # a failed inference stops the robot
         self.status = ''
-        return command
+        if self.shield is None:
+            return command
+        return self.shield.filter(command, scan, moving=self.odometry[-1].twist.twist.linear.x)
 
 
 class StraightDriver(Driver):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 
 from robotsim_core.drivers import evaluated_drivers
 from robotsim_core.errors import DescriptionError
@@ -24,6 +25,11 @@ EVALUATION_DRIVERS = evaluated_drivers()
 DEFAULT_RANDOMIZATION = 'room_obstacles.yaml'
 SLOWEST_PACE = 0.25
 """The slowest real-time factor auto pacing goes down to when a driver's inputs still go stale."""
+SHIELDED = 'policy+shield'
+"""The rows of the policy driven through its velocity shield (the node's ``shield:=true``)."""
+SHIELD_CHOICES = ('off', 'on', 'both')
+MAX_WORKERS = 32
+"""Parallel episodes: each is a simulator and a driver node, and each worker a ROS domain of its own."""
 
 
 HELP = 'closed-loop episodes of a driver and baselines through the ROS graph'
@@ -48,6 +54,15 @@ def add_arguments(parser) -> None:
     parser.add_argument('--real-time-factor', default='auto',
                         help='auto: as fast as possible while the driver keeps up in sim time on fresh inputs, else '
                              'again at 1.0, 0.5, 0.25; or a number')
+    parser.add_argument('--shield', choices=SHIELD_CHOICES, default='both',
+                        help="--driver policy: evaluate the policy's own commands (off), through the policy node's "
+                             f"velocity shield (on: rows '{SHIELDED}'), or both on the same episodes (default)")
+    parser.add_argument('--workers', type=int, default=1,
+                        help=f'episodes run in parallel, each worker with its own ROS domain (1 ... {MAX_WORKERS}; '
+                             'the rows are the same for any count)')
+    parser.add_argument('--executor', choices=['local', 'ray'], default='local',
+                        help='where the workers run: local processes (default) or Ray actors on a local Ray instance '
+                             '(as robotsim dataset generate --executor)')
     parser.add_argument('--no-progress', action='store_true', help='no progress bar')
 
 
@@ -56,13 +71,20 @@ class _Refused(ValueError):
 
 
 def _drivers(args) -> list[str]:
-    drivers = [args.driver]
+    """The rows' driver labels: the evaluated driver (the policy once or twice, by --shield), then the baselines."""
+    drivers = [args.driver] if args.driver != 'policy' else \
+        {'off': ['policy'], 'on': [SHIELDED], 'both': ['policy', SHIELDED]}[args.shield]
     for name in filter(None, (part.strip() for part in args.baselines.split(','))):
         if name not in EVALUATION_DRIVERS:
             raise _Refused(f'--baselines: expected names from {", ".join(EVALUATION_DRIVERS)}, got {name!r}')
-        if name not in drivers:
+        if name not in drivers and not (name == 'policy' and SHIELDED in drivers):
             drivers.append(name)
     return drivers
+
+
+def launched(label: str) -> tuple[str, bool]:
+    """(driver:= of the launch, shield) of a row label."""
+    return ('policy', True) if label == SHIELDED else (label, False)
 
 
 def _pacing(text: str) -> float | None:
@@ -114,7 +136,7 @@ def _check_out(out: str) -> None:
 
 def _check_policy(args, drivers: list[str]):
     """The policy runtime (None without the policy driver); refuses a bad file or the training seed."""
-    if 'policy' not in drivers:
+    if not any(launched(label)[0] == 'policy' for label in drivers):
         return None
     from .evaluation import training_seed_clash
     from .policy_runtime import PolicyFileError, PolicyRuntime
@@ -168,9 +190,13 @@ def _run(args) -> int:
 
     if args.episodes < 1:
         raise _Refused(f'--episodes: expected at least 1, got {args.episodes}')
+    if not 1 <= args.workers <= MAX_WORKERS:
+        raise _Refused(f'--workers: expected a whole number from 1 to {MAX_WORKERS}, got {args.workers}')
+    if args.shield != 'both' and args.driver != 'policy':
+        raise _Refused(f'--shield: applies only to --driver policy (the policy node\'s shield), not --driver {args.driver}')
     drivers = _drivers(args)
     if args.seed is None:
-        args.seed = drawn_seed(args.policy if 'policy' in drivers else '')
+        args.seed = drawn_seed(args.policy if args.driver == 'policy' or 'policy' in drivers else '')
         print(f'seed {args.seed} (drawn at evaluation time; --seed {args.seed} runs these scenarios again)', flush=True)
     if not 0 <= args.seed < 2**63:
         raise _Refused(f'--seed: expected 0 ... 2^63-1, got {args.seed}')
@@ -194,11 +220,11 @@ def _run(args) -> int:
 
 
 def _evaluate(args, drivers, pacing, runtime, spec_path, spec, randomizer) -> int:
-    import numpy as np
+    import time
+
     from tqdm import tqdm
 
     from .evaluation import summary, summary_line, write_csv, write_report
-    from .ros.evaluation_graph import GraphObserver, last_lines, run_graph_episode
 
     try:
         os.makedirs(os.path.join(args.out, 'episodes'), exist_ok=True)
@@ -206,61 +232,27 @@ def _evaluate(args, drivers, pacing, runtime, spec_path, spec, randomizer) -> in
         raise _Refused(f'--out {args.out}: cannot create the folder ({error.strerror})') from None
     csv_path, report_path = os.path.join(args.out, 'episodes.csv'), os.path.join(args.out, 'report.png')
     uses_image = bool(runtime and runtime.spec.uses_image)
-    print(f'evaluating {", ".join(drivers)} on {args.episodes} episodes of {spec_path}, seed {args.seed}')
+    print(f'evaluating {", ".join(drivers)} on {args.episodes} episodes of {spec_path}, seed {args.seed}'
+          + (f', {args.workers} workers ({args.executor})' if args.workers > 1 else ''))
+    tasks = [EpisodeTask(label, index, args.seed, os.path.abspath(spec_path), os.path.abspath(args.out), pacing,
+                         os.path.abspath(args.policy) if args.policy else '', uses_image)
+             for label in drivers for index in range(args.episodes)]
+    order = {(task.label, task.index): k for k, task in enumerate(tasks)}
     rows, shown = [], {}
-    observer = GraphObserver()
-    bar = tqdm(total=len(drivers) * args.episodes, desc='evaluate', unit='episode', file=sys.stderr,
-               disable=args.no_progress)
+    bar = tqdm(total=len(tasks), desc='evaluate', unit='episode', file=sys.stderr, disable=args.no_progress)
     try:
-        for driver in drivers:
-            real_time_factor = 0.0 if pacing is None else pacing
-            for index in range(args.episodes):
-                scenario = randomizer.scenario(index)
-                folder = os.path.join(args.out, 'episodes', f'{driver}-{index}')
-                bar.set_postfix(driver=driver, episode=index, rtf=f'{real_time_factor:g}')
-                result = run_graph_episode(observer, scenario, spec, driver, folder, real_time_factor, args.policy,
-                                           uses_image)
-                if pacing is None and index == 0:
-                    verdict = 'keeps up' if result.kept_up else 'falls behind'
-                    bar.write(f'{driver}: /cmd_vel at {result.command_rate:.1f} Hz of sim time (nominal '
-                              f'{result.nominal_rate:g}) at real_time_factor {real_time_factor:g}: {verdict}')
-                while pacing is None and not result.kept_up and real_time_factor != SLOWEST_PACE:
-                    # The episode again, slower, and the rest of this driver's too: as fast as possible, then
-                    # real time, then half and a quarter of it.
-                    real_time_factor = 1.0 if real_time_factor == 0 else max(SLOWEST_PACE, real_time_factor / 2)
-                    why = (f'/cmd_vel at {result.command_rate:.1f} of {result.nominal_rate:g} Hz; ticks '
-                           + (f'stale {result.stale_ticks}, waiting {result.waiting_ticks}' if result.ticks
-                              else 'not reported'))
-                    bar.write(f'{driver}: episode {index} again at real_time_factor {real_time_factor:g} ({why})')
-                    result = run_graph_episode(observer, scenario, spec, driver, folder, real_time_factor,
-                                               args.policy, uses_image)
-                if not result.kept_up and result.outcome != 'error':
-                    bar.write(f'{driver} episode {index}: the driver did not keep up at real_time_factor '
-                              f'{real_time_factor:g} (ticks {result.ticks or "not reported"}): this machine\'s load, '
-                              'not the driver, may have decided its outcome')
-                if result.outcome == 'error':
-                    bar.write(f'{driver} episode {index}: the bringup stopped early ({result.log}): '
-                              f'{last_lines(result.log)}')
-                tracker = result.tracker
-                rows.append({'driver': driver, 'seed': args.seed, 'episode': index, 'outcome': result.outcome,
-                             'sim_time': tracker.end_time, 'path_length': tracker.path_length,
-                             'min_clearance': tracker.min_clearance, 'collisions': tracker.collisions,
-                             'final_goal_distance': tracker.final_goal_distance,
-                             'real_time_factor': real_time_factor, 'command_rate': result.command_rate,
-                             'nominal_command_rate': result.nominal_rate, 'stale_input_ticks': result.stale_ticks,
-                             'waiting_ticks': result.waiting_ticks,
-                             'wall_seconds': result.wall_seconds})
-                trajectory = np.array(tracker.trajectory, dtype=float).reshape(-1, 4)
-                np.savetxt(os.path.join(folder, 'trajectory.csv'), trajectory, fmt='%.4f', delimiter=',',
-                           header='t,x,y,yaw', comments='')
-                shown[driver, index] = (result.obstacles, scenario.spawn, scenario.goal, trajectory, result.outcome)
-                write_csv(csv_path, rows)  # after every episode: an interrupted run keeps what it measured
-                bar.update(1)
+        for done in _episodes(tasks, args.workers, args.executor):
+            for line in done['lines']:
+                bar.write(line)
+            rows.append(done['row'])
+            rows.sort(key=lambda row: order[row['driver'], row['episode']])
+            shown[done['row']['driver'], done['row']['episode']] = done['shown']
+            write_csv(csv_path, rows)  # after every episode: an interrupted run keeps what it measured
+            bar.set_postfix(driver=done['row']['driver'], episode=done['row']['episode'], outcome=done['row']['outcome'])
+            bar.update(1)
     finally:
         bar.close()
-        observer.close()
-    import time
-    evaluated = f'policy {os.path.basename(args.policy)}' if 'policy' in drivers else drivers[0]
+    evaluated = f'policy {os.path.basename(args.policy)}' if args.driver == 'policy' else drivers[0]
     write_report(report_path, rows, drivers, shown, spec.goal_tolerance,
                  f'{evaluated} on {os.path.basename(spec_path)}, seed {args.seed}, episodes 0-{args.episodes - 1} '
                  f'({spec.episode_duration:g} s each), {time.strftime("%Y-%m-%d")}')
@@ -268,3 +260,161 @@ def _evaluate(args, drivers, pacing, runtime, spec_path, spec, randomizer) -> in
         print(summary_line(entry))
     print(f'wrote {csv_path} and {report_path}')
     return 0
+
+
+# ----------------------------------------------------------------------------- one episode, in any worker
+@dataclass(frozen=True)
+class EpisodeTask:
+    """One episode of one row label: everything a worker process needs (picklable, absolute paths)."""
+    label: str
+    index: int
+    seed: int
+    spec_path: str
+    out: str
+    pacing: float | None
+    """None: auto (as fast as possible, slower while the driver does not keep up); else the fixed factor."""
+    policy: str
+    uses_image: bool
+
+
+_observer = None
+"""The worker's GraphObserver (one rclpy context per process, on the worker's ROS domain), made at its first episode."""
+
+
+def _worker_observer():
+    global _observer
+    if _observer is None:
+        import atexit
+
+        from .ros.evaluation_graph import GraphObserver
+        _observer = GraphObserver()
+        atexit.register(_observer.close)
+    return _observer
+
+
+def evaluate_episode(task: EpisodeTask) -> dict:
+    """Run one episode through the ROS graph with this process's observer: its row, what the report draws of it,
+    and the lines to print. Auto pacing is the episode's own (as fast as possible, then 1.0, 0.5, 0.25 while
+    the driver does not keep up), so its row does not depend on which worker ran it or what ran before."""
+    import numpy as np
+
+    from .randomization import Randomizer, load_randomization
+    from .ros.evaluation_graph import last_lines, run_graph_episode
+
+    spec = load_randomization(task.spec_path)
+    scenario = Randomizer(spec, task.seed).scenario(task.index)
+    driver, shield = launched(task.label)
+    folder = os.path.join(task.out, 'episodes', f'{task.label}-{task.index}')
+    real_time_factor = 0.0 if task.pacing is None else task.pacing
+    lines = []
+
+    def run(factor: float):
+        return run_graph_episode(_worker_observer(), scenario, spec, driver, folder, factor, task.policy,
+                                 task.uses_image, shield)
+    result = run(real_time_factor)
+    if task.pacing is None and task.index == 0:
+        lines.append(f'{task.label}: /cmd_vel at {result.command_rate:.1f} Hz of sim time (nominal '
+                     f'{result.nominal_rate:g}) at real_time_factor 0: '
+                     + ('keeps up' if result.kept_up else 'falls behind'))
+    while task.pacing is None and not result.kept_up and real_time_factor != SLOWEST_PACE:
+        real_time_factor = 1.0 if real_time_factor == 0 else max(SLOWEST_PACE, real_time_factor / 2)
+        why = (f'/cmd_vel at {result.command_rate:.1f} of {result.nominal_rate:g} Hz; ticks '
+               + (f'stale {result.stale_ticks}, waiting {result.waiting_ticks}' if result.ticks else 'not reported'))
+        lines.append(f'{task.label}: episode {task.index} again at real_time_factor {real_time_factor:g} ({why})')
+        result = run(real_time_factor)
+    if not result.kept_up and result.outcome != 'error':
+        lines.append(f'{task.label} episode {task.index}: the driver did not keep up at real_time_factor '
+                     f'{real_time_factor:g} (ticks {result.ticks or "not reported"}): this machine\'s load, '
+                     'not the driver, may have decided its outcome')
+    if result.outcome == 'error':
+        lines.append(f'{task.label} episode {task.index}: the bringup stopped early ({result.log}): '
+                     f'{last_lines(result.log)}')
+    tracker = result.tracker
+    row = {'driver': task.label, 'seed': task.seed, 'episode': task.index, 'outcome': result.outcome,
+           'sim_time': tracker.end_time, 'path_length': tracker.path_length, 'min_clearance': tracker.min_clearance,
+           'collisions': tracker.collisions, 'final_goal_distance': tracker.final_goal_distance,
+           'real_time_factor': real_time_factor, 'command_rate': result.command_rate,
+           'nominal_command_rate': result.nominal_rate, 'stale_input_ticks': result.stale_ticks,
+           'waiting_ticks': result.waiting_ticks, 'wall_seconds': result.wall_seconds}
+    trajectory = np.array(tracker.trajectory, dtype=float).reshape(-1, 4)
+    np.savetxt(os.path.join(folder, 'trajectory.csv'), trajectory, fmt='%.4f', delimiter=',',
+               header='t,x,y,yaw', comments='')
+    return {'row': row, 'lines': lines,
+            'shown': (result.obstacles, scenario.spawn, scenario.goal, trajectory, result.outcome)}
+
+
+# ----------------------------------------------------------------------------- workers
+def worker_domains(workers: int) -> list[int]:
+    """The ROS domain of each worker: this process's (ROS_DOMAIN_ID) and the next ones (0 ... 232)."""
+    base = int(os.environ.get('ROS_DOMAIN_ID', '0') or 0)
+    return [(base + k) % 233 for k in range(workers)]
+
+
+def _take_domain(domains) -> None:
+    """Pool initializer: this worker process's ROS domain, for its observer and the launches it starts."""
+    os.environ['ROS_DOMAIN_ID'] = str(domains.get())
+
+
+def _episodes(tasks: list[EpisodeTask], workers: int, executor: str):
+    """Yield evaluate_episode's results as episodes finish: in this process for one local worker, else in worker
+    processes (spawned: rclpy and MuJoCo do not survive fork) or Ray actors, each on its own ROS domain."""
+    if executor == 'ray':
+        yield from _ray_episodes(tasks, workers)
+        return
+    if workers <= 1:
+        try:
+            for task in tasks:
+                yield evaluate_episode(task)
+        finally:
+            global _observer
+            if _observer is not None:
+                _observer.close()
+                _observer = None
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    context = multiprocessing.get_context('spawn')
+    domains = context.Queue()
+    for domain in worker_domains(workers):
+        domains.put(domain)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_take_domain,
+                             initargs=(domains,)) as pool:
+        futures = [pool.submit(evaluate_episode, task) for task in tasks]
+        try:
+            for future in as_completed(futures):
+                yield future.result()
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+
+
+class _EpisodeActor:
+    """A Ray actor running episodes on its own ROS domain."""
+
+    def __init__(self, domain: int):
+        os.environ['ROS_DOMAIN_ID'] = str(domain)
+
+    def run(self, task: EpisodeTask) -> dict:
+        return evaluate_episode(task)
+
+
+def _ray_episodes(tasks: list[EpisodeTask], workers: int):
+    """A local Ray instance of ``workers`` CPUs on 127.0.0.1 (no dashboard), one actor per worker."""
+    try:
+        import ray
+        from ray.util import ActorPool
+    except ImportError:
+        raise _Refused('--executor ray: Ray is not installed (pip install ray==2.60.0, see requirements/test.txt)') \
+            from None
+    started_here = not ray.is_initialized()
+    if started_here:
+        ray.init(num_cpus=workers, include_dashboard=False, _node_ip_address='127.0.0.1', log_to_driver=False,
+                 configure_logging=False)
+    try:
+        actor = ray.remote(num_cpus=1, max_restarts=0)(_EpisodeActor)
+        pool = ActorPool([actor.remote(domain) for domain in worker_domains(workers)])
+        yield from pool.map_unordered(lambda a, task: a.run.remote(task), tasks)
+    finally:
+        if started_here:
+            ray.shutdown()

@@ -66,10 +66,11 @@ class DriverNode(Node):
             path = ros_common.checked_parameter(self, 'policy', '')
             providers = tuple(self.declare_parameter('providers', ['CPUExecutionProvider']).value)
             tolerance = ros_common.checked_parameter(self, 'goal_tolerance', 0.15, minimum=0.01, maximum=5.0)
+            shield = ros_common.checked_parameter(self, 'shield', True)
             if not path:
                 raise PolicyFileError("parameter 'policy': expected the path of an ONNX policy file, got ''")
             self.driver = make_driver(f'{driver_name}:{path}', "parameter 'driver'", providers=providers, robot=robot,
-                                      goal_tolerance=tolerance)
+                                      goal_tolerance=tolerance, shield=shield)
         else:
             self.driver = make_driver(driver_name, "parameter 'driver'")
         self.goal_driver = info.goal
@@ -206,6 +207,9 @@ class DriverNode(Node):
         if self.latencies:
             values['decision_ms_p50'] = f'{1000 * float(np.percentile(self.latencies, 50)):.3f}'
             values['decision_ms_p99'] = f'{1000 * float(np.percentile(self.latencies, 99)):.3f}'
+        shield = getattr(self.driver, 'shield', None)
+        if shield is not None:  # the policy's velocity shield: how often it slowed or stopped the policy's command
+            values['shield_limited'] = f'{shield.limited} of {shield.checked}'
         status.values = [KeyValue(key=k, value=v) for k, v in values.items()]
         array = DiagnosticArray(status=[status])
         array.header.stamp = self.get_clock().now().to_msg()
@@ -214,8 +218,10 @@ class DriverNode(Node):
 
     def tick_report(self) -> str:
         t = self.ticks
+        shield = getattr(self.driver, 'shield', None)
         return (f'{self.get_name()}: ticks {sum(t.values())}: decided {t["decided"]}, stale input {t["stale"]}, '
-                f'waiting for inputs {t["waiting"]}, standing still {t["other"]}')
+                f'waiting for inputs {t["waiting"]}, standing still {t["other"]}'
+                + (f'; shield limited {shield.limited} of {shield.checked} commands' if shield is not None else ''))
 
 
 REFUSED = (PolicyFileError, DescriptionError, ros_common.ParameterError, ValueError)

@@ -176,12 +176,12 @@ class _Collisions:
 
 
 def run_episode(randomizer: Randomizer, index: int, folder: str, driver_name: str, cameras: bool = True,
-                duration: float | None = None, commands=None) -> EpisodeResult:
+                duration: float | None = None, commands=None, shield: bool = False) -> EpisodeResult:
     """Run episode ``index`` and write it as a bag in ``folder`` (which must not exist), with the
     scenario's ``world.yaml`` and ``robot.yaml`` beside the MCAP file.
 
     ``commands``: instead of a driver, replay these (stamp_ns, linear, angular) commands (the
-    identity test against the ROS graph)."""
+    identity test against the ROS graph). ``shield``: a policy driver's commands go through its velocity shield."""
     from robotsim_sim.ros.robot_messages import RobotMessages
     from robotsim_sim.scenario import scenario_text
     from robotsim_sim.scene import RobotPlacement, load_world
@@ -209,7 +209,7 @@ def run_episode(randomizer: Randomizer, index: int, folder: str, driver_name: st
                                               randomization=draw))
         try:
             return _loop(sim, RobotMessages(sim.robots[0], '', True, sim.labels), bag, scenario, world,
-                         driver_name, duration, spec.goal_tolerance, commands, started, described)
+                         driver_name, duration, spec.goal_tolerance, commands, started, described, shield)
         finally:
             sim.close()  # its renderer too, now, in this thread: the GL context is shared by the next episode
     finally:
@@ -217,7 +217,7 @@ def run_episode(randomizer: Randomizer, index: int, folder: str, driver_name: st
 
 
 def _loop(sim, messages, bag, scenario, world, driver_name, duration, tolerance, commands, started,
-          described) -> EpisodeResult:
+          described, shield=False) -> EpisodeResult:
     produced = [topic for topic in messages.topics if topic.name != 'sim/status']  # /sim/status is wall-clock RTF
     for topic in produced:
         bag.add_topic(f'/{topic.name}', topic.type, _qos(topic.qos))
@@ -227,7 +227,9 @@ def _loop(sim, messages, bag, scenario, world, driver_name, duration, tolerance,
         bag.add_topic(f'/{topic.name}', topic.type, _qos(topic.qos))
     bag.add_topic(GOAL_TOPIC, 'geometry_msgs/msg/PoseStamped', _qos(RELIABLE_QOS))
     bag.add_topic(COMMAND_TOPIC, 'geometry_msgs/msg/Twist', _qos(RELIABLE_QOS))
-    driver = make_driver(driver_name) if commands is None else None
+    driver = None
+    if commands is None:
+        driver = make_driver(driver_name, shield=True) if shield else make_driver(driver_name)
     if getattr(driver, 'labels', False):
         bag.add_topic(LABEL_TOPIC, 'geometry_msgs/msg/Twist', _qos(RELIABLE_QOS))
     latest = LatestMessages()

@@ -163,9 +163,10 @@ def _inputs_of(driver: str, uses_image: bool) -> list[tuple[str, int]]:
 
 
 def run_graph_episode(observer: GraphObserver, scenario: Scenario, spec, driver: str, folder: str,
-                      real_time_factor: float, policy: str = '', uses_image: bool = False) -> GraphEpisode:
+                      real_time_factor: float, policy: str = '', uses_image: bool = False,
+                      shield: bool = False) -> GraphEpisode:
     """Run one episode of ``scenario`` with ``driver`` through ``robotsim launch sim`` (files and the
-    launch log in ``folder``)."""
+    launch log in ``folder``); ``shield``: the policy node's velocity shield on (``shield:=true``)."""
     from robotsim_core.description import load_robot
     from robotsim_core.processes import die_with_parent  # own session + dies with us: Ctrl-C goes to it once
     from robotsim_sim.scene import load_world
@@ -190,7 +191,7 @@ def run_graph_episode(observer: GraphObserver, scenario: Scenario, spec, driver:
                  # us, and what it had not delivered when it exits is lost); we stop it once we have decided.
                  f'duration:={spec.episode_duration + SIMULATION_MARGIN:g}', 'paused:=true']
     if driver == 'policy':
-        arguments.append(f'policy:={os.path.abspath(policy)}')
+        arguments += [f'policy:={os.path.abspath(policy)}', f'shield:={str(shield).lower()}']
     log_path = os.path.join(folder, 'launch.log')
     with open(log_path, 'w', encoding='utf-8') as log:
         log.write('robotsim launch sim ' + ' '.join(arguments) + '\n')

@@ -1,0 +1,130 @@
+"""A velocity shield from the lidar scan, ROS-free: it lets a base command through only as fast as the robot can
+still stop before any scan point enters its footprint.
+
+The policy node (``shield:=true``) and the fast path (``--shield``) put every command of the policy through
+:meth:`VelocityShield.filter`. For a command (v, w) it rolls the robot's footprint forward along the command's arc
+for one reaction time (a decision period plus a margin for latency) and then while braking at the drive's
+deceleration limit on the same arc (the classic dynamic-window check), against the scan points of the newest
+scan in the base frame. The command passes when the footprint keeps ``margin`` from every point along that
+path (or, already closer, gets no closer); else its speed is scaled down in steps, then its turn, down to
+standing still, which always passes. It never adds speed or turns the robot: what it cannot make safe it stops.
+
+What it cannot see, it cannot avoid: obstacles outside the lidar's plane, and slip (a robot sliding on a floor
+less grippy than the deceleration limit assumes stops later than the rollout says).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+FRACTIONS = (1.0, 0.75, 0.5, 0.3, 0.15, 0.0)
+"""Scales tried on the commanded speed, then (at zero speed) on the turn, largest first."""
+REACH = 3.0
+"""Scan points farther than this (m) from the base cannot be reached within a stopping distance of the drives
+this is made for (0.8 m/s, 1 m/s^2: 0.32 m plus a reaction time); they are skipped."""
+
+
+class VelocityShield:
+    """Owns the robot's footprint, the lidar's pose in the base frame and the braking limits; no ROS, no state
+    beyond its counters (:attr:`checked`, :attr:`limited`)."""
+
+    def __init__(self, footprint: np.ndarray, sensor_pose: tuple[float, float, float], deceleration: float,
+                 yaw_deceleration: float, reaction_time: float = 0.2, margin: float = 0.06, step: float = 0.05):
+        rectangles = np.asarray(footprint, dtype=float).reshape(-1, 4, 2)
+        self.boxes = np.concatenate([rectangles.min(axis=1), rectangles.max(axis=1)], axis=1)  # (S, 4) x0 y0 x1 y1
+        """The footprint's rectangles in the base frame (axis-aligned there: evaluation.footprint)."""
+        self.sensor_pose = tuple(float(v) for v in sensor_pose)
+        """(x, y, yaw) of the scan's frame in the base frame."""
+        if not (deceleration > 0 and yaw_deceleration > 0 and reaction_time >= 0 and margin >= 0 and step > 0):
+            raise ValueError('VelocityShield: expected positive decelerations and step, non-negative reaction time '
+                             f'and margin, got {deceleration}, {yaw_deceleration}, {reaction_time}, {margin}, {step}')
+        self.deceleration, self.yaw_deceleration = float(deceleration), float(yaw_deceleration)
+        self.reaction_time, self.margin, self.step = float(reaction_time), float(margin), float(step)
+        self.checked = 0
+        """Commands filtered."""
+        self.limited = 0
+        """Commands slowed or stopped."""
+
+    @classmethod
+    def for_robot(cls, model, rate: float, **options) -> 'VelocityShield':
+        """The shield of a robot description (robotsim_core.description.RobotModel) for a driver deciding at
+        ``rate`` Hz: its footprint, its first 1-channel lidar's pose, its drive's acceleration limits."""
+        from robotsim_core.description.kinematics import forward_kinematics
+
+        from .evaluation import footprint
+        lidars = [s for s in model.sensors if s.type == 'lidar' and s.spec.channels == 1]
+        if not lidars:
+            raise ValueError(f'robot {model.name} has no 1-channel lidar: the shield reads a LaserScan')
+        poses = forward_kinematics(model.tree, {})
+        relative = np.linalg.inv(poses[model.base_link]) @ poses[lidars[0].frame]
+        yaw = math.atan2(relative[1, 0], relative[0, 0])  # a lidar mounted level (REP 103 axes)
+        drive = model.drive
+        options.setdefault('reaction_time', 1.0 / rate + 0.1)
+        return cls(footprint(model), (relative[0, 3], relative[1, 3], yaw), drive.max_linear_acceleration,
+                   options.pop('yaw_deceleration', 2.0 * drive.max_yaw_rate), **options)
+
+    def points(self, ranges, angle_min: float, angle_increment: float, range_min: float,
+               range_max: float) -> np.ndarray:
+        """The scan's returns within :data:`REACH` as (P, 2) points in the base frame (REP 117: +-Inf and NaN
+        are no return; readings outside [range_min, range_max] are dropped)."""
+        ranges = np.asarray(ranges, dtype=float)
+        angles = angle_min + angle_increment * np.arange(len(ranges))
+        valid = np.isfinite(ranges) & (ranges >= range_min) & (ranges <= min(range_max, REACH))
+        x, y, yaw = self.sensor_pose
+        angles, ranges = angles[valid] + yaw, ranges[valid]
+        return np.stack([x + ranges * np.cos(angles), y + ranges * np.sin(angles)], axis=1)
+
+    def clearances(self, points: np.ndarray, poses: np.ndarray) -> np.ndarray:
+        """Signed distance (K,) from the footprint at each pose (K, 3) of the base (relative to now) to the nearest
+        point: negative by the depth of the deepest point inside it (so going deeper reads as getting closer)."""
+        if not len(points):
+            return np.full(len(poses), math.inf)
+        c, s = np.cos(poses[:, 2])[:, None], np.sin(poses[:, 2])[:, None]
+        dx, dy = points[None, :, 0] - poses[:, 0:1], points[None, :, 1] - poses[:, 1:2]
+        local = np.stack([c * dx + s * dy, -s * dx + c * dy], axis=-1)[:, :, None, :]   # (K, P, 1, 2)
+        low, high = self.boxes[None, None, :, :2], self.boxes[None, None, :, 2:]
+        gap = np.maximum(low - local, local - high)                                      # (K, P, S, 2)
+        outside = np.sqrt((np.maximum(gap, 0.0) ** 2).sum(-1))
+        signed = np.where((gap <= 0).all(-1), gap.max(-1), outside)                      # inside: -depth
+        return signed.min(axis=(1, 2))
+
+    def path(self, linear: float, angular: float, moving: float = 0.0) -> np.ndarray:
+        """Poses (K, 3) of the base, relative to now, along the command's arc: the reaction time at the command
+        (at the speed ``moving`` the base has now, when that is faster the same way: it cannot slow down at once),
+        then braking to a stop on the same arc (speed and turn reach zero together)."""
+        if linear == 0.0 and moving != 0.0:
+            linear = moving  # still rolling while it turns
+        elif moving * linear > 0 and abs(moving) > abs(linear):
+            angular, linear = angular * moving / linear, moving
+        stop = max(abs(linear) / self.deceleration, abs(angular) / self.yaw_deceleration)
+        total = self.reaction_time + stop
+        times = np.append(np.arange(self.step, total, self.step), total)
+        braking = np.clip(times - self.reaction_time, 0.0, stop)
+        # Arc length fraction: constant speed, then uniform deceleration over ``stop`` seconds.
+        travelled = np.minimum(times, self.reaction_time) + (braking - braking ** 2 / (2 * stop) if stop > 0 else 0.0)
+        distance, heading = linear * travelled, angular * travelled
+        straight = np.abs(heading) < 1e-9
+        radius = np.where(straight, 0.0, distance / np.where(straight, 1.0, heading))
+        x = np.where(straight, distance, radius * np.sin(heading))
+        y = np.where(straight, 0.0, radius * (1 - np.cos(heading)))
+        return np.stack([x, y, heading], axis=1)
+
+    def filter(self, command: tuple[float, float], scan, moving: float = 0.0) -> tuple[float, float]:
+        """The command made safe against ``scan`` (a sensor_msgs/LaserScan, read by attribute); ``moving``: the
+        base's forward speed now (m/s, from odometry)."""
+        self.checked += 1
+        points = self.points(scan.ranges, scan.angle_min, scan.angle_increment, scan.range_min, scan.range_max)
+        if not len(points):
+            return command
+        now = float(self.clearances(points, np.zeros((1, 3)))[0])
+        floor = min(self.margin, now) - 1e-3  # closer than the margin already: allowed only not to get closer
+        linear, angular = float(command[0]), float(command[1])
+        candidates = [(f * linear, angular) for f in FRACTIONS] + [(0.0, f * angular) for f in FRACTIONS[1:]]
+        for candidate in candidates:
+            if candidate == (0.0, 0.0) or self.clearances(points, self.path(*candidate, moving)).min() >= floor:
+                if candidate != (linear, angular):
+                    self.limited += 1
+                return candidate
+        return 0.0, 0.0  # not reached: standing still is always a candidate

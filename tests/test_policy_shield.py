@@ -1,0 +1,125 @@
+"""The policy's velocity shield (robotsim_learning.shield): what it lets through against a scan, and in closed loop
+on the fast path a policy that only drives ahead at full speed, which without the shield runs into whatever is in
+front of it and with it stops short (MuJoCo's contacts decide the outcome)."""
+
+from __future__ import annotations
+
+import json
+import math
+import secrets
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from robotsim_core.description import load_robot
+
+SAMPLES = 360
+
+
+def scan(points_in_base=(), sensor_x=-0.08):
+    """A 360-sample scan from the rover's lidar (at x = -0.08 in the base) seeing the given points (base frame)."""
+    ranges = np.full(SAMPLES, np.inf, dtype=np.float32)
+    increment = 2 * math.pi / SAMPLES
+    for x, y in points_in_base:
+        angle = math.atan2(y, x - sensor_x)
+        index = int(round((angle + math.pi) / increment)) % SAMPLES
+        ranges[index] = min(ranges[index], math.hypot(x - sensor_x, y))
+    return SimpleNamespace(ranges=ranges.tolist(), angle_min=-math.pi, angle_increment=increment, range_min=0.12,
+                           range_max=12.0)
+
+
+def wall(x: float, span=(-0.6, 0.6)):
+    return [(x, y) for y in np.arange(span[0], span[1], 0.01)]
+
+
+@pytest.fixture(scope='module')
+def shield():
+    from robotsim_learning.shield import VelocityShield
+    return VelocityShield.for_robot(load_robot('rover'), rate=10.0)
+
+
+def test_the_shield_reads_the_rover_and_its_lidar(shield):
+    assert shield.sensor_pose == pytest.approx((-0.08, 0.0, 0.0))
+    assert shield.boxes[:, 2].max() == pytest.approx(0.17)  # the camera, the front-most part
+    assert shield.deceleration == 1.0 and shield.reaction_time == pytest.approx(0.2)
+
+
+def test_free_space_lets_every_command_through(shield):
+    for command in ((0.8, 0.0), (0.5, 1.5), (-0.3, 0.0), (0.0, -2.5)):
+        assert shield.filter(command, scan()) == command
+    assert shield.filter((0.8, 0.0), scan(wall(3.5))) == (0.8, 0.0)
+
+
+def test_a_wall_ahead_slows_then_stops_the_robot(shield):
+    # Stopping from 0.8 m/s takes 0.16 m of reaction and 0.32 m of braking, and the shield keeps 6 cm: a wall
+    # 1.5 m ahead is no concern, one 0.4 m ahead of the front allows less speed, one 0.1 m ahead a crawl, one
+    # within the margin none.
+    assert shield.filter((0.8, 0.0), scan(wall(1.5))) == (0.8, 0.0)
+    slowed = shield.filter((0.8, 0.0), scan(wall(0.17 + 0.4)))
+    assert 0 < slowed[0] < 0.8 and slowed[1] == 0.0
+    assert 0 < shield.filter((0.8, 0.0), scan(wall(0.17 + 0.1)))[0] <= 0.15
+    assert shield.filter((0.8, 0.0), scan(wall(0.17 + 0.05))) == (0.0, 0.0)
+    # Backing away from it is not limited; moving at speed toward it stops at once.
+    assert shield.filter((-0.3, 0.0), scan(wall(0.17 + 0.1))) == (-0.3, 0.0)
+    assert shield.filter((0.2, 0.0), scan(wall(0.17 + 0.45))) == (0.2, 0.0)
+    assert shield.filter((0.2, 0.0), scan(wall(0.17 + 0.45)), moving=0.8) == (0.0, 0.0)
+
+
+def test_turning_into_something_beside_the_robot_is_refused_driving_past_it_is_not(shield):
+    # A post 5 cm beside the left front wheel (y = 0.13): straight ahead passes it, a tight left turn swings the
+    # front-left corner into it, a right turn swings away.
+    post = [(0.12, 0.18), (0.13, 0.18), (0.14, 0.18)]
+    assert shield.filter((0.3, 0.0), scan(post)) == (0.3, 0.0)
+    assert shield.filter((0.0, -1.0), scan(post)) == (0.0, -1.0)
+    left = shield.filter((0.0, 2.0), scan(post))
+    assert abs(left[1]) < 2.0
+    assert shield.limited >= 1 and shield.checked >= 3
+
+
+def test_a_robot_already_too_close_may_only_get_away(shield):
+    touching = scan(wall(0.17 + 0.01))
+    assert shield.filter((0.3, 0.0), touching) == (0.0, 0.0)
+    assert shield.filter((-0.2, 0.0), touching) == (-0.2, 0.0)
+
+
+# ----------------------------------------------------------------------------- closed loop, fast path
+def charging_policy(path) -> None:
+    """An ONNX policy file that commands 0.99 of full speed straight ahead whatever it observes."""
+    from robotsim_learning.observation import spec_for_robot
+    from robotsim_learning.policy_model import TrainedPolicy, export_onnx
+    spec = spec_for_robot(load_robot('rover'), 36, image=False, heading='imu')
+    policy = TrainedPolicy(spec, [(np.zeros((spec.size, 2), np.float32), np.array([math.atanh(0.99), 0.0], np.float32))],
+                           np.zeros(spec.size, np.float32), np.ones(spec.size, np.float32),
+                           np.array([0.8, 2.5], np.float32), {'datasets': []})
+    export_onnx(policy, str(path))
+
+
+def test_in_closed_loop_the_shield_stops_a_policy_that_would_run_into_things(tmp_path):
+    pytest.importorskip('onnxruntime')
+    policy = tmp_path / 'charging.onnx'
+    charging_policy(policy)
+    spec = tmp_path / 'course.yaml'
+    spec.write_text('base_world: room\nrobot: rover\nepisode_duration: 8.0\n'
+                    'obstacles: {count: [3, 5], size: [0.3, 0.5], height: [0.3, 0.6], clearance: 0.45}\n'
+                    'poses: {wall_margin: 0.45, goal_min_distance: 1.0, robot_radius: 0.22}\n')
+    seed = secrets.randbelow(2**31)
+    outcomes = {}
+    for shielded in (False, True):
+        out = tmp_path / ('shielded' if shielded else 'alone')
+        completed = subprocess.run(
+            [sys.executable, '-m', 'robotsim.cli', 'dataset', 'generate', '--randomization', str(spec), '--out',
+             str(out), '--episodes', '4', '--seed', str(seed), '--driver', 'policy', '--policy', str(policy),
+             '--no-cameras', '--no-progress', '--workers', '2'] + (['--shield'] if shielded else []),
+            capture_output=True, text=True, timeout=600)
+        assert completed.returncode == 0, completed.stderr
+        manifest = json.loads((out / 'dataset.json').read_text())
+        assert manifest['settings'].get('shield', False) is shielded
+        outcomes[shielded] = [episode['outcome'] for episode in sorted(manifest['episodes'],
+                                                                       key=lambda e: e['index'])]
+    # At full speed ahead in an 6 m x 5 m room for 8 s, the robot meets a wall or an obstacle every time
+    # (or by chance drives over its goal on the way).
+    assert outcomes[False].count('collision') >= 3, (seed, outcomes)
+    assert 'collision' not in outcomes[True], (seed, outcomes)
