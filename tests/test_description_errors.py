@@ -443,6 +443,8 @@ LAUNCH_COMBINATION_CASES = {
     'report under a file': (['report:={tmp}/file.txt/r.png'], 'report', 'cannot write {tmp}/file.txt/r.png: '),
     'policy without its driver': (['policy:={tmp}/file.txt', 'driver:=wander'], 'policy',
                                   'expected driver:=policy with it (driver is wander: the policy would not run)'),
+    'shield without the policy': (['shield:=false', 'driver:=expert'], 'shield',
+                                  'expected driver:=policy with it (driver is expert: only the policy is shielded)'),
     'goal without a driver': (['goal:=1,2'], 'goal', 'expected driver:= one of expert, policy, straight with it '
                                                      '(driver is none: nobody would drive to it)'),
     'an argument twice': (['duration:=1', 'duration:=2'], 'duration', 'given twice (duration:=1 and duration:=2)'),
