@@ -23,10 +23,13 @@ help:
 	@echo "              scene, tracking error of 30 planned, jerk-limited trajectories per arm, 20 seeded pick-and-place"
 	@echo "              placements of the rover (1-4 min here; SEED=; CHECK=<folder of a previous run> re-runs it into"
 	@echo "              $(OUT)/bench-arm-check and compares every row, times aside, without touching README.md)"
-	@echo "make evaluate the policy evaluation: 50 held-out episodes (a seed drawn at evaluation time, room_obstacles) of the shipped"
-	@echo "              policy and the expert, straight and wanderer baselines through the ROS graph into $(OUT)/evaluation,"
-	@echo "              then the README table (about 1 h; POLICY= EPISODES= SEED= override)"
-	@echo "make evaluate-table  write the README table again from an existing $(OUT)/evaluation (no episodes run)"
+	@echo "make evaluate the policy evaluation on two courses, room_obstacles (its training course) and room_obstacles_hard"
+	@echo "              (more and larger obstacles, farther goals, wider friction, robot and noise ranges): per course 100"
+	@echo "              held-out episodes (a seed drawn at evaluation time) of the shipped policy alone and through its"
+	@echo "              velocity shield and of the expert, straight and wanderer baselines, through the ROS graph on"
+	@echo "              WORKERS= (2) workers into $(OUT)/evaluation/<course>, then the tables in docs/policies.md"
+	@echo "              (several hours; POLICY= EPISODES= SEED= BASELINES= WORKERS= override)"
+	@echo "make evaluate-table  write the tables again from an existing $(OUT)/evaluation (no episodes run)"
 	@echo "make render-setup  install Blender (bpy 5.0.1, its own Python 3.11 env under ~/.cache/robotsim) for robotsim render"
 	@echo "make lerobot-setup  install LeRobot 0.4.4 with PyTorch (its own Python 3.11 env under ~/.cache/robotsim, ~6 GB)"
 	@echo "              for robotsim dataset check-lerobot"
@@ -67,13 +70,18 @@ bench-arm: setup
 # The policy's closed-loop evaluation (robotsim policy eval, every episode a launch of the simulator and
 # the driver node) and its README table (bench/evaluation_table.py; out/evaluation/run.json records the
 # machine, date, policy sha256 and command). POLICY=, EPISODES=, SEED= override the shipped evaluation's settings.
+EVALUATION_COURSES := room_obstacles room_obstacles_hard
 evaluate: setup
-	@source scripts/env.sh && scripts/build.sh && python bench/evaluation_table.py --run --write-readme \
-		--policy $(or $(POLICY),config/policies/rover_goal_reaching.onnx) --episodes $(or $(EPISODES),50) \
-		$(if $(SEED),--seed $(SEED)) --randomization config/randomization/room_obstacles.yaml --out $(OUT)/evaluation
+	@source scripts/env.sh && scripts/build.sh && for course in $(EVALUATION_COURSES); do \
+		python bench/evaluation_table.py --run --write-readme --block evaluation-$$course \
+		--policy $(or $(POLICY),config/policies/rover_goal_reaching.onnx) --episodes $(or $(EPISODES),100) \
+		$(if $(SEED),--seed $(SEED)) --baselines $(or $(BASELINES),expert,straight,wander) \
+		--workers $(or $(WORKERS),2) --randomization config/randomization/$$course.yaml \
+		--out $(OUT)/evaluation/$$course || exit $$?; done
 
 evaluate-table: setup
-	@source scripts/env.sh && python bench/evaluation_table.py --write-readme --out $(OUT)/evaluation
+	@source scripts/env.sh && for course in $(EVALUATION_COURSES); do python bench/evaluation_table.py \
+		--write-readme --block evaluation-$$course --out $(OUT)/evaluation/$$course || exit $$?; done
 
 
 # Blender renders (robotsim render): bpy pins its own Python (3.11) and numpy (< 2), so it gets a venv of its

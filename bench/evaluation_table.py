@@ -1,16 +1,18 @@
 """The closed-loop evaluation table of README.md (`make evaluate`, `make evaluate-table`).
 
-    python bench/evaluation_table.py --run [--policy FILE] [--episodes 50] [--seed N] [--out out/evaluation]
-                                     [--write-readme]
-    python bench/evaluation_table.py [--out out/evaluation] [--write-readme]
+    python bench/evaluation_table.py --run [--policy FILE] [--episodes 50] [--seed N] [--randomization SPEC]
+                                     [--shield both] [--workers W] [--out out/evaluation] [--write-readme] [--block B]
+    python bench/evaluation_table.py [--out out/evaluation] [--write-readme] [--block B]
 
 With ``--run`` it records the run (machine, date, policy file sha256, the exact command) in ``OUT/run.json``,
-runs ``robotsim policy eval`` (the policy and the expert, straight-to-goal and wanderer baselines on held-out
-scenarios, through the ROS graph) into OUT, then writes the table. Without it, it writes the table again
-from an existing ``OUT/episodes.csv`` (and ``OUT/run.json``) without running any episode. Per driver:
-episodes, success with its Wilson 95 % interval, collisions, timeouts, median time to goal (successful
-episodes), mean final distance to the goal, the real-time factor the pacing used; then the policy targets'
-targets (policy >= 90 %, within 10 points of the expert, collisions <= 5 %) as met or not.
+runs ``robotsim policy eval`` (the policy alone and through its velocity shield, and the expert, straight-to-goal
+and wanderer baselines on held-out scenarios, through the ROS graph) into OUT, then writes the table. Without
+it, it writes the table again from an existing ``OUT/episodes.csv`` (and ``OUT/run.json``) without running any
+episode. Per driver: episodes, success with its Wilson 95 % interval, collisions, timeouts, median time to goal
+(successful episodes), mean final distance to the goal, the real-time factor the pacing used; then the policy
+targets (for ``policy`` and ``policy+shield``: success >= 95 %, Wilson lower bound >= 90 %, collisions <= 2 %,
+on 100 episodes) as met or not. ``--block`` names the marked block it replaces (``make evaluate`` writes one per
+randomisation spec).
 """
 
 from __future__ import annotations
@@ -41,13 +43,16 @@ BASELINES = 'expert,straight,wander'
 RUN_RECORD = 'run.json'
 NUMERIC_COLUMNS = ('sim_time', 'final_goal_distance', 'real_time_factor', 'wall_seconds')
 REQUIRED_COLUMNS = ('driver', 'seed', 'episode', 'outcome', *NUMERIC_COLUMNS)
-TARGET_SUCCESS = 0.90
-"""The policy targets: the policy reaches the goal in >= 90 % of the held-out episodes ..."""
-TARGET_GAP_TO_EXPERT = 0.10
-"""... within 10 points of the expert ..."""
-TARGET_COLLISIONS = 0.05
-"""... and collides in <= 5 % of them."""
-ISSUE_EPISODES = 50
+TARGET_SUCCESS = 0.95
+"""The policy targets, for the policy alone and through its shield: it reaches the goal in >= 95 % of the
+held-out episodes ..."""
+TARGET_LOWER_BOUND = 0.90
+"""... with the Wilson 95 % interval's lower bound >= 90 % ..."""
+TARGET_COLLISIONS = 0.02
+"""... and collides in <= 2 % of them ..."""
+ISSUE_EPISODES = 100
+"""... over this many episodes."""
+POLICY_ROWS = ('policy', 'policy+shield')
 
 
 class TableError(ValueError):
@@ -150,24 +155,27 @@ def table(figures: list[dict]) -> list[str]:
 
 
 def targets(figures: list[dict]) -> str:
-    """The policy targets, met or not (only when the policy and the expert were evaluated)."""
+    """The policy targets, met or not, for each policy row (the network alone, and through its shield)."""
     by_driver = {entry['driver']: entry for entry in figures}
-    policy, expert = by_driver.get('policy'), by_driver.get('expert')
-    if policy is None or expert is None:
+    judged = [by_driver[name] for name in POLICY_ROWS if name in by_driver]
+    if not judged:
         return ''
 
     def verdict(ok: bool) -> str:
         return '**met**' if ok else '**not met**'
 
-    collision_rate = policy['collision'] / policy['episodes']
-    gap = expert['rate'] - policy['rate']
-    line = (f"Policy targets: policy success >= {_percent(TARGET_SUCCESS)}: "
-            f"{verdict(policy['rate'] >= TARGET_SUCCESS)} ({_percent(policy['rate'])}); within "
-            f"{100 * TARGET_GAP_TO_EXPERT:.0f} points of the expert ({_percent(expert['rate'])}): "
-            f"{verdict(gap <= TARGET_GAP_TO_EXPERT + 1e-12)}; policy collisions <= {_percent(TARGET_COLLISIONS)}: "
-            f"{verdict(collision_rate <= TARGET_COLLISIONS + 1e-12)} ({_percent(collision_rate)}).")
-    if policy['episodes'] < ISSUE_EPISODES:
-        line += f" On {policy['episodes']} episodes: the targets are for {ISSUE_EPISODES}."
+    parts = []
+    for policy in judged:
+        collision_rate = policy['collision'] / policy['episodes']
+        parts.append(f"`{policy['driver']}`: success >= {_percent(TARGET_SUCCESS)}: "
+                     f"{verdict(policy['rate'] >= TARGET_SUCCESS - 1e-12)} ({_percent(policy['rate'])}), Wilson lower "
+                     f"bound >= {_percent(TARGET_LOWER_BOUND)}: {verdict(policy['low'] >= TARGET_LOWER_BOUND)} "
+                     f"({_percent(policy['low'])}), collisions <= {_percent(TARGET_COLLISIONS)}: "
+                     f"{verdict(collision_rate <= TARGET_COLLISIONS + 1e-12)} ({_percent(collision_rate)})")
+    line = 'Policy targets: ' + '; '.join(parts) + '.'
+    episodes = min(policy['episodes'] for policy in judged)
+    if episodes < ISSUE_EPISODES:
+        line += f' On {episodes} episodes: the targets are for {ISSUE_EPISODES}.'
     return line
 
 
@@ -223,9 +231,17 @@ def evaluate_arguments(args) -> list[str]:
     arguments = ['policy', 'eval', '--driver', args.driver]
     if args.driver == 'policy':
         arguments += ['--policy', _shown_path(args.policy)]
+        arguments += ['--shield', args.shield]
     return arguments + ['--episodes', str(args.episodes), '--seed', str(args.seed), '--randomization',
-                        _shown_path(args.randomization), '--baselines', args.baselines,
+                        _shown_path(args.randomization), '--baselines', args.baselines, '--workers', str(args.workers),
                         '--out', _shown_path(str(args.out))]
+
+
+def evaluated_rows(args) -> list[str]:
+    """The row labels of the evaluated driver (the policy alone and/or through its shield)."""
+    if args.driver != 'policy':
+        return [args.driver]
+    return {'off': ['policy'], 'on': ['policy+shield'], 'both': ['policy', 'policy+shield']}[args.shield]
 
 
 def run_evaluation(args) -> int:
@@ -251,7 +267,7 @@ def run_evaluation(args) -> int:
               'policy_sha256': file_sha256(args.policy) if args.driver == 'policy' else None,
               'randomization': _shown_path(args.randomization), 'episodes': args.episodes, 'seed': args.seed,
               'driver': args.driver,
-              'drivers': list(dict.fromkeys([args.driver, *filter(None, map(str.strip, args.baselines.split(',')))]))}
+              'drivers': list(dict.fromkeys([*evaluated_rows(args), *filter(None, map(str.strip, args.baselines.split(',')))]))}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / RUN_RECORD).write_text(json.dumps(record, indent=2) + '\n', encoding='utf-8')
     started = time.monotonic()
@@ -273,6 +289,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--randomization', default=str(WORKSPACE / DEFAULT_RANDOMIZATION), help='--run: the spec')
     parser.add_argument('--driver', default='policy', help='--run: the driver evaluated (policy)')
     parser.add_argument('--baselines', default=BASELINES, help="--run: baselines, comma-separated ('' for none)")
+    parser.add_argument('--shield', choices=['off', 'on', 'both'], default='both',
+                        help="--run: the policy alone, through the node's velocity shield, or both (default)")
+    parser.add_argument('--workers', type=int, default=1, help='--run: episodes in parallel (robotsim policy eval)')
+    parser.add_argument('--block', default=README_BLOCK,
+                        help=f'the marked block to replace (<!-- NAME:start --> in README.md or docs/; default {README_BLOCK})')
     parser.add_argument('--write-readme', action='store_true', help='replace the evaluation block of the README')
     parser.add_argument('--readme', type=Path, default=WORKSPACE / 'README.md', help='the README to write')
     args = parser.parse_args(argv)
@@ -289,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         text = block(args.out, rows, read_run_record(args.out))
         print(text)
         if args.write_readme:
-            print(f'{replace_block(args.readme, README_BLOCK, text)} updated')
+            print(f'{replace_block(args.readme, args.block, text)} updated')
     except (TableError, ReadmeBlockError) as error:
         print(f'evaluation_table: error: {error}', file=sys.stderr)
         return 2

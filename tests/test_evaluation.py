@@ -270,6 +270,39 @@ def test_rows_are_the_same_for_one_and_two_workers_each_on_its_own_ros_domain(sh
     assert len(domains[2]) == 2 and os.environ['ROS_DOMAIN_ID'] in domains[2], domains
 
 
+LOAD_SEED = 913_577
+"""Held-out scenarios of the shipped policy's course for the load test (no training dataset of it used this seed)."""
+
+
+def test_an_episode_ends_the_same_at_any_pace_on_a_loaded_machine(tmp_path):
+    """The shipped policy (through its shield, as deployed) on the same two held-out episodes: as fast as possible
+    beside a CPU hog (auto pacing: an episode whose driver found an input stale runs again slower) and at real
+    time on the machine as it is. Each episode ends the same way, so the machine's load did not decide it."""
+    policy = WORKSPACE / 'config' / 'policies' / 'rover_goal_reaching.onnx'
+    spec = WORKSPACE / 'config' / 'randomization' / 'room_obstacles.yaml'
+    outcomes = {}
+    for pace in ('auto', '1'):
+        out = tmp_path / f'pace-{pace}'
+        arguments = ('policy', 'eval', '--driver', 'policy', '--policy', str(policy), '--episodes', '2', '--seed',
+                     str(LOAD_SEED), '--randomization', str(spec), '--out', str(out), '--baselines', '', '--shield',
+                     'on', '--real-time-factor', pace, '--no-progress')
+        if pace == 'auto':
+            with CpuHog(1200):
+                completed = robotsim(*arguments)
+        else:
+            completed = robotsim(*arguments)
+        assert completed.returncode == 0, completed.stdout + completed.stderr
+        with open(out / 'episodes.csv', newline='') as stream:
+            rows = list(csv.DictReader(stream))
+        outcomes[pace] = [(row['episode'], row['outcome']) for row in rows]
+        if pace == 'auto':
+            for row in rows:  # every row kept ran on fresh inputs (or says it could not at the slowest pace)
+                assert (row['stale_input_ticks'] == '0' and int(row['waiting_ticks']) <= 3) or \
+                    row['real_time_factor'] == '0.2500', row
+    assert outcomes['auto'] == outcomes['1'], outcomes
+    assert all(outcome in ('success', 'collision', 'timeout') for _, outcome in outcomes['1'])
+
+
 @pytest.mark.parametrize('case', ['missing policy', 'training seed', 'unknown baseline'])
 def test_bad_input_is_one_line(case, trained_policy, short_course, tmp_path):
     policy = str(tmp_path / 'nowhere.onnx') if case == 'missing policy' else str(trained_policy)

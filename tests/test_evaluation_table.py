@@ -108,14 +108,16 @@ def test_table_from_a_real_evaluation_run(straight_run, tmp_path):
 
 
 def test_targets_are_judged(straight_run, tmp_path):
-    """Policy 9/10 with 1 collision, expert 10/10: >= 90 % met, within 10 points met (the edge),
-    collisions 10 % > 5 % not met; the real run's rows relabelled, so the columns are robotsim policy eval's."""
+    """Policy 9/10 with 1 collision, through the shield 10/10, expert 10/10: each policy row judged on success
+    >= 95 %, Wilson lower bound >= 90 % and collisions <= 2 %; the real run's rows relabelled, so the columns are
+    robotsim policy eval's."""
     out, _, _ = straight_run
     with open(out / 'episodes.csv', newline='') as stream:
         reader = csv.DictReader(stream)
         columns, template = reader.fieldnames, next(reader)
     rows = [{**template, 'driver': driver, 'episode': str(index), 'outcome': outcome, 'sim_time': f'{index + 2}.0'}
-            for driver, outcomes in (('policy', ['success'] * 9 + ['collision']), ('expert', ['success'] * 10))
+            for driver, outcomes in (('policy', ['success'] * 9 + ['collision']), ('policy+shield', ['success'] * 10),
+                                     ('expert', ['success'] * 10))
             for index, outcome in enumerate(outcomes)]
     folder = tmp_path / 'judged'
     folder.mkdir()
@@ -129,10 +131,13 @@ def test_targets_are_judged(straight_run, tmp_path):
     completed = table_script('--out', str(folder), '--write-readme', '--readme', str(readme))
     assert completed.returncode == 0, completed.stderr
     block = block_of(readme)
-    assert list(table_rows(block)) == ['policy', 'expert']  # the evaluated driver first, as in the CSV
+    assert list(table_rows(block)) == ['policy', 'policy+shield', 'expert']  # the evaluated rows first, as in the CSV
     assert table_rows(block)['policy']['median time to goal (s)'] == '6.0'  # 2 ... 10 s
-    assert ('policy success >= 90.0 %: **met** (90.0 %); within 10 points of the expert (100.0 %): **met**; '
-            'policy collisions <= 5.0 %: **not met** (10.0 %). On 10 episodes: the targets are for 50.') in block
+    # 9/10: Wilson 59.6-98.2 %; 10/10: 72.2-100 %.
+    assert ('Policy targets: `policy`: success >= 95.0 %: **not met** (90.0 %), Wilson lower bound >= 90.0 %: '
+            '**not met** (59.6 %), collisions <= 2.0 %: **not met** (10.0 %); `policy+shield`: success >= 95.0 %: '
+            '**met** (100.0 %), Wilson lower bound >= 90.0 %: **not met** (72.2 %), collisions <= 2.0 %: **met** '
+            '(0.0 %). On 10 episodes: the targets are for 100.') in block
     # The record asked for 2 episodes of straight: the table says which drivers fell short.
     assert 'the run stopped early' in block and 'straight 0 of the 2 episodes requested' in block
 

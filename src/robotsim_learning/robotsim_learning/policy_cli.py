@@ -22,6 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--seed', type=int, default=0,
                         help='seed of initialisation, shuffling and validation split: 0 ... 2^32-1')
     parser.add_argument('--no-image', action='store_true', help='observe lidar, odometry and goal only')
+    parser.add_argument('--sectors', type=int, default=36,
+                        help='the scan is pooled into this many equal sectors, each its nearest range (1 ... the '
+                             "scan's samples; default 36)")
     parser.add_argument('--heading', choices=['imu', 'odometry'], default='imu',
                         help="the robot's heading for the goal's bearing: the IMU's orientation with the wheel "
                              "odometry's travel (default; skid-steer odometry's heading drifts), or the odometry alone")
@@ -58,6 +61,8 @@ def _argument_problem(args: argparse.Namespace) -> str:
         return f'--hidden: expected {HIDDEN_EXPECTED}, got {args.hidden!r}'
     if not 0 <= args.seed < SEED_LIMIT:
         return f'--seed: expected 0 ... 2^32-1, got {args.seed}'
+    if not 1 <= args.sectors <= 4096:
+        return f"--sectors: expected 1 ... 4096 (and at most the scan's samples), got {args.sectors}"
     problem = _out_problem(args.out)
     if problem:
         return f'--out {args.out}: {problem}'
@@ -91,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
         report = train_from_dataset(args.datasets, args.out, TrainConfig(hidden=hidden, epochs=args.epochs,
                                                                         seed=args.seed),
                                     image=not args.no_image, progress=progress, heading=args.heading,
+                                    sectors=args.sectors,
                                     command=['robotsim', 'policy', 'train', *sys.argv[3:]]
                                     if sys.argv[1:3] == ['policy', 'train'] else None)
     except TrainingDataError as error:

@@ -78,6 +78,24 @@ def demonstration_bags(dataset: Path) -> list[Path]:
     return bags
 
 
+READERS = 2
+"""Processes reading the bags (decoding the messages is most of a training's time); the samples come back in
+the bags' order, so the result does not depend on it."""
+
+
+def _read_samples(bags: list[Path], spec: ObservationSpec):
+    """episode_samples of every bag, in order: in READERS spawned processes when there are many bags."""
+    readers = min(READERS, os.cpu_count() or 1)
+    if readers < 2 or len(bags) < 8:
+        yield from (episode_samples(bag, spec) for bag in bags)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    # spawn: the parent may hold JAX's threads, which a forked child must not inherit.
+    with ProcessPoolExecutor(readers, mp_context=multiprocessing.get_context('spawn')) as pool:
+        yield from pool.map(episode_samples, bags, [spec] * len(bags), chunksize=8)
+
+
 def episode_samples(bag: Path, spec: ObservationSpec) -> tuple[np.ndarray, np.ndarray]:
     """(observations, actions) of one bag, one per recorded command once every input has arrived."""
     from rosbags.highlevel import AnyReader
@@ -143,7 +161,7 @@ def portable_command(argv: list[str]) -> str:
 
 
 def train_from_dataset(datasets: list[str], out: str, config, image: bool = True, progress=None,
-                       heading: str = 'imu', command: list[str] | None = None) -> dict:
+                       heading: str = 'imu', command: list[str] | None = None, sectors: int = 36) -> dict:
     """Train on ``datasets`` and write the ONNX policy to ``out``; its ``robotsim.training`` metadata holds the
     report: losses, sizes, the training configuration, the datasets' provenance (:func:`dataset_provenance`)
     and ``command`` (:func:`portable_command`)."""
@@ -154,9 +172,12 @@ def train_from_dataset(datasets: list[str], out: str, config, image: bool = True
     bags = [bag for dataset in datasets for bag in demonstration_bags(Path(dataset))]
     model = robot_of(bags[0])
     try:
-        spec = spec_for_robot(model, image=image, heading=heading)
+        spec = spec_for_robot(model, sectors, image=image, heading=heading)
     except ValueError as error:
         raise TrainingDataError(f'{bags[0]}: {error}') from None
+    if spec.sectors > spec.scan_samples:
+        raise TrainingDataError(f'--sectors: expected at most the {spec.scan_samples} samples of the scan of '
+                                f'{bags[0]}, got {spec.sectors}')
     if spec.uses_image:  # before reading any bag: a dataset without images gives no sample at all
         for dataset in datasets:
             if read_manifest(Path(dataset)).get('settings', {}).get('cameras') is False:
@@ -164,8 +185,7 @@ def train_from_dataset(datasets: list[str], out: str, config, image: bool = True
                                         f'which a policy observing the camera image needs; expected a dataset with '
                                         f'camera images, or train with --no-image (lidar, odometry and goal only)')
     observations, actions, episodes = [], [], []
-    for index, bag in enumerate(bags):
-        rows, commands = episode_samples(bag, spec)
+    for index, (rows, commands) in enumerate(_read_samples(bags, spec)):
         observations.append(rows)
         actions.append(commands)
         episodes.append(np.full(len(rows), index))
