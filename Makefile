@@ -4,7 +4,7 @@ SHELL := /bin/bash
 ROBOT ?= rover
 OUT ?= out
 
-.PHONY: help setup build sim test docs describe bench bench-arm evaluate evaluate-table render-setup lerobot-setup bench-render clean
+.PHONY: help setup build sim test docs describe bench bench-arm evaluate evaluate-table evaluate-fast render-setup lerobot-setup bench-render clean
 
 help:
 	@echo "make sim      set up if needed, then run the simulator bringup headless (ROBOT= WORLD= FLEET= RTF= DURATION="
@@ -30,6 +30,9 @@ help:
 	@echo "              WORKERS= (2) workers into $(OUT)/evaluation/<course>, then the tables in docs/policies.md"
 	@echo "              (several hours; POLICY= EPISODES= SEED= BASELINES= WORKERS= override)"
 	@echo "make evaluate-table  write the tables again from an existing $(OUT)/evaluation (no episodes run)"
+	@echo "make evaluate-fast  the same held-out scenarios on the fast path (in-process, minutes): 100 episodes per course"
+	@echo "              of the policy alone, through its shield and of the expert, into $(OUT)/fast-evaluation and the"
+	@echo "              table in docs/policies.md (POLICY= EPISODES= SEED= WORKERS= override)"
 	@echo "make render-setup  install Blender (bpy 5.0.1, its own Python 3.11 env under ~/.cache/robotsim) for robotsim render"
 	@echo "make lerobot-setup  install LeRobot 0.4.4 with PyTorch (its own Python 3.11 env under ~/.cache/robotsim, ~6 GB)"
 	@echo "              for robotsim dataset check-lerobot"
@@ -78,6 +81,11 @@ evaluate: setup
 		$(if $(SEED),--seed $(SEED)) --baselines $(or $(BASELINES),expert,straight,wander) \
 		--workers $(or $(WORKERS),2) --randomization config/randomization/$$course.yaml \
 		--out $(OUT)/evaluation/$$course || exit $$?; done
+
+evaluate-fast: setup
+	@source scripts/env.sh && scripts/build.sh && python bench/fast_evaluation.py --write-readme \
+		--policy $(or $(POLICY),config/policies/rover_goal_reaching.onnx) --episodes $(or $(EPISODES),100) \
+		$(if $(SEED),--seed $(SEED)) --workers $(or $(WORKERS),2) --out $(OUT)/fast-evaluation
 
 evaluate-table: setup
 	@source scripts/env.sh && for course in $(EVALUATION_COURSES); do python bench/evaluation_table.py \

@@ -6,6 +6,7 @@ and clearance geometry; bad input refused on one line."""
 from __future__ import annotations
 
 import csv
+import importlib.util
 import math
 import os
 import re
@@ -254,20 +255,23 @@ def test_rows_are_the_same_for_one_and_two_workers_each_on_its_own_ros_domain(sh
     """Episodes spread over workers (processes, each with a ROS domain of its own): the same rows, in the same order,
     as one worker running them all; every episode's auto pacing is its own."""
     rows, domains = {}, {}
-    for workers in (1, 2):
-        out = tmp_path / f'workers-{workers}'
+    runs = [(1, 'local'), (2, 'local')] + ([(2, 'ray')] if importlib.util.find_spec('ray') else [])
+    for workers, executor in runs:
+        out = tmp_path / f'workers-{workers}-{executor}'
         completed = robotsim('policy', 'eval', '--driver', 'expert', '--baselines', 'straight', '--episodes', '2',
                              '--seed', str(EVALUATION_SEED), '--randomization', str(short_course), '--out', str(out),
-                             '--workers', str(workers), '--no-progress')
+                             '--workers', str(workers), '--executor', executor, '--no-progress')
         assert completed.returncode == 0, completed.stdout + completed.stderr
         with open(out / 'episodes.csv', newline='') as stream:
-            rows[workers] = [(r['driver'], r['episode'], r['seed'], r['outcome']) for r in csv.DictReader(stream)]
-        domains[workers] = {re.search(r'ROS_DOMAIN_ID=(\d+)', log.read_text())[1]
-                            for log in (out / 'episodes').glob('*/launch.log')}
-    assert [row[:2] for row in rows[1]] == [(d, e) for d in ('expert', 'straight') for e in ('0', '1')]
-    assert rows[1] == rows[2]
-    assert domains[1] == {os.environ['ROS_DOMAIN_ID']}
-    assert len(domains[2]) == 2 and os.environ['ROS_DOMAIN_ID'] in domains[2], domains
+            rows[workers, executor] = [(r['driver'], r['episode'], r['seed'], r['outcome'])
+                                       for r in csv.DictReader(stream)]
+        domains[workers, executor] = {re.search(r'ROS_DOMAIN_ID=(\d+)', log.read_text())[1]
+                                      for log in (out / 'episodes').glob('*/launch.log')}
+    assert [row[:2] for row in rows[1, 'local']] == [(d, e) for d in ('expert', 'straight') for e in ('0', '1')]
+    assert all(found == rows[1, 'local'] for found in rows.values()), rows
+    assert domains[1, 'local'] == {os.environ['ROS_DOMAIN_ID']}
+    for run in runs[1:]:
+        assert len(domains[run]) == 2 and os.environ['ROS_DOMAIN_ID'] in domains[run], domains
 
 
 LOAD_SEED = 913_577

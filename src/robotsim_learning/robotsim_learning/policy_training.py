@@ -146,8 +146,13 @@ def dataset_provenance(dataset: Path) -> dict:
     settings = manifest.get('settings') if isinstance(manifest.get('settings'), dict) else {}
     randomization = manifest.get('randomization') if isinstance(manifest.get('randomization'), dict) else {}
     spec_path = randomization.get('path')
+    driver = settings.get('driver')
+    if isinstance(driver, str) and ':' in driver:  # NAME:FILE: the policy that drove, by its file's name only
+        name, _, path = driver.partition(':')
+        driver = f'{name}:{os.path.basename(path)}'
     return {'name': dataset.resolve().name, 'manifest_sha256': hashlib.sha256(manifest_bytes).hexdigest(),
-            'seed': settings.get('seed'), 'episodes': settings.get('episodes'), 'driver': settings.get('driver'),
+            'seed': settings.get('seed'), 'episodes': settings.get('episodes'), 'driver': driver,
+            **({'shield': True} if settings.get('shield') is True else {}),
             'randomization': {'name': os.path.basename(spec_path) if isinstance(spec_path, str) else None,
                               'sha256': randomization.get('sha256')},
             'source_commit': manifest.get('source_commit')}
