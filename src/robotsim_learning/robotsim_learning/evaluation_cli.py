@@ -60,9 +60,6 @@ def add_arguments(parser) -> None:
     parser.add_argument('--workers', type=int, default=1,
                         help=f'episodes run in parallel, each worker with its own ROS domain (1 ... {MAX_WORKERS}; '
                              'the rows are the same for any count)')
-    parser.add_argument('--executor', choices=['local', 'ray'], default='local',
-                        help='where the workers run: local processes (default) or Ray actors on a local Ray instance '
-                             '(as robotsim dataset generate --executor)')
     parser.add_argument('--no-progress', action='store_true', help='no progress bar')
 
 
@@ -233,7 +230,7 @@ def _evaluate(args, drivers, pacing, runtime, spec_path, spec, randomizer) -> in
     csv_path, report_path = os.path.join(args.out, 'episodes.csv'), os.path.join(args.out, 'report.png')
     uses_image = bool(runtime and runtime.spec.uses_image)
     print(f'evaluating {", ".join(drivers)} on {args.episodes} episodes of {spec_path}, seed {args.seed}'
-          + (f', {args.workers} workers ({args.executor})' if args.workers > 1 else ''))
+          + (f', {args.workers} workers' if args.workers > 1 else ''))
     tasks = [EpisodeTask(label, index, args.seed, os.path.abspath(spec_path), os.path.abspath(args.out), pacing,
                          os.path.abspath(args.policy) if args.policy else '', uses_image)
              for label in drivers for index in range(args.episodes)]
@@ -241,7 +238,7 @@ def _evaluate(args, drivers, pacing, runtime, spec_path, spec, randomizer) -> in
     rows, shown = [], {}
     bar = tqdm(total=len(tasks), desc='evaluate', unit='episode', file=sys.stderr, disable=args.no_progress)
     try:
-        for done in _episodes(tasks, args.workers, args.executor):
+        for done in _episodes(tasks, args.workers):
             for line in done['lines']:
                 bar.write(line)
             rows.append(done['row'])
@@ -355,12 +352,9 @@ def _take_domain(domains) -> None:
     os.environ['ROS_DOMAIN_ID'] = str(domains.get())
 
 
-def _episodes(tasks: list[EpisodeTask], workers: int, executor: str):
-    """Yield evaluate_episode's results as episodes finish: in this process for one local worker, else in worker
-    processes (spawned: rclpy and MuJoCo do not survive fork) or Ray actors, each on its own ROS domain."""
-    if executor == 'ray':
-        yield from _ray_episodes(tasks, workers)
-        return
+def _episodes(tasks: list[EpisodeTask], workers: int):
+    """Yield evaluate_episode's results as episodes finish: in this process for one worker, else in worker processes
+    (spawned: rclpy and MuJoCo do not survive fork), each on its own ROS domain."""
     if workers <= 1:
         try:
             for task in tasks:
@@ -387,34 +381,3 @@ def _episodes(tasks: list[EpisodeTask], workers: int, executor: str):
             for future in futures:
                 future.cancel()
             raise
-
-
-class _EpisodeActor:
-    """A Ray actor running episodes on its own ROS domain."""
-
-    def __init__(self, domain: int):
-        os.environ['ROS_DOMAIN_ID'] = str(domain)
-
-    def run(self, task: EpisodeTask) -> dict:
-        return evaluate_episode(task)
-
-
-def _ray_episodes(tasks: list[EpisodeTask], workers: int):
-    """A local Ray instance of ``workers`` CPUs on 127.0.0.1 (no dashboard), one actor per worker."""
-    try:
-        import ray
-        from ray.util import ActorPool
-    except ImportError:
-        raise _Refused('--executor ray: Ray is not installed (pip install ray==2.60.0, see requirements/test.txt)') \
-            from None
-    started_here = not ray.is_initialized()
-    if started_here:
-        ray.init(num_cpus=workers, include_dashboard=False, _node_ip_address='127.0.0.1', log_to_driver=False,
-                 configure_logging=False)
-    try:
-        actor = ray.remote(num_cpus=1, max_restarts=0)(_EpisodeActor)
-        pool = ActorPool([actor.remote(domain) for domain in worker_domains(workers)])
-        yield from pool.map_unordered(lambda a, task: a.run.remote(task), tasks)
-    finally:
-        if started_here:
-            ray.shutdown()
