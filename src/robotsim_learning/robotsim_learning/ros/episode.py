@@ -227,9 +227,7 @@ def _loop(sim, messages, bag, scenario, world, driver_name, duration, tolerance,
         bag.add_topic(f'/{topic.name}', topic.type, _qos(topic.qos))
     bag.add_topic(GOAL_TOPIC, 'geometry_msgs/msg/PoseStamped', _qos(RELIABLE_QOS))
     bag.add_topic(COMMAND_TOPIC, 'geometry_msgs/msg/Twist', _qos(RELIABLE_QOS))
-    driver = None
-    if commands is None:
-        driver = make_driver(driver_name, shield=True) if shield else make_driver(driver_name)
+    driver = make_driver(driver_name, shield=shield) if commands is None else None  # drivers without a file ignore it
     if getattr(driver, 'labels', False):
         bag.add_topic(LABEL_TOPIC, 'geometry_msgs/msg/Twist', _qos(RELIABLE_QOS))
     latest = LatestMessages()

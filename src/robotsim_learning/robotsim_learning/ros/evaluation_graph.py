@@ -147,7 +147,10 @@ class GraphObserver:
         return future.done() and future.result().success
 
     def close(self) -> None:
+        """Shut the node and its context down (once: a second call does nothing)."""
         import rclpy
+        if not self.context.ok():
+            return
         self.executor.shutdown()
         self.node.destroy_node()
         rclpy.shutdown(context=self.context)
