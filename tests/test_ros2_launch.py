@@ -18,6 +18,8 @@ import subprocess
 import time
 import uuid
 
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -37,6 +39,8 @@ CASES = [
     ('robot', {'use_sim': 'false'}),
     ('robot', {'use_sim': 'true', 'demo': 'true'}),
     ('sim', {'fleet': 'two_rovers', 'driver': 'expert', 'goal': '1.5,-0.5'}),
+    ('sim', {'driver': 'policy', 'policy': str(Path(__file__).resolve().parents[1] / 'config' / 'policies'
+                                               / 'rover_goal_reaching.onnx'), 'shield': 'false', 'goal': '2,1'}),
 ]
 
 
