@@ -24,6 +24,7 @@ setup(
             'monitor = robotsim_sim.ros.monitor_node:main',
             'arm_commander = robotsim_sim.ros.arm_commander:commander_main',
             'pick_place = robotsim_sim.ros.pick_place_node:pick_place_main',
+            'stand_up = robotsim_sim.ros.stand_up_node:main',
         ],
     },
 )

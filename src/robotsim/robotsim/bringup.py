@@ -15,6 +15,7 @@ robot's namespace. Real mode: the drivers named in ``config/real/<robot>.yaml``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 from dataclasses import dataclass, field
@@ -261,8 +262,20 @@ def _check_combinations(config: BringupConfig, given: set[str], source: str) -> 
                                                f'(driver is {driver or "none"}: nobody would drive to it)')
 
 
-def driver_of(config: BringupConfig) -> str:
-    return 'wander' if config.demo else config.driver
+def driver_of(config: BringupConfig, robot: str | None = None) -> str:
+    """The driver of ``robot`` (default the bringup's): demo:=true is the demo driver of its kind, the stand-up for a
+    legged robot, the wanderer otherwise."""
+    if config.demo:
+        return 'stand' if _legged(robot or config.robot) else 'wander'
+    return config.driver
+
+
+@functools.lru_cache(maxsize=32)
+def _legged(robot: str) -> bool:
+    """Whether the robot stands on joint-servoed legs (its description says legs)."""
+    from robotsim_core.description import load_robot
+
+    return load_robot(robot).legs is not None
 
 
 def graph_for(mode: str, arguments: dict[str, str], source: str = 'launch arguments') -> list['NodeSpec']:
@@ -407,10 +420,15 @@ def _sim_nodes(config: BringupConfig, fleet: FleetSpec) -> list[NodeSpec]:
 
 def _driver_nodes(config: BringupConfig, entry) -> list[NodeSpec]:
     """The node that drives one robot: the driver table's node (robotsim_core.drivers) with its parameters."""
-    driver, ns = driver_of(config), entry.namespace
+    driver, ns = driver_of(config, entry.robot), entry.namespace
     if not driver:
         return []
     info = DRIVERS[driver]
+    if info.legs != _legged(entry.robot):
+        kind = 'legged robot' if _legged(entry.robot) else 'robot without legs'
+        fitting = [name for name, other in DRIVERS.items() if other.node and other.legs == _legged(entry.robot)]
+        raise DescriptionError('launch arguments', 'driver', f'{driver} cannot drive {entry.robot} (a {kind}): '
+                                                             f'expected one of {", ".join(fitting)} or none')
     package, executable = info.node
     if driver == 'wander':
         parameters = {'use_sim_time': config.use_sim_time}

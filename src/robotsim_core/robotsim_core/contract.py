@@ -87,6 +87,13 @@ def sensor_qos(spec) -> QosSpec:
     return SENSOR_QOS if override is None else QosSpec(override.reliability, override.durability, override.depth)
 
 
+LEG_POSITION_COMMANDS = 'leg_position_controller/commands'
+"""A legged robot's position targets (std_msgs/Float64MultiArray, legs.joints order), as a ros2_control
+forward_command_controller named leg_position_controller takes them."""
+LEG_COMMAND = 'leg_command'
+"""A legged robot's low-level servo command (robotsim_msgs/LegCommand: per joint q, dq, kp, kd, torque)."""
+
+
 def robot_contract(model: RobotModel, joint_state_rate: float = 50.0, odom_rate: float = 50.0) -> Contract:
     topics = [
         TopicSpec('clock', 'rosgraph_msgs/msg/Clock', '', CLOCK_QOS, 0.0, sim_only=True),
@@ -98,6 +105,9 @@ def robot_contract(model: RobotModel, joint_state_rate: float = 50.0, odom_rate:
         TopicSpec('sim/ground_truth', 'nav_msgs/msg/Odometry', 'world', RELIABLE_QOS, odom_rate, sim_only=True),
         TopicSpec('sim/status', 'robotsim_msgs/msg/SimStatus', '', RELIABLE_QOS, 2.0, sim_only=True),
     ]
+    if model.legs is not None:  # read with the joint states, as a legged robot's contact estimator reports them
+        topics.append(TopicSpec('foot_contacts', 'robotsim_msgs/msg/FootContacts', model.base_link, RELIABLE_QOS,
+                                joint_state_rate))
     for sensor in model.sensors:  # each kind names its own topics (robotsim_core.sensor_kinds)
         topics.extend(sensor_kind(sensor.type).topics(sensor, model))
     frames = [('odom', model.base_link)] + [(model.base_link, s.frame) for s in model.sensors]

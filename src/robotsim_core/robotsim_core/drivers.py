@@ -40,6 +40,9 @@ class DriverInfo:
     """``robotsim policy eval`` runs it through the ROS graph (as the driver or a baseline)."""
     argument: str = ''
     """What ``NAME:ARGUMENT`` (episodes) or its launch argument names, e.g. the policy file; '' for none."""
+    legs: bool = False
+    """It drives a legged robot's joint servos (the others drive a wheeled base or an arm); the demo driver of a
+    legged robot."""
     implementation: str = ''
     """``module:Class`` of its one ROS-free driver class (robotsim_learning.driving.Driver), which both the
     episode loop and the generic driver node run; '' for a driver with a node of its own (the arm's pick)."""
@@ -64,6 +67,8 @@ DRIVERS: dict[str, DriverInfo] = {info.name: info for info in (
     DriverInfo('pick', "the arm picks the world's cube and places it in the world's bin", goal=False,
                sim_only='places the cube through the simulator and plans on its world',
                node=('robotsim_sim', 'pick_place'), required=True, episodes=False),
+    DriverInfo('stand', 'a legged robot rises from its crouch and holds its stance (the legged demo driver)',
+               goal=False, node=('robotsim_sim', 'stand_up'), episodes=False, legs=True),
 )}
 """Every driver, by name."""
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import mujoco
 
 from robotsim_core.description.model import RobotModel
-from robotsim_core.description.mjcf import free_joint_name, position_servo_name, wheel_motor_name
+from robotsim_core.description.mjcf import free_joint_name, joint_motor_name, position_servo_name, wheel_motor_name
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,8 @@ class RobotBinding:
     """Steering, arm or driven gripper joint -> its position actuator id."""
     bodies: dict[str, int]
     """URDF link name -> MuJoCo body id (links merged away by MuJoCo's compiler are absent)."""
+    joint_motors: dict[str, int]
+    """Legged robot's servoed joint -> its torque motor actuator id."""
 
     @classmethod
     def bind(cls, model: mujoco.MjModel, robot: RobotModel, prefix: str = '') -> RobotBinding:
@@ -67,7 +69,8 @@ class RobotBinding:
                                    wheel_motor_name),
             position_servos=actuators(servoed, position_servo_name),
             bodies={link: body for link in tree.links if (body := mujoco.mj_name2id(
-                model, mujoco.mjtObj.mjOBJ_BODY, prefix + robot.body_name(link))) >= 0})
+                model, mujoco.mjtObj.mjOBJ_BODY, prefix + robot.body_name(link))) >= 0},
+            joint_motors=actuators(robot.legs.joints if robot.legs else [], joint_motor_name))
 
 
 def entity_free_joint(model: mujoco.MjModel, entity: str) -> int:

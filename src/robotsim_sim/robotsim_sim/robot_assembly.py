@@ -32,6 +32,7 @@ from .arm_controller import ArmController, GripperController
 from .binding import RobotBinding
 from .capture import CaptureThread
 from .controllers import BaseController, PositionServoFeedForward, TrajectoryFollower, WheelSpeedLoop
+from .joint_servos import JointServos
 from .scene import FIRST_ROBOT_GROUP, RobotPlacement
 
 
@@ -111,6 +112,14 @@ class RobotInstance:
     schedule: list[Scheduled] = field(default_factory=list)
     firmware: FirmwareInTheLoop | None = None
     wheel_qpos: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    leg_servos: JointServos | None = None
+    """The legs' joint PD servos (None: the robot has no legs)."""
+    # The legs' servoed joints in legs.joints order: their torque motors, qpos and dof addresses.
+    leg_motors: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    leg_qpos: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    leg_dofs: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    foot_geoms: dict[str, np.ndarray] = field(default_factory=dict)
+    """Foot link -> ids of its collision geoms (what a foot contact is)."""
 
     @property
     def model(self):
@@ -242,6 +251,8 @@ def assemble_robot(index: int, placement: RobotPlacement, binding: RobotBinding,
                 robot.steer_actuators[wheel.steer_joint] = binding.position_servos[wheel.steer_joint]
     for joint in arm_joints:
         robot.arm_actuators[joint] = binding.position_servos[joint]
+    if model.legs is not None:
+        _make_leg_servos(robot, m)
     _make_arm_controllers(robot, m, options, moved_by_arm, fingers, limits)
     for slot, sensor in enumerate(model.sensors, 2):  # each kind places its own model (robotsim_core.sensor_kinds)
         kind = sensor_kind(sensor.type)
@@ -284,3 +295,18 @@ def _make_arm_controllers(robot: RobotInstance, m: mujoco.MjModel, options: Asse
         effort = limit.effort if limit is not None and limit.effort > 0 else float(
             m.actuator_forcerange[robot.arm_actuators[driven], 1])
         robot.gripper_controller = GripperController(robot.gripper, driven, lower, upper, effort, options.gripper)
+
+
+def _make_leg_servos(robot: RobotInstance, m: mujoco.MjModel) -> None:
+    legs, binding = robot.model.legs, robot.binding
+    robot.leg_motors = np.array([binding.joint_motors[j] for j in legs.joints], dtype=int)
+    robot.leg_qpos = np.array([binding.qpos[j] for j in legs.joints], dtype=int)
+    robot.leg_dofs = np.array([binding.dofs[j] for j in legs.joints], dtype=int)
+    robot.leg_servos = JointServos(legs.joints, legs.kp, legs.kd, m.actuator_ctrlrange[robot.leg_motors, 1],
+                                   legs.crouch)
+    for foot in legs.feet:  # the collision geoms of the foot's body (contype set: visual geoms have none)
+        body = binding.bodies.get(foot)
+        if body is None:
+            raise DescriptionError(robot.model.source, 'legs.feet', f'foot {foot!r} has no body of its own in the scene')
+        robot.foot_geoms[foot] = np.array([g for g in range(m.ngeom) if m.geom_bodyid[g] == body
+                                           and (m.geom_contype[g] or m.geom_conaffinity[g])], dtype=int)

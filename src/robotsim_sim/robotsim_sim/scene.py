@@ -256,8 +256,9 @@ def build_scene(world: WorldSpec, robots: list[RobotPlacement]) -> mujoco.MjSpec
             mujoco.mju_mulQuat(mount_quat, np.asarray(_yaw_pitch_quat(spawn.yaw), dtype=float), rpy_to_quat(mount.rpy))
             robot_root.quat = mount_quat
         else:
-            # Drop the robot 1 mm so that tyres start in light contact rather than interpenetrating.
-            robot_root.pos = (spawn.xyz[0], spawn.xyz[1], spawn.xyz[2] + 0.001)
+            # Drop the robot 1 mm so that tyres start in light contact rather than interpenetrating; a legged robot's
+            # root starts at its mount height (lying in its crouch, feet and belly on the floor).
+            robot_root.pos = (spawn.xyz[0], spawn.xyz[1], spawn.xyz[2] + 0.001 + placement.model.mount.xyz[2])
             robot_root.quat = _yaw_pitch_quat(spawn.yaw)
         scene.attach(robot, prefix=placement.prefix, frame=scene.worldbody.add_frame())
     return scene

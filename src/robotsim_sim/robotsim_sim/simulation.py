@@ -44,6 +44,8 @@ class JointStateReading:
     positions: np.ndarray
     velocities: np.ndarray
     efforts: np.ndarray
+    foot_forces: list[tuple[str, float]] = field(default_factory=list)
+    """(foot link, normal force N) per foot of a legged robot (Simulation.foot_contacts); empty without legs."""
 
 
 @dataclass
@@ -220,6 +222,8 @@ class Simulation:
                 robot.firmware.reset(self.seed, self.data.qpos[robot.wheel_qpos])  # the wheels as reset
             robot.arm.reset()
             robot.gripper.reset()
+            if robot.leg_servos is not None:
+                robot.leg_servos.reset()
             self.goals.end_at_reset(robot)
             for item in robot.schedule:
                 item.rng = np.random.default_rng(streams[first_stream + item.slot])
@@ -268,6 +272,39 @@ class Simulation:
         return controller is not None and controller.set_command(linear, angular, self.time)
 
     # ------------------------------------------------------------------ arm and gripper (robotsim_sim.arm_goals)
+    def command_leg_positions(self, robot: int, positions) -> str | None:
+        """Position targets for a legged robot's servoed joints (legs.joints order, default gains); None, or why they
+        were refused (the robot has no legs, a wrong count, a value that is not finite)."""
+        servos = self.robots[robot].leg_servos
+        if servos is None:
+            return f'robot {self.robots[robot].model.name} has no legs (no joint servos to command)'
+        return servos.command_positions(positions)
+
+    def command_leg_joints(self, robot: int, names, q, dq, kp, kd, tau) -> str | None:
+        """A low-level command (position, velocity, gains, feed-forward torque) for named leg joints; None, or why it
+        was refused (see JointServos.command)."""
+        servos = self.robots[robot].leg_servos
+        if servos is None:
+            return f'robot {self.robots[robot].model.name} has no legs (no joint servos to command)'
+        return servos.command(names, q, dq, kp, kd, tau)
+
+    def foot_contacts(self, robot: int) -> list[tuple[str, float]]:
+        """(foot link, normal force in N) per foot of a legged robot, in legs.feet order: the sum over the foot's
+        contacts of the force along each contact's normal (0: in the air)."""
+        return self._foot_forces(self.robots[robot])
+
+    def _foot_forces(self, instance: RobotInstance) -> list[tuple[str, float]]:
+        force = np.zeros(6)
+        totals = {foot: 0.0 for foot in instance.foot_geoms}
+        owner = {int(g): foot for foot, geoms in instance.foot_geoms.items() for g in geoms}
+        for index in range(self.data.ncon):
+            contact = self.data.contact[index]
+            foot = owner.get(int(contact.geom1), owner.get(int(contact.geom2)))
+            if foot is not None:
+                mujoco.mj_contactForce(self.model, self.data, index, force)
+                totals[foot] += float(force[0])
+        return list(totals.items())
+
     def command_arm(self, robot: int, joint_names, points, start_time: float | None = None) -> str | None:
         """A trajectory for the arm and/or gripper joints (the ``arm_controller/joint_trajectory`` topic); why it
         is refused, if it is (:meth:`ArmGoals.command`)."""
@@ -349,6 +386,9 @@ class Simulation:
                         self.data.ctrl[robot.steer_actuators[joint]] = angle
                 self.data.ctrl[robot.wheel_actuators] = robot.wheel_loop.duty(
                     robot.wheel_speed_targets, self.data.qvel[robot.wheel_dofs], dt)
+            if robot.leg_servos is not None:
+                self.data.ctrl[robot.leg_motors] = robot.leg_servos.torques(self.data.qpos[robot.leg_qpos],
+                                                                            self.data.qvel[robot.leg_dofs])
             if robot.arm_feedforward is not None:
                 desired = robot.arm.sample(self.time)
                 if desired is not None:
@@ -412,7 +452,8 @@ class Simulation:
     def _joint_states(self, robot: RobotInstance, stamp: int) -> JointStateReading:
         return JointStateReading(stamp, [robot.prefix + n for n in robot.joint_names],
                                  self.data.qpos[robot.qpos_index].copy(), self.data.qvel[robot.dof_index].copy(),
-                                 self.data.qfrc_actuator[robot.dof_index].copy())
+                                 self.data.qfrc_actuator[robot.dof_index].copy(),
+                                 self._foot_forces(robot) if robot.foot_geoms else [])
 
     def _base_state(self, robot: RobotInstance, stamp: int) -> BaseStateReading:
         odometry = robot.odometry

@@ -37,6 +37,11 @@ def wheel_motor_name(joint: str) -> str:
     return f'{joint}_motor'
 
 
+def joint_motor_name(joint: str) -> str:
+    """The torque motor of a legged robot's joint (its PD loop runs in robotsim_sim.joint_servos)."""
+    return f'{joint}_torque'
+
+
 def position_servo_name(joint: str) -> str:
     """The position actuator (servo) of a steering, arm or driven gripper joint."""
     return f'{joint}_position'
@@ -107,6 +112,7 @@ def robot_to_mjcf(model: RobotModel, timestep: float = 0.002, collision_group: i
     inertials = model.body_inertials
     compensated = _gravity_compensated_links(model)
     arm_joints = {name for arm in model.arms for name in arm.joints + arm.gripper_joints}
+    leg_joints = set(model.legs.joints) if model.legs else set()
 
     def add_body(parent: ET.Element, link_name: str) -> None:
         link = tree.links[link_name]
@@ -129,6 +135,9 @@ def robot_to_mjcf(model: RobotModel, timestep: float = 0.002, collision_group: i
                     drive = model.drive
                     element.set('damping', number_text(drive.wheel_max_torque / drive.wheel_no_load_speed))  # back-EMF
                     element.set('armature', number_text(drive.wheel_armature))
+                elif joint.name in leg_joints:
+                    element.set('damping', '0.05')
+                    element.set('armature', number_text(model.legs.armature))  # a geared motor's rotor
                 elif joint.type != 'continuous':
                     element.set('damping', '0.05')
                     element.set('armature', '0.001')
@@ -241,6 +250,12 @@ def _add_actuators(root: ET.Element, model: RobotModel) -> None:
                 ET.SubElement(actuator, 'position', name=position_servo_name(wheel.steer_joint), joint=wheel.steer_joint,
                               kp='50', kv='2', ctrlrange=vector_text((limit.lower, limit.upper)),
                               forcerange=vector_text((-limit.effort, limit.effort)))
+    if model.legs is not None:
+        for name in model.legs.joints:  # torque motors: the PD loop is the simulation's (kp, kd per command)
+            limit = tree.joints[name].limit
+            effort = limit.effort if limit is not None and limit.effort > 0 else 20.0
+            ET.SubElement(actuator, 'motor', name=joint_motor_name(name), joint=name,
+                          ctrlrange=vector_text((-effort, effort)))
     for arm in model.arms:
         for name in arm.joints + arm.gripper_joints[:1]:  # the second finger follows by equality
             limit = tree.joints[name].limit

@@ -251,6 +251,27 @@ class ArmRole:
 
 
 @dataclass(frozen=True)
+class LegsRole:
+    """The legs of a floating-base robot: joints driven by joint-level PD servos (torque motors), the feet it stands on
+    and the poses it stands and lies in (robotsim_sim.joint_servos drives them)."""
+
+    joints: tuple[str, ...]
+    """Servoed joints, in the order of a command's array."""
+    feet: tuple[str, ...]
+    """Links that touch the ground when standing."""
+    kp: float
+    """Default position gain (N m/rad)."""
+    kd: float
+    """Default velocity gain (N m s/rad)."""
+    armature: float
+    """Reflected rotor inertia per joint motor (kg m^2)."""
+    stance: tuple[float, ...]
+    """Standing angle per joint (rad), in ``joints`` order."""
+    crouch: tuple[float, ...]
+    """Starting (lying) angle per joint (rad), in ``joints`` order."""
+
+
+@dataclass(frozen=True)
 class SensorRole:
     """A sensor and the frame its data is expressed in; ``spec`` is its YAML spec object."""
 
@@ -285,6 +306,7 @@ class RobotModel:
     warnings: list[str] = field(default_factory=list)                         # repairs, one line each
     gravity_compensation: bool = False     # arm servos cancel gravity on the links they carry
     initial_positions: dict[str, float] = field(default_factory=dict)  # joint -> start position (default 0)
+    legs: LegsRole | None = None           # a floating base standing on joint-servoed legs (no drive)
 
     def default_arm(self) -> ArmRole:
         """The arm a command means when it names none: the one with the most joints (the first of those on a tie), so
@@ -308,6 +330,7 @@ class RobotModel:
             'mass_kg': round(sum(link.inertial.mass for link in tree.links.values() if link.inertial), 6),
             'drive': self.drive.type if self.drive else None,
             'fixed_base': self.fixed_base,
+            'legs': (f'{len(self.legs.joints)} servoed joints, feet {", ".join(self.legs.feet)}' if self.legs else None),
             'wheels': len(self.drive.wheels) if self.drive else 0,
             'wheelbase_m': round(self.drive.wheelbase, 6) if self.drive else None,
             'track_m': round(self.drive.track, 6) if self.drive else None,

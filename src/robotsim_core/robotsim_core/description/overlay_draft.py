@@ -146,35 +146,9 @@ def _drive_joints(tree, wheels: list[str]) -> tuple[set[str], set[str]]:
 def _lowest_point(tree) -> float | None:
     """z (m, in the root link's frame) of the lowest collision point with every joint at its initial position; None
     when the robot has no collision shape."""
-    from .urdf_import import initial_positions
+    from .urdf_import import initial_positions, lowest_point
 
-    poses = forward_kinematics(tree, initial_positions(tree))
-    lowest = None
-    for name, link in tree.links.items():
-        for shape in link.collisions:
-            geometry = shape.geometry
-            if geometry.kind == 'sphere':
-                z = float((poses[name] @ shape.origin.matrix())[2, 3]) - geometry.size[0]
-                lowest = z if lowest is None else min(lowest, z)
-                continue
-            if geometry.kind == 'box':
-                half = np.asarray(geometry.size[:3], dtype=float) / 2
-                points = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) * half
-            elif geometry.kind == 'cylinder':
-                radius, length = geometry.size[0], geometry.size[1]
-                angles = np.linspace(0, 2 * np.pi, 16, endpoint=False)
-                ring = np.stack([radius * np.cos(angles), radius * np.sin(angles)], axis=1)
-                points = np.vstack([np.hstack([ring, np.full((16, 1), z)]) for z in (-length / 2, length / 2)])
-            else:
-                try:
-                    import trimesh
-                    mesh = trimesh.load(geometry.mujoco_file or geometry.filename, force='mesh')
-                    points = np.asarray(mesh.vertices, dtype=float) * np.asarray(geometry.scale, dtype=float)
-                except Exception:  # (a mesh trimesh cannot read: MuJoCo's own conversion still works)
-                    continue
-            world = (poses[name] @ shape.origin.matrix() @ np.vstack([points.T, np.ones(len(points))]))[2]
-            lowest = float(world.min()) if lowest is None else min(lowest, float(world.min()))
-    return lowest
+    return lowest_point(tree, initial_positions(tree))
 
 
 def _arm_chains(tree, exclude: set[str]) -> list[list[str]]:

@@ -322,6 +322,40 @@ class OverlayArmSpec:
 
 
 @dataclass
+class OverlayLegsSpec:
+    """A floating-base robot that stands on its legs (a quadruped, a humanoid): every joint listed is driven by a
+    joint-level PD servo with a torque limit, as a legged robot's motor drivers are (q, dq, kp, kd, feed-forward
+    torque per joint). The base floats: nothing holds it up but the feet."""
+
+    joints: list[str] = spec_field(non_empty=True)
+    """URDF joints driven by the servos, in the order of a command's array (a ``Float64MultiArray``'s ``data``)."""
+    feet: list[str] = spec_field(non_empty=True)
+    """Links that touch the ground when the robot stands (their contacts are reported as foot contacts)."""
+    kp: float = spec_field(20.0, positive=True, at_most=10000.0)
+    """Default position gain (N m/rad) of a position command (a low-level command carries its own)."""
+    kd: float = spec_field(0.5, non_negative=True, at_most=1000.0)
+    """Default velocity gain (N m s/rad)."""
+    armature: float = spec_field(0.01, non_negative=True, at_most=10.0)
+    """Reflected rotor inertia of each geared joint motor (kg m^2)."""
+    stance: dict[str, float] = spec_field(default_factory=dict)
+    """Standing joint angles (rad) by joint; joints not given stand at 0."""
+    crouch: dict[str, float] = spec_field(default_factory=dict)
+    """Joint angles (rad) the robot starts in, lying on the floor; default the stance."""
+
+    def check(self, source: str, path: str) -> None:
+        for key in ('stance', 'crouch'):
+            for joint, value in getattr(self, key).items():
+                if joint not in self.joints:
+                    raise DescriptionError(source, _join_key(path, f'{key}.{joint}'),
+                                           f'expected one of legs.joints {self.joints}, got {joint!r}')
+                if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+                    raise DescriptionError(source, _join_key(path, f'{key}.{joint}'),
+                                           f'expected a finite angle (rad), got {value!r}')
+        if len(set(self.joints)) != len(self.joints):
+            raise DescriptionError(source, _join_key(path, 'joints'), 'expected every joint once')
+
+
+@dataclass
 class OverlayDriveSpec(DriveSpec):
     wheel_max_torque: float | None = spec_field(None, positive=True)
     """Stall torque of one wheel motor (N m); default the wheel joint's URDF ``<limit effort>``
@@ -355,9 +389,11 @@ class UrdfOverlaySpec:
     """Drive kinematics and limits (mobile bases; give ``wheels`` too)."""
     wheels: list[OverlayWheelSpec] = spec_field(default_factory=list)
     """The base's wheels by joint (mobile bases; give ``drive`` too)."""
+    legs: OverlayLegsSpec | None = None
+    """A robot that stands on its legs (no drive, no wheels): a floating base and joint PD servos."""
     mount: PoseSpec | None = None
     """Fixed-base robots: pose of the root link in the robot's spawn frame (e.g. on a table); default
-    the spawn pose itself."""
+    the spawn pose itself. Legged robots: where the root starts above the spawn pose (lying in its crouch)."""
     name: str | None = name_field(None)
     """Robot name; default the URDF's."""
     base_link: str = 'base_link'
@@ -387,10 +423,13 @@ class UrdfOverlaySpec:
         if self.mount is not None and self.drive is not None:
             raise DescriptionError(source, _join_key(path, 'mount'),
                                    'expected no mount on a mobile base (it spawns on the floor); mount is for fixed-base robots')
+        if self.legs is not None and self.drive is not None:
+            raise DescriptionError(source, _join_key(path, 'legs'),
+                                   'expected legs or a drive with wheels, not both (a legged robot has no wheel drive)')
 
     @property
     def fixed_base(self) -> bool:
-        return self.drive is None
+        return self.drive is None and self.legs is None
 
 
 def _join_key(path: str, key: str) -> str:

@@ -24,7 +24,7 @@ from .kinematics import forward_kinematics
 from .urdf import default_package_resolver, gazebo_contacts, resolve_mesh_path, urdf_to_tree
 from .build import add_sensor_frames, drive_geometry, make_drive_role
 from .inertia import mujoco_inertials
-from .model import ArmRole, LinkContact, RobotModel, WheelRole
+from .model import ArmRole, LegsRole, LinkContact, RobotModel, WheelRole
 from .self_collision import excluded_pairs, srdf_disabled_pairs
 from .spec import UrdfOverlaySpec
 
@@ -53,6 +53,18 @@ def _check_roles(spec: UrdfOverlaySpec, tree, overlay_path: str) -> None:
         claim(wheel.joint, f'wheels[{index}].joint')
         if wheel.steer_joint is not None:
             claim(wheel.steer_joint, f'wheels[{index}].steer_joint')
+    if spec.legs is not None:
+        for index, name in enumerate(spec.legs.joints):
+            key = f'legs.joints[{index}]'
+            if name not in tree.joints or tree.joints[name].type == 'fixed':
+                raise DescriptionError(overlay_path, key, f'expected a moving joint of the URDF, got {name!r}')
+            if tree.joints[name].mimic is not None:
+                raise DescriptionError(overlay_path, key, f'joint {name!r} mimics {tree.joints[name].mimic.joint!r}: '
+                                                          'it follows that joint and cannot be commanded')
+            claim(name, key)
+        for index, foot in enumerate(spec.legs.feet):
+            if foot not in tree.links:
+                raise DescriptionError(overlay_path, f'legs.feet[{index}]', f'expected a link of the URDF, got {foot!r}')
     names: dict[str, int] = {}
     for index, arm in enumerate(spec.arms):
         if arm.name in names:
@@ -120,6 +132,53 @@ def initial_positions(tree) -> dict[str, float]:
     return positions
 
 
+def lowest_point(tree, positions: dict[str, float]) -> float | None:
+    """z (m, in the root link's frame) of the lowest collision point with the joints at ``positions`` (others at 0);
+    None when the robot has no collision shape (or only meshes trimesh cannot read)."""
+    poses = forward_kinematics(tree, positions)
+    lowest = None
+    for name, link in tree.links.items():
+        for shape in link.collisions:
+            geometry = shape.geometry
+            if geometry.kind == 'sphere':
+                z = float((poses[name] @ shape.origin.matrix())[2, 3]) - geometry.size[0]
+                lowest = z if lowest is None else min(lowest, z)
+                continue
+            if geometry.kind == 'box':
+                half = np.asarray(geometry.size[:3], dtype=float) / 2
+                points = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) * half
+            elif geometry.kind == 'cylinder':
+                radius, length = geometry.size[0], geometry.size[1]
+                angles = np.linspace(0, 2 * np.pi, 16, endpoint=False)
+                ring = np.stack([radius * np.cos(angles), radius * np.sin(angles)], axis=1)
+                points = np.vstack([np.hstack([ring, np.full((16, 1), z)]) for z in (-length / 2, length / 2)])
+            else:
+                try:
+                    import trimesh
+                    mesh = trimesh.load(geometry.mujoco_file or geometry.filename, force='mesh')
+                    points = np.asarray(mesh.vertices, dtype=float) * np.asarray(geometry.scale, dtype=float)
+                except Exception:  # (a mesh trimesh cannot read: MuJoCo's own conversion still works)
+                    continue
+            world = (poses[name] @ shape.origin.matrix() @ np.vstack([points.T, np.ones(len(points))]))[2]
+            lowest = float(world.min()) if lowest is None else min(lowest, float(world.min()))
+    return lowest
+
+
+def _legs(spec: UrdfOverlaySpec, tree, overlay_path: str) -> LegsRole:
+    """The legs role; every angle within its joint's limits."""
+    legs = spec.legs
+    for key in ('stance', 'crouch'):
+        for joint, value in getattr(legs, key).items():
+            limit = tree.joints[joint].limit
+            if tree.joints[joint].type != 'continuous' and limit is not None and not \
+                    limit.lower - 1e-9 <= value <= limit.upper + 1e-9:
+                raise DescriptionError(overlay_path, f'legs.{key}.{joint}', f'expected an angle within the joint\'s '
+                                                                            f'limits [{limit.lower}, {limit.upper}], got {value}')
+    stance = tuple(float(legs.stance.get(j, 0.0)) for j in legs.joints)
+    crouch = tuple(float(legs.crouch.get(j, stance[i])) for i, j in enumerate(legs.joints))
+    return LegsRole(tuple(legs.joints), tuple(legs.feet), legs.kp, legs.kd, legs.armature, stance, crouch)
+
+
 def import_urdf(spec: UrdfOverlaySpec, overlay_path: str) -> RobotModel:
     overlay_dir = os.path.dirname(os.path.abspath(overlay_path))
     package_paths = {name: os.path.normpath(os.path.join(overlay_dir, path)) for name, path in spec.package_paths.items()}
@@ -139,12 +198,13 @@ def import_urdf(spec: UrdfOverlaySpec, overlay_path: str) -> RobotModel:
         raise DescriptionError(overlay_path, 'base_link', f'expected a link of {urdf_path}, got {spec.base_link!r}')
     root = tree.root()
     if root == 'world' and not spec.fixed_base:
-        raise DescriptionError(overlay_path, 'drive', f'{urdf_path} is rooted at link "world" (bolted to the world): '
-                                                      'expected a fixed-base overlay (no drive, no wheels)')
+        raise DescriptionError(overlay_path, 'legs' if spec.legs is not None else 'drive',
+                               f'{urdf_path} is rooted at link "world" (bolted to the world): '
+                               'expected a fixed-base overlay (no drive, no wheels, no legs)')
     _check_roles(spec, tree, overlay_path)
 
     drive, friction = None, {}
-    if not spec.fixed_base:
+    if not spec.fixed_base and spec.legs is None:
         roles, urdf_effort = _wheels(spec, tree, overlay_path)
         wheels = [(w.position[0], w.position[1], w.driven, w.steer_joint is not None) for w in roles]
         driven_sides = {w.side for w in roles if w.driven}
@@ -186,6 +246,12 @@ def import_urdf(spec: UrdfOverlaySpec, overlay_path: str) -> RobotModel:
         srdf_pairs = srdf_disabled_pairs(_resolve_file(spec.srdf, overlay_path, 'srdf', resolve_package),
                                          set(tree.links))
     model.initial_positions = {name: value for name, value in initial_positions(tree).items() if value != 0.0}
+    if spec.legs is not None:
+        model.legs = _legs(spec, tree, overlay_path)
+        model.initial_positions.update(zip(model.legs.joints, model.legs.crouch))
+        if spec.mount is None:  # lying in its crouch with its lowest collision point on the floor
+            lowest = lowest_point(tree, model.initial_positions)
+            model.mount = Pose((0.0, 0.0, round(max(0.0, -(lowest or 0.0)) + 1e-3, 6)))
     model.collision_excludes, model.exclusion_counts = excluded_pairs(
         model, model.initial_positions, srdf_pairs, spec.self_collision)
     return model

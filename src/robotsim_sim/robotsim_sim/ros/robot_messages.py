@@ -82,11 +82,24 @@ class RobotMessages:
         stamp = self._stamp
         if channel == 'joint_states':
             keep = self.joint_keep
-            return [('joint_states', self.joint_states.encode(reading.positions[keep], reading.velocities[keep],
-                                                              reading.efforts[keep], stamp_ns))]
+            messages = [('joint_states', self.joint_states.encode(reading.positions[keep], reading.velocities[keep],
+                                                                  reading.efforts[keep], stamp_ns))]
+            if reading.foot_forces:
+                messages.append(('foot_contacts', self.foot_contacts(reading.foot_forces, stamp)))
+            return messages
         if channel == 'base_state':
             return self.base_state(reading, stamp_ns)
         return self.converters[channel](reading, stamp)
+
+    def foot_contacts(self, forces: list[tuple[str, float]], stamp):
+        """/foot_contacts: per foot, whether it touches something and the normal force (N)."""
+        message = self._types['foot_contacts']()
+        message.header.stamp = stamp
+        message.header.frame_id = self.frame(self.model.base_link)
+        message.name = [foot for foot, _ in forces]
+        message.in_contact = [force > 0.0 for _, force in forces]
+        message.normal_force = [float(force) for _, force in forces]
+        return message
 
     def message_type(self, topic_name: str):
         """The message class of one of :attr:`topics` (to deserialize the bytes :meth:`build` returns)."""

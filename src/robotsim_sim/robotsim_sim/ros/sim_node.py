@@ -29,11 +29,11 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
-from std_msgs.msg import String
+from std_msgs.msg import Float64MultiArray, String
 from tf2_msgs.msg import TFMessage
 
 from robotsim_core.run_values import default_serial_link, simulation_value_problem
-from robotsim_core.contract import CLOCK_QOS, ENTITIES, SCENARIO
+from robotsim_core.contract import CLOCK_QOS, ENTITIES, LEG_COMMAND, LEG_POSITION_COMMANDS, SCENARIO
 from robotsim_core.description import load_robot
 from robotsim_core.description.load import resolve_robot_path
 from robotsim_core.description.world_spec import SpawnSpec
@@ -48,7 +48,7 @@ from robotsim_firmware.host_library import FirmwareBuildError
 from robotsim_firmware.in_the_loop import BUILDS
 from robotsim_firmware.qemu_board import QemuError
 from robotsim_firmware.virtual_serial import LinkInUseError
-from robotsim_msgs.msg import SimStatus
+from robotsim_msgs.msg import LegCommand, SimStatus
 from robotsim_msgs.srv import GetEntityPose, InjectFault, Pause, Reset, SetEntityPose, Step
 from robotsim_sensors.gl_backend import RenderUnavailable
 
@@ -251,6 +251,11 @@ class SimNode(Node):
             ports.pubs[name].publish(message)
         twist_type = TwistStamped if self.cmd_vel_stamped else Twist
         self.create_subscription(twist_type, ports.topic('cmd_vel'), lambda msg: self.on_cmd_vel(ports, msg), 10)
+        if model.legs is not None:
+            self.create_subscription(Float64MultiArray, ports.topic(LEG_POSITION_COMMANDS),
+                                     lambda msg: self.on_leg_command(ports, LEG_POSITION_COMMANDS, msg), 10)
+            self.create_subscription(LegCommand, ports.topic(LEG_COMMAND),
+                                     lambda msg: self.on_leg_command(ports, LEG_COMMAND, msg), 10)
         self.create_service(InjectFault, ports.topic('sim/inject_fault'),
                             lambda request, response: self.on_inject_fault(ports, request, response))
         self.arm_actions.serve(ports)
@@ -372,6 +377,17 @@ class SimNode(Node):
             self.warn_rejection(f'{ports.topic("cmd_vel")} non-finite',
                                 f'rejected non-finite {ports.topic("cmd_vel")} (linear.x={twist.linear.x}, '
                                 f'angular.z={twist.angular.z}); {self.rejected_commands} rejected so far')
+
+    def on_leg_command(self, ports: RobotPorts, topic: str, msg) -> None:
+        if topic == LEG_POSITION_COMMANDS:
+            problem = self.sim.command_leg_positions(ports.index, list(msg.data))
+        else:
+            problem = self.sim.command_leg_joints(ports.index, list(msg.name), list(msg.position), list(msg.velocity),
+                                                  list(msg.kp), list(msg.kd), list(msg.effort))
+        if problem is not None:
+            self.rejected_commands += 1
+            self.warn_rejection(f'{ports.topic(topic)} refused', f'refused {ports.topic(topic)}: {problem}; '
+                                                                 f'{self.rejected_commands} rejected so far')
 
     def on_pause(self, request, response):
         if request.paused:
