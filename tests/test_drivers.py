@@ -18,7 +18,7 @@ POLICY = WORKSPACE / 'config' / 'policies' / 'rover_goal_reaching.onnx'
 
 def _arguments(name: str) -> dict[str, str]:
     return {'driver': name, **({'policy': str(POLICY)} if DRIVERS[name].argument == 'policy' else {}),
-            **({'world': 'pick'} if name == 'pick' else {})}
+            **({'world': 'pick'} if name == 'pick' else {}), **({'robot': 'go1'} if DRIVERS[name].legs else {})}
 
 
 @pytest.mark.parametrize('name', sorted(DRIVERS))
@@ -39,6 +39,11 @@ def test_the_launchers_start_the_tables_node_or_refuse_the_name(name):
     if info.sim_only:
         with pytest.raises(DescriptionError, match=f'{name} .*: sim only'):
             graph_for('real', _arguments(name))
+    # A driver of a legged robot drives no wheeled one, and the other way round: one line naming driver.
+    other = {**_arguments(name), 'robot': 'rover' if info.legs else 'go1'}
+    if name != 'pick':
+        with pytest.raises(DescriptionError, match=f'driver: {name} cannot drive|policy: .* no .*lidar'):
+            graph_for('sim', other)
 
 
 def test_one_class_per_driver_runs_in_the_episode_loop_and_the_node():

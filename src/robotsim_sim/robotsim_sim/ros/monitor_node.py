@@ -101,7 +101,7 @@ class MonitorNode(Node):
             effort = np.mean([abs(msg.effort[i]) for i in index]) / stall if len(msg.effort) == len(msg.name) else np.nan
             trace.wheels.append((_seconds(msg.header.stamp), float(rim), float(effort)))
 
-        reliable = ros_common.qos_profile(contract.topic('odom').qos)
+        reliable = ros_common.qos_profile(contract.topic('joint_states').qos)  # odom's too (a fixed base has none)
         self.create_subscription(Odometry, resolve_topic(namespace, 'sim/ground_truth'), on_truth, reliable)
         self.create_subscription(Odometry, resolve_topic(namespace, 'odom'), on_odom, reliable)
         self.create_subscription(Twist, resolve_topic(namespace, 'cmd_vel'), on_cmd, 10)
