@@ -537,15 +537,17 @@ def test_import_makes_casters_passive_and_a_hand_the_arm_s_gripper(tmp_path):
 
 
 @needs_example_robots
-@pytest.mark.parametrize('urdf', ['ur_description/urdf/ur5_robot.urdf', 'talos_data/robots/talos_reduced.urdf',
-                                  'solo_description/robots/solo12.urdf'])
-def test_an_imported_fixed_base_robot_stands_on_the_floor_of_the_default_world(urdf, tmp_path):
-    """The drafted mount raises the root so that the lowest collision point touches the floor: the robot starts in
-    the default world without overlapping it (talos' feet hung 1.08 m below its root, inside the floor)."""
+@pytest.mark.parametrize('urdf, legged', [('ur_description/urdf/ur5_robot.urdf', False),
+                                          ('talos_data/robots/talos_reduced.urdf', True),
+                                          ('solo_description/robots/solo12.urdf', True)])
+def test_an_imported_robot_without_wheels_starts_on_the_floor_of_the_default_world(urdf, legged, tmp_path):
+    """The drafted mount raises the root so that the lowest collision point touches the floor (a fixed base at its
+    initial joint positions, a legged robot in its crouch): the robot starts in the default world without
+    overlapping it (talos' feet hung 1.08 m below its root, inside the floor)."""
     out = tmp_path / 'robot.yaml'
     _import(EXAMPLE_ROBOTS / urdf, out)
     model = load_robot(str(out))
-    assert model.fixed_base and model.mount.xyz[2] >= 0
+    assert model.fixed_base != legged and (model.legs is not None) == legged and model.mount.xyz[2] >= 0
     sim = Simulation(load_world(resolve_world_path('room')), [RobotPlacement(model)],
                      SimOptions(cameras=False, firmware=False))  # refuses a robot inside the floor
     try:
@@ -569,14 +571,55 @@ def test_an_imported_fixed_base_robot_stands_on_the_floor_of_the_default_world(u
 
 @needs_example_robots
 def test_a_fixed_base_robot_mounted_inside_the_floor_is_refused_naming_its_mount(tmp_path):
-    out = tmp_path / 'talos.yaml'
-    text = _import(EXAMPLE_ROBOTS / 'talos_data' / 'robots' / 'talos_reduced.urdf', out)
+    out = tmp_path / 'ur5.yaml'
+    text = _import(EXAMPLE_ROBOTS / 'ur_description' / 'urdf' / 'ur5_robot.urdf', out)
     at = text.index('mount: {xyz: [0, 0, ')
     line_end = text.index('\n', at)
-    out.write_text(text[:at] + 'mount: {xyz: [0, 0, 0.5], rpy: [0, 0, 0]}' + text[line_end:])
+    out.write_text(text[:at] + 'mount: {xyz: [0, 0, -0.3], rpy: [0, 0, 0]}' + text[line_end:])
     from robotsim_core.errors import DescriptionError
     with pytest.raises(DescriptionError) as refused:
         Simulation(load_world(resolve_world_path('room')), [RobotPlacement(load_robot(str(out)))],
                    SimOptions(cameras=False, firmware=False))
     message = str(refused.value)
     assert str(out) in message and 'mount' in message and 'starts inside' in message, message
+
+
+@needs_example_robots
+@pytest.mark.parametrize('urdf', ['go2_description/urdf/go2.urdf', 'a1_description/urdf/a1.urdf',
+                                  'solo_description/robots/solo12.urdf', 'anymal_c_simple_description/urdf/anymal.urdf'])
+def test_an_imported_quadruped_stands_up_with_its_drafted_overlay_unedited(urdf, tmp_path):
+    """Quadrupeds of example-robot-data not shipped with robotsim: the drafted overlay (legs from the links named
+    foot, gains from the robot's weight, stance and crouch by inverse kinematics) describes without an edit, the robot
+    starts lying on the floor, and the stand-up controller raises it: for 3 s after the rise its trunk stays within
+    3 cm of the stance's height (feet on the floor), level within 5 degrees, its four feet carrying its weight."""
+    from robotsim_core.description.urdf_import import lowest_point
+    from robotsim_sim.stand_up import StandUp
+
+    out = tmp_path / 'robot.yaml'
+    _import(EXAMPLE_ROBOTS / urdf, out)
+    model = load_robot(str(out))
+    assert model.legs is not None and len(model.legs.feet) == 4 and len(model.legs.joints) == 12 and not model.arms
+    stance_height = -lowest_point(model.tree, dict(zip(model.legs.joints, model.legs.stance)))
+    sim = Simulation(load_world(resolve_world_path('room')), [RobotPlacement(model)], SimOptions(cameras=False))
+    try:
+        sim.reset(3)
+        root = sim.robots[0].root_body
+        assert sim.data.xpos[root][2] < stance_height - 0.05
+        controller, next_command, heights, tilts = StandUp(model.legs, rise_time=1.5), 0.0, [], []
+        while sim.time < controller.rise_time + 3.5:
+            if sim.time >= next_command - 1e-9:
+                assert sim.command_leg_positions(0, controller.targets(sim.time)) is None
+                next_command += 0.02
+            sim.step()
+            if sim.time >= controller.rise_time + 0.5:
+                heights.append(float(sim.data.xpos[root][2]))
+                w, x, y, z = sim.data.xquat[root]
+                tilts.append(math.degrees(math.acos(min(1.0, 1 - 2 * (x * x + y * y)))))
+        assert max(abs(h - stance_height) for h in heights) <= 0.03, (min(heights), max(heights), stance_height)
+        assert max(tilts) < 5.0
+        weight = 9.81 * sum(link.inertial.mass for link in model.tree.links.values() if link.inertial)
+        forces = [force for _, force in sim.foot_contacts(0)]
+        assert all(f > 0.1 * weight / 4 for f in forces) and sum(forces) == pytest.approx(weight, rel=0.05), forces
+        assert sim.instability_count == 0
+    finally:
+        sim.close()

@@ -3,8 +3,10 @@
 Guesses, stated in the written file: wheels are the continuous joints whose axis is horizontal
 and whose child link has a round collision shape (a differential drive when they sit on both
 sides); a wheel without an effort limit or below a swivel is a passive caster wheel, and the joints
-between the base and any wheel (caster swivels, suspension) move freely; no wheels means a fixed-base
-robot, mounted so that its lowest collision point touches the floor; arms are the serial chains of the
+between the base and any wheel (caster swivels, suspension) move freely; no wheels and two or more links named
+foot, sole or toe means a robot standing on its legs (a floating base, the joints from the root to each foot
+servoed); otherwise no wheels means a fixed-base robot, mounted so that its lowest collision point touches the
+floor; arms are the serial chains of the
 remaining revolute/prismatic joints (mimic joints left out), one arm per branch of the tree, and the
 chains hanging below an arm's last joint (a hand's fingers) are that arm's gripper.
 """
@@ -99,6 +101,100 @@ def arms_and_grippers(tree, chains: list[list[str]]) -> list[tuple[list[str], li
         followers = [j.name for j in tree.moving_joints() if j.mimic is not None and j.mimic.joint in gripper]
         gripper.extend(name for name in followers if name not in gripper)
     return sorted(arms, key=lambda arm: len(arm[0]), reverse=True)
+
+
+FOOT_WORDS = re.compile(r'foot|sole|toe', re.IGNORECASE)
+"""A link whose name says one of these is a foot: a robot without wheels that has two or more stands on its legs."""
+LEG_STIFFNESS = 10.0
+"""Drafted position gain of the leg servos, per N m of the load on one leg (the robot's weight over its feet, times
+the root-to-foot distance; 1/rad): a joint carrying that torque sags 0.1 rad at most (the Go1 gets about
+150 N m/rad)."""
+
+
+def _legs(tree) -> tuple[list[str], list[str]]:
+    """(leg joints, feet): the feet are the links named foot, sole or toe (the nearest link at or above one through
+    fixed joints that has a collision shape: what touches the ground); the leg joints are the moving joints on the
+    way from the root to each foot (mimic joints left out), foot by foot."""
+    feet, joints = [], []
+    for name in tree.links:
+        if not FOOT_WORDS.search(name) or name == tree.root():
+            continue
+        link = name
+        while not tree.links[link].collisions:
+            joint = _parent_joint(tree, link)
+            if joint is None or joint.type != 'fixed':
+                break
+            link = joint.parent
+        if not tree.links[link].collisions or link in feet:
+            continue
+        path, current = [], link
+        while (joint := _parent_joint(tree, current)) is not None:
+            if joint.type != 'fixed' and joint.mimic is None:
+                path.append(joint.name)
+            current = joint.parent
+        if not path or any(j in joints for j in path):  # a foot on no joint, or on another foot's leg: not a leg
+            continue
+        feet.append(link)
+        joints += reversed(path)
+    return (joints, feet) if len(feet) >= 2 else ([], [])
+
+
+STANCE_HEIGHT = 0.65
+"""Drafted stance: each foot this fraction of its leg's reach below the leg's first joint (the Go1's SRDF standing
+pose puts its feet at 0.6)."""
+CROUCH_HEIGHT = 0.3
+"""Drafted crouch: each foot this fraction of its leg's reach below the leg's first joint (legs folded, lying)."""
+
+
+def _leg_pose(tree, joints: list[str], foot: str, fraction: float, start: dict[str, float]) -> dict[str, float]:
+    """Angles of one leg's joints that put its foot ``fraction`` of the leg's reach straight below the leg's first
+    joint, within the joints' limits (damped least squares from a few starts; a leg of six or more joints keeps the
+    foot's orientation at ``start`` too, so that a humanoid's sole stays flat)."""
+    poses = forward_kinematics(tree, start)
+    hip = poses[tree.joints[joints[0]].child][:3, 3]
+    chain = [poses[tree.joints[j].child][:3, 3] for j in joints] + [poses[foot][:3, 3]]
+    reach = sum(float(np.linalg.norm(b - a)) for a, b in zip(chain, chain[1:]))
+    target = np.array([hip[0], poses[foot][1, 3], hip[2] - fraction * reach])
+    rotation = poses[foot][:3, :3]
+    with_orientation = len(joints) >= 6
+    limits = [(tree.joints[j].limit.lower, tree.joints[j].limit.upper)
+              if tree.joints[j].limit is not None and tree.joints[j].type != 'continuous' else (-np.inf, np.inf)
+              for j in joints]
+
+    def error(q: np.ndarray) -> np.ndarray:
+        pose = forward_kinematics(tree, {**start, **dict(zip(joints, q))})[foot]
+        e = target - pose[:3, 3]
+        if with_orientation:
+            r = rotation @ pose[:3, :3].T
+            e = np.concatenate([e, 0.5 * np.array([r[2, 1] - r[1, 2], r[0, 2] - r[2, 0], r[1, 0] - r[0, 1]])])
+        return e
+
+    best = None
+    initial = np.array([start.get(j, 0.0) for j in joints])
+    for offset in (0.0, 0.5, -0.5):
+        q = np.clip(initial + offset, [lo for lo, _ in limits], [hi for _, hi in limits])
+        for _ in range(60):
+            e = error(q)
+            jacobian = np.empty((len(e), len(q)))
+            for k in range(len(q)):
+                moved = q.copy()
+                moved[k] += 1e-6
+                jacobian[:, k] = (e - error(moved)) / 1e-6
+            step = jacobian.T @ np.linalg.solve(jacobian @ jacobian.T + 1e-4 * np.eye(len(e)), e)
+            q = np.clip(q + step, [lo for lo, _ in limits], [hi for _, hi in limits])
+        score = (round(float(np.linalg.norm(error(q))), 4), float(np.abs(q - initial).sum()))
+        if best is None or score < best[0]:
+            best = (score, q)
+    return {j: round(float(v), 4) for j, v in zip(joints, best[1])}
+
+
+def _path_joints(tree, link: str) -> set[str]:
+    """The joints between the root and ``link``."""
+    found = set()
+    while (joint := _parent_joint(tree, link)) is not None:
+        found.add(joint.name)
+        link = joint.parent
+    return found
 
 
 def _wheel_joints(tree) -> list[str]:
@@ -203,6 +299,36 @@ def draft_overlay(urdf_path: str, out_path: str) -> str:
              + (f'  # the URDF calls it {tree.name!r}, not a name robotsim takes' if robot_name(tree.name) != tree.name
                 else ''), f'base_link: {base_link}']
     passive, free = _drive_joints(tree, wheels) if mobile else (set(), set())
+    leg_joints, feet = _legs(tree) if not mobile and root != 'world' else ([], [])
+    if leg_joints:
+        from .urdf_import import initial_positions
+
+        poses = forward_kinematics(tree, initial_positions(tree))
+        weight = 9.81 * sum(link.inertial.mass for link in tree.links.values() if link.inertial)
+        reach = max(float(np.linalg.norm(poses[foot][:3, 3])) for foot in feet)
+        kp = float(f'{max(1.0, LEG_STIFFNESS * weight / len(feet) * reach):.3g}')
+        start = initial_positions(tree)
+        legs = [[j for j in leg_joints if j in _path_joints(tree, foot)] for foot in feet]
+        stance, crouch = {}, {}
+        for leg, foot in zip(legs, feet):
+            stance.update(_leg_pose(tree, leg, foot, STANCE_HEIGHT, start))
+            crouch.update(_leg_pose(tree, leg, foot, CROUCH_HEIGHT, start))
+
+        def angles(pose: dict[str, float]) -> str:
+            return '{' + ', '.join(f'{joint}: {value + 0.0:g}' for joint, value in pose.items()) + '}'  # no -0
+        lines += ['# No wheels, and links named foot, sole or toe: a robot that stands on its legs (a floating base).',
+                  '# Leg joints: the moving joints from the root to each foot, driven by joint PD servos; kp is',
+                  f'# {LEG_STIFFNESS:g} x the weight on one foot ({weight / len(feet):.1f} N) x the root-to-foot '
+                  f'distance ({reach:.3f} m), kd kp / 50.',
+                  f"# stance: each foot {STANCE_HEIGHT:g} of its leg's reach straight below the leg's first joint; "
+                  f'crouch: {CROUCH_HEIGHT:g}',
+                  '# (inverse kinematics within the joint limits; a leg of six or more joints keeps its foot level).',
+                  '# It starts in its crouch with its lowest collision point on the floor (make sim ROBOT=this file: '
+                  'it stands up).',
+                  'legs:', f'  joints: [{", ".join(leg_joints)}]', f'  feet: [{", ".join(feet)}]',
+                  f'  kp: {kp:g}', f'  kd: {float(f"{kp / 50:.3g}"):g}',
+                  f'  stance: {angles(stance)}', f'  crouch: {angles(crouch)}']
+        free |= set(leg_joints)  # not arms
     if mobile:
         lines += ['# Wheels: continuous joints about a horizontal axis with a round collision shape; driven: false for',
                   '# caster wheels (below a swivel, or without an effort limit in the URDF).',
@@ -212,7 +338,7 @@ def draft_overlay(urdf_path: str, out_path: str) -> str:
         if free:
             lines += ['# Free (no role, unactuated): the joints between the base and its wheels: '
                       + ', '.join(sorted(free)) + '.']
-    else:
+    elif not leg_joints:
         lowest = _lowest_point(tree)
         height = max(0.0, -lowest) if lowest is not None else 0.0
         lines += ['# No wheels found: a fixed-base robot, its root link welded to the world at mount, raised so that its',
