@@ -425,8 +425,9 @@ def test_import_makes_finger_joints_the_grippers_and_the_longest_chain_the_arm(u
 
 
 def test_the_default_arm_is_the_one_with_the_most_joints(tmp_path):
-    """A head pan found first and a three-joint arm after it: the draft lists the arm first, and commands that name
-    no arm (ArmChain, planning) take the arm, even from an overlay that lists the head first."""
+    """A head pan found first and a three-joint arm after it: the draft holds the head (no arm of one joint) and lists
+    the arm, and commands that name no arm (ArmChain, planning) take the arm, even from an overlay that lists the head
+    as an arm, first."""
     from robotsim_core.arm.chain import ArmChain, ChainError
     inertial = '<inertial><mass value="0.5"/><inertia ixx="0.001" iyy="0.001" izz="0.001"/></inertial>'
     box = '<collision><geometry><box size="0.05 0.05 0.05"/></geometry></collision>'
@@ -444,15 +445,11 @@ def test_the_default_arm_is_the_one_with_the_most_joints(tmp_path):
                              capture_output=True, text=True, timeout=120)
     assert written.returncode == 0, written.stderr
     text = out.read_text()
-    assert text.index('{name: arm, joints: [a1, a2, a3]}') < text.index('{name: arm2, joints: [head_pan]}'), text
-    # An overlay written by hand that lists the head first: still the arm.
-    out.write_text(text.replace('{name: arm, joints: [a1, a2, a3]}', '{name: main, joints: [a1, a2, a3]}')
-                   .replace('{name: arm2, joints: [head_pan]}', '{name: head, joints: [head_pan]}'))
-    lines = out.read_text().splitlines()
-    arm_lines = [line for line in lines if 'joints: [' in line]
-    head_first = [line for line in lines if line not in arm_lines]
-    at = head_first.index('arms:') + 1
-    out.write_text('\n'.join(head_first[:at] + arm_lines[::-1] + head_first[at:]) + '\n')
+    assert '{name: arm, joints: [a1, a2, a3]}' in text and 'held_joints: [head_pan]' in text, text  # no 1-joint arm
+    # An overlay written by hand that lists the head as an arm, first: still the arm.
+    out.write_text(text.replace('held_joints: [head_pan]\n', '')
+                   .replace('arms:\n', 'arms:\n  - {name: head, joints: [head_pan]}\n')
+                   .replace('{name: arm, joints: [a1, a2, a3]}', '{name: main, joints: [a1, a2, a3]}'))
     model = load_robot(str(out))
     assert [arm.name for arm in model.arms] == ['head', 'main']
     assert model.default_arm().name == 'main'
@@ -530,7 +527,8 @@ def test_import_makes_casters_passive_and_a_hand_the_arm_s_gripper(tmp_path):
     assert passive == {f'caster_{end}_{side}_2_joint' for end in ('front', 'back') for side in ('left', 'right')}
     arm_joints = {j for arm in model.arms for j in arm.joints}
     assert not arm_joints & {'caster_front_left_1_joint', 'suspension_left_joint'}
-    assert [len(arm.joints) for arm in model.arms] == [7, 7, 2, 1]  # two arms, the head, the torso lift
+    assert [len(arm.joints) for arm in model.arms] == [7, 7]  # two arms; the head and the torso lift are held
+    assert set(model.held_joints) == {'head_1_joint', 'head_2_joint', 'torso_lift_joint'}
     assert model.default_arm().joints[-1] == 'arm_left_7_joint'
     assert {'hand_left_thumb_joint', 'hand_left_index_joint'} <= set(model.arms[0].gripper_joints)
     assert not any(j.startswith('hand_right') for j in model.arms[0].gripper_joints)
@@ -623,3 +621,28 @@ def test_an_imported_quadruped_stands_up_with_its_drafted_overlay_unedited(urdf,
         assert sim.instability_count == 0
     finally:
         sim.close()
+
+
+@needs_example_robots
+def test_held_joints_stay_where_they_start_under_the_arms_weight(tmp_path):
+    """tiago_dual's drafted overlay holds its torso lift and head (no arms): after 2 s of standing still each is
+    within 5 mm or 0.01 rad of where it started, the torso lift carrying both arms; a held joint named twice or a
+    mimic joint is refused naming held_joints."""
+    out = tmp_path / 'tiago_dual.yaml'
+    text = _import(EXAMPLE_ROBOTS / 'tiago_description' / 'robots' / 'tiago_dual.urdf', out)
+    model = load_robot(str(out))
+    sim = Simulation(load_world(resolve_world_path('room')), [RobotPlacement(model)],
+                     SimOptions(cameras=False, firmware=False))
+    try:
+        sim.reset(5)
+        addresses = [sim.robots[0].binding.qpos[j] for j in model.held_joints]
+        start = sim.data.qpos[addresses].copy()
+        while sim.time < 2.0:
+            sim.step()
+        bounds = [0.005 if model.tree.joints[j].type == 'prismatic' else 0.01 for j in model.held_joints]
+        assert np.all(np.abs(sim.data.qpos[addresses] - start) < bounds), (model.held_joints, sim.data.qpos[addresses])
+    finally:
+        sim.close()
+    twice = text.replace('held_joints: [head_1_joint,', 'held_joints: [arm_left_1_joint, head_1_joint,')
+    out.write_text(twice)
+    assert_clean_error(describe(out), out, 'held_joints[0]', 'already has a role')

@@ -56,6 +56,7 @@ class RobotBinding:
         joints = {j.name: joint_id(j.name) for j in tree.moving_joints()}
         servoed = [w.steer_joint for w in robot.drive.wheels if w.steer_joint] if robot.drive else []
         servoed += [j for arm in robot.arms for j in arm.joints + arm.gripper_joints[:1]]  # other fingers mimic it
+        servoed += list(robot.held_joints)
         return cls(
             prefix=prefix,
             root_body=int(model.body(prefix + robot.body_name(tree.root())).id),

@@ -230,8 +230,8 @@ class Simulation:
                 item.index = item.next_ns = 0
                 if item.on_reset is not None:
                     item.on_reset(item.rng)
-            for joint, actuator in robot.arm_actuators.items():
-                self.data.ctrl[actuator] = self.data.qpos[robot.binding.qpos[joint]]
+            for joint in [*robot.arm_actuators, *robot.model.held_joints]:  # every servo holds where it starts
+                self.data.ctrl[robot.binding.position_servos[joint]] = self.data.qpos[robot.binding.qpos[joint]]
             first_stream += 2 + len(robot.model.sensors)
 
     def _resync_after_physics_reset(self, robot: RobotInstance) -> None:

@@ -256,8 +256,9 @@ def _add_actuators(root: ET.Element, model: RobotModel) -> None:
             effort = limit.effort if limit is not None and limit.effort > 0 else 20.0
             ET.SubElement(actuator, 'motor', name=joint_motor_name(name), joint=name,
                           ctrlrange=vector_text((-effort, effort)))
-    for arm in model.arms:
-        for name in arm.joints + arm.gripper_joints[:1]:  # the second finger follows by equality
+    held = [(name,) for name in model.held_joints]
+    for arm in [*model.arms, *held]:
+        for name in (arm if isinstance(arm, tuple) else arm.joints + arm.gripper_joints[:1]):  # (other fingers mimic)
             limit = tree.joints[name].limit
             effort = limit.effort if limit is not None and limit.effort > 0 else 10.0
             attributes = {'kp': number_text(20 * effort), 'kv': number_text(effort), 'forcerange': vector_text((-effort, effort))}

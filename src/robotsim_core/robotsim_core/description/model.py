@@ -307,6 +307,7 @@ class RobotModel:
     gravity_compensation: bool = False     # arm servos cancel gravity on the links they carry
     initial_positions: dict[str, float] = field(default_factory=dict)  # joint -> start position (default 0)
     legs: LegsRole | None = None           # a floating base standing on joint-servoed legs (no drive)
+    held_joints: tuple[str, ...] = ()      # no arm: each held at its initial position by a position servo
 
     def default_arm(self) -> ArmRole:
         """The arm a command means when it names none: the one with the most joints (the first of those on a tie), so
@@ -336,5 +337,6 @@ class RobotModel:
             'track_m': round(self.drive.track, 6) if self.drive else None,
             'arms': [f'{arm.name} ({len(arm.joints)} joints{", gripper" if arm.gripper_joints else ""})'
                      for arm in self.arms],
+            'held_joints': list(self.held_joints),
             'sensors': [f'{sensor.name}: {sensor.type} in {sensor.frame}' for sensor in self.sensors],
         }

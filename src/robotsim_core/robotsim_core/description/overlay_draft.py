@@ -8,7 +8,8 @@ foot, sole or toe means a robot standing on its legs (a floating base, the joint
 servoed); otherwise no wheels means a fixed-base robot, mounted so that its lowest collision point touches the
 floor; arms are the serial chains of the
 remaining revolute/prismatic joints (mimic joints left out), one arm per branch of the tree, and the
-chains hanging below an arm's last joint (a hand's fingers) are that arm's gripper.
+chains hanging below an arm's last joint (a hand's fingers) are that arm's gripper; a chain of fewer than three
+joints without a gripper (a torso lift, a head) is no arm: its joints are held where they start.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from .kinematics import forward_kinematics
 from .urdf import default_package_resolver, urdf_to_tree
 
 MIN_ARM_JOINTS = 1
+MIN_ARM_CHAIN = 3
+"""A chain of fewer joints and no gripper is no arm (a torso lift, a head, a suspension): its joints are held."""
 HAND_OWNER_JOINTS = 3
 """A chain hanging below another chain's last joint is that chain's hand (its gripper) when the chain above has this
 many joints: below a torso lift or a head, chains are arms and cameras, not fingers."""
@@ -348,6 +351,12 @@ def draft_overlay(urdf_path: str, out_path: str) -> str:
     # with the most joints in any overlay).
     arms = arms_and_grippers(tree, [chain for chain in _arm_chains(tree, set(wheels) | free)
                                     if len(chain) >= MIN_ARM_JOINTS])
+    held = [joint for joints, gripper in arms if len(joints) < MIN_ARM_CHAIN and not gripper for joint in joints]
+    arms = [(joints, gripper) for joints, gripper in arms if len(joints) >= MIN_ARM_CHAIN or gripper]
+    if held:
+        lines += [f'# Held (no arm: chains of fewer than {MIN_ARM_CHAIN} joints without a gripper, such as a torso lift '
+                  "or a head's", '# pan and tilt): each held at its initial position by a position servo.',
+                  f'held_joints: [{", ".join(held)}]']
     if arms:
         lines += ['# Arms: serial chains of the remaining joints, longest first (mimic joints follow their leader);',
                   '# trailing joints named finger, gripper, jaw, claw, grasp or knuckle, and the chains below an',

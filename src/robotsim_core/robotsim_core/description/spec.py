@@ -402,6 +402,9 @@ class UrdfOverlaySpec:
     """``package://NAME`` -> directory (relative to this file) for meshes."""
     arms: list[OverlayArmSpec] = spec_field(default_factory=list)
     """Arms by joint name."""
+    held_joints: list[str] = spec_field(default_factory=list)
+    """Joints that are no arm (a torso lift, a head's pan and tilt): each held at its initial position by a position
+    servo, as a robot's own controller holds them when nobody commands them."""
     sensors: list[SensorSpec] = spec_field(default_factory=list)
     """Sensors to mount; frames are added to the URDF as fixed links."""
     contacts: dict[str, ContactSpec] = spec_field(default_factory=dict)

@@ -82,6 +82,14 @@ def _check_roles(spec: UrdfOverlaySpec, tree, overlay_path: str) -> None:
                                            f'joint {name!r} mimics {joint.mimic.joint!r}: it follows that joint and '
                                            'cannot be commanded; list the joint it mimics instead')
                 claim(name, key)
+    for index, name in enumerate(spec.held_joints):
+        key = f'held_joints[{index}]'
+        if name not in tree.joints or tree.joints[name].type == 'fixed':
+            raise DescriptionError(overlay_path, key, f'expected a moving joint of the URDF, got {name!r}')
+        if tree.joints[name].mimic is not None:
+            raise DescriptionError(overlay_path, key, f'joint {name!r} mimics {tree.joints[name].mimic.joint!r}: '
+                                                      'it follows that joint; list the joint it mimics instead')
+        claim(name, key)
 
 
 def _wheels(spec: UrdfOverlaySpec, tree, overlay_path: str) -> tuple[list[WheelRole], float | None]:
@@ -246,6 +254,7 @@ def import_urdf(spec: UrdfOverlaySpec, overlay_path: str) -> RobotModel:
         srdf_pairs = srdf_disabled_pairs(_resolve_file(spec.srdf, overlay_path, 'srdf', resolve_package),
                                          set(tree.links))
     model.initial_positions = {name: value for name, value in initial_positions(tree).items() if value != 0.0}
+    model.held_joints = tuple(spec.held_joints)
     if spec.legs is not None:
         model.legs = _legs(spec, tree, overlay_path)
         model.initial_positions.update(zip(model.legs.joints, model.legs.crouch))
