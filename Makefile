@@ -18,7 +18,7 @@ help:
 	@echo "              $(OUT)/docs with warnings as errors (installs requirements/docs.txt into .venv if needed)"
 	@echo "make describe generate $(ROBOT)'s URDF and MuJoCo model into $(OUT)/"
 	@echo "make bench    measure the simulator on this machine and write the figures into README.md"
-	@echo "make bench-arm  arm benchmark of the rover, UR5 and Panda arms into $(OUT)/bench-arm and README.md: IK on 1000"
+	@echo "make bench-arm  arm benchmark of the rover, UR5, Panda, xArm7 and UR10 arms into $(OUT)/bench-arm: IK on 1000"
 	@echo "              seeded reachable targets per arm, planning on 100 random feasible queries per arm in a cluttered"
 	@echo "              scene, tracking error of 30 planned, jerk-limited trajectories per arm, 20 seeded pick-and-place"
 	@echo "              placements of the rover (1-4 min here; SEED=; CHECK=<folder of a previous run> re-runs it into"

@@ -1,4 +1,4 @@
-"""Arm benchmark, ROS-free, for the rover, UR5 and Panda arms; ``make bench-arm``.
+"""Arm benchmark, ROS-free, for the rover, UR5, Panda, xArm7 and UR10 arms; ``make bench-arm``.
 
 Sections (``--sections``, run in this order; each writes one raw CSV, one row per case):
 
@@ -13,8 +13,9 @@ Sections (``--sections``, run in this order; each writes one raw CSV, one row pe
   by the rover, simulator core, real contact; the failure's code and reason per placement.
 
 Every solution is re-checked here once more with the robot tree's own forward kinematics
-(robotsim_core.description.kinematics, not the chain the solver uses): a row counts as a success only if that
-re-check is within 0.1 mm / 0.1 deg too.
+(robotsim_core.description.kinematics, not the chain the solver uses) and with Pinocchio's on the robot's original
+URDF (``pin``, installed with the test dependencies): a row counts as a success only if both re-checks are within
+0.1 mm / 0.1 deg too.
 
 Writes into --out: ik.csv, planning.csv, tracking.csv, pick.csv, summary.json and summary.md (per arm and
 section: success with its Wilson 95 % interval and the section's figures; the machine). ``--write-readme``
@@ -53,7 +54,7 @@ from robotsim_core.statistics import wilson_interval
 from bench_sim import machine as machine_line  # the simulator benchmark's machine line (selects the GL backend)
 from readme_block import ReadmeBlockError, replace_block
 
-ARMS = ('rover', 'ur5', 'panda')
+ARMS = ('rover', 'ur5', 'panda', 'xarm7', 'ur10')
 IK_SUCCESS_TARGET = 0.995
 SOLUTION_TOLERANCE = 1e-9
 """--check: largest difference (rad or m) between two runs' solutions still counted as the same."""
@@ -106,7 +107,57 @@ IK_COLUMNS = ('arm', 'target', 'task', 'success', 'position_error_m', 'orientati
 def tree_errors(model, chain: ArmChain, positions, target) -> tuple[float, float]:
     """Errors of ``positions`` by the robot tree's forward kinematics (independent of the chain)."""
     poses = forward_kinematics(model.tree, chain.tree_positions(positions))
-    pose = np.linalg.inv(poses[chain.root]) @ poses[chain.tool.link] @ chain.tool.offset
+    return pose_errors(chain, np.linalg.inv(poses[chain.root]) @ poses[chain.tool.link] @ chain.tool.offset, target)
+
+
+class PinocchioCheck:
+    """Pinocchio's forward kinematics of the robot's *original* URDF (the overlay's ``urdf`` for an imported robot,
+    the generated URDF for a robot robotsim describes itself): the oracle a solution is checked against, independent
+    of robotsim's own kinematics. Owns the Pinocchio model and data it builds."""
+
+    def __init__(self, model, chain: ArmChain):
+        import pinocchio as pin
+        import yaml
+
+        from robotsim_core.description.load import resolve_robot_path
+        from robotsim_core.description.urdf import default_package_resolver, resolve_mesh_path, tree_to_urdf
+
+        self.pin, self.chain = pin, chain
+        overlay = resolve_robot_path(model.source) if model.source.endswith('.yaml') else ''
+        reference = (yaml.safe_load(Path(overlay).read_text()) or {}).get('urdf') if overlay else None
+        if reference and isinstance(reference, str) and reference.startswith('package://'):
+            path = resolve_mesh_path(reference, str(Path(overlay).parent), default_package_resolver(), overlay, 'urdf')
+            self.model = pin.buildModelFromUrdf(path)
+            self.origin = path
+        elif reference:
+            self.origin = str((Path(overlay).parent / reference).resolve())
+            self.model = pin.buildModelFromUrdf(self.origin)
+        else:
+            self.model = pin.buildModelFromXML(tree_to_urdf(model.tree))
+            self.origin = 'generated URDF'
+        self.data = self.model.createData()
+
+    def tool_pose(self, positions) -> np.ndarray:
+        """The tool's pose in the chain's root link for the chain's joint positions."""
+        pin = self.pin
+        q = pin.neutral(self.model)
+        for name, value in self.chain.tree_positions(positions).items():
+            if not self.model.existJointName(name):
+                continue
+            joint = self.model.joints[self.model.getJointId(name)]
+            if joint.nq == 2:  # continuous: (cos, sin)
+                q[joint.idx_q:joint.idx_q + 2] = (math.cos(value), math.sin(value))
+            else:
+                q[joint.idx_q] = value
+        pin.framesForwardKinematics(self.model, self.data, q)
+
+        def frame(link: str) -> np.ndarray:
+            return self.data.oMf[self.model.getFrameId(link)].homogeneous
+        return np.linalg.inv(frame(self.chain.root)) @ frame(self.chain.tool.link) @ self.chain.tool.offset
+
+
+def pose_errors(chain: ArmChain, pose: np.ndarray, target) -> tuple[float, float]:
+    """(position, orientation or pitch) error of a tool pose against a target."""
     if isinstance(target, PoseTarget):
         return (float(np.linalg.norm(pose[:3, 3] - target.pose[:3, 3])),
                 rotation_angle_between(pose[:3, :3], target.pose[:3, :3]))
@@ -120,6 +171,7 @@ def ik_section(args) -> Section:
     for arm in args.arms:
         model = load_robot(arm)
         chain = ArmChain(model)
+        oracle = PinocchioCheck(model, chain)
         rng = arm_rng(args.seed, arm)
         for index in range(args.ik_targets):
             reachable = chain.random_positions(rng)
@@ -135,6 +187,9 @@ def ik_section(args) -> Section:
                 position_error, orientation_error = tree_errors(model, chain, result.positions, target)
                 if position_error > POSITION_TOLERANCE or orientation_error > ORIENTATION_TOLERANCE:
                     success, reason = False, 'tree forward kinematics disagrees with the solver'
+                oracle_errors = pose_errors(chain, oracle.tool_pose(result.positions), target)
+                if oracle_errors[0] > POSITION_TOLERANCE or oracle_errors[1] > ORIENTATION_TOLERANCE:
+                    success, reason = False, f'Pinocchio on {oracle.origin} disagrees with the solver'
             section.rows.append({
                 'arm': arm, 'target': index, 'task': target.task, 'success': int(success),
                 'position_error_m': f'{position_error:.3e}', 'orientation_error_rad': f'{orientation_error:.3e}',
@@ -162,7 +217,8 @@ def ik_section(args) -> Section:
     section.markdown = [
         f'IK: {args.ik_targets} seeded random reachable targets per arm (seed {args.seed}); full 6-D pose for '
         f'>= 6 joints, tool position + pitch for the rover; success = within {POSITION_TOLERANCE * 1000:g} mm / '
-        f'{math.degrees(ORIENTATION_TOLERANCE):g} deg by the tree\'s forward kinematics.', '',
+        f'{math.degrees(ORIENTATION_TOLERANCE):g} deg by the tree\'s forward kinematics and by Pinocchio\'s on the '
+        'original URDF.', '',
         '| arm | task | success | Wilson 95 % | max position error | max orientation error | median time '
         '| p99 time | mean restarts | target met |',
         '|---|---|---|---|---|---|---|---|---|---|']

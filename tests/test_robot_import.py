@@ -28,7 +28,7 @@ from test_description_errors import assert_clean_error, describe
 CORE = WORKSPACE / 'src' / 'robotsim_core' / 'robotsim_core'
 ROBOTS = WORKSPACE / 'config' / 'robots'
 EXAMPLE_ROBOTS = Path(default_package_resolver()('example-robot-data') or '') / 'robots'
-PUBLIC = ['tiago', 'ur5', 'panda']
+PUBLIC = ['tiago', 'ur5', 'panda', 'xarm7', 'ur10']
 # The public robots are test data from a test-only package (`make test` installs it).
 needs_example_robots = pytest.mark.skipif(not EXAMPLE_ROBOTS.is_dir(), reason='example-robot-data not installed: '
                                           'ROBOTSIM_TEST_DEPS=1 scripts/setup.sh')
@@ -144,7 +144,7 @@ def follow_and_hold(sim: Simulation, arm, offset: float) -> tuple[float, float]:
 
 
 @needs_example_robots
-@pytest.mark.parametrize('robot', ['ur5', 'panda'])
+@pytest.mark.parametrize('robot', ['ur5', 'panda', 'xarm7', 'ur10'])
 def test_fixed_base_arm_holds_against_gravity_and_follows_a_trajectory(robot):
     sim = simulation(robot)
     model = sim.robots[0].model
