@@ -246,7 +246,8 @@ def test_ik_unreachable_targets_give_a_reason():
     (lambda: PositionPitchTarget((0.1, 0.0, 0.2), math.inf), 'target.pitch: expected a finite angle (rad)'),
     (lambda: PositionTarget(('a', 0.0, 0.2)), 'target.position: expected 3 numbers (m)'),
     (lambda: PoseTarget(np.eye(4)), 'target: a pose task needs 6 joints, arm \'arm\' of rover has 4'),
-    (lambda: (0.1, 0.0, 0.2), 'target: expected a PoseTarget, PositionPitchTarget or PositionTarget, got tuple'),
+    (lambda: (0.1, 0.0, 0.2),
+     'target: expected a PoseTarget, PositionPitchTarget, PositionAxisTarget or PositionTarget, got tuple'),
 ])
 def test_ik_bad_targets_give_a_reason(make_target, expected):
     _, rover = chain_of('rover')
@@ -293,13 +294,13 @@ def test_benchmark_writes_rows_and_summary_and_check_catches_a_difference(tmp_pa
     run_python(script, '--ik-targets', '4', '--seed', '7', '--sections', 'ik', '--out', str(first), timeout=120)
     with open(first / 'ik.csv', newline='') as stream:
         rows = list(csv.DictReader(stream))
-    assert [(row['arm'], row['target']) for row in rows] == [(arm, str(i)) for arm in ('rover', 'ur5', 'panda')
-                                                              for i in range(4)]
+    arms = ('rover', 'ur5', 'panda', 'xarm7', 'ur10')
+    assert [(row['arm'], row['target']) for row in rows] == [(arm, str(i)) for arm in arms for i in range(4)]
     assert {'success', 'position_error_m', 'orientation_error_rad', 'iterations', 'restarts', 'time_s'} <= set(rows[0])
     summary = json.loads((first / 'summary.json').read_text())
     assert {key: summary['settings'][key] for key in ('ik_targets', 'seed', 'arms', 'sections')} == \
-        {'ik_targets': 4, 'seed': 7, 'arms': ['rover', 'ur5', 'panda'], 'sections': ['ik']}
-    for arm in ('rover', 'ur5', 'panda'):
+        {'ik_targets': 4, 'seed': 7, 'arms': list(arms), 'sections': ['ik']}
+    for arm in arms:
         entry = summary['ik'][arm]
         assert entry['targets'] == 4 and entry['successes'] == sum(int(r['success']) for r in rows if r['arm'] == arm)
         low, high = entry['wilson95']
