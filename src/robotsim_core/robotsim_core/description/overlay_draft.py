@@ -4,7 +4,7 @@ Guesses, stated in the written file: wheels are the continuous joints whose axis
 and whose child link has a round collision shape (a differential drive when they sit on both
 sides); a wheel without an effort limit or below a swivel is a passive caster wheel, and the joints
 between the base and any wheel (caster swivels, suspension) move freely; no wheels and two or more links named
-foot, sole or toe means a robot standing on its legs (a floating base, the joints from the root to each foot
+foot, sole, toe or ankle means a robot standing on its legs (a floating base, the joints from the root to each foot
 servoed); otherwise no wheels means a fixed-base robot, mounted so that its lowest collision point touches the
 floor; arms are the serial chains of the
 remaining revolute/prismatic joints (mimic joints left out), one arm per branch of the tree, and the
@@ -20,7 +20,7 @@ import re
 import numpy as np
 
 from ..errors import DescriptionError
-from .kinematics import forward_kinematics
+from .kinematics import forward_kinematics, joint_motion
 from .urdf import default_package_resolver, urdf_to_tree
 
 MIN_ARM_JOINTS = 1
@@ -65,10 +65,12 @@ def arms_and_grippers(tree, chains: list[list[str]]) -> list[tuple[list[str], li
     tips = [_below(tree, tree.joints[chain[-1]].child) for chain in chains]
 
     def owner(index: int) -> int | None:
-        """The chain of at least HAND_OWNER_JOINTS joints nearest above chain ``index`` (the smallest subtree)."""
+        """The chain of at least HAND_OWNER_JOINTS joints, and at least as many as chain ``index``, nearest above it (the
+        smallest subtree)."""
         parent = tree.joints[chains[index][0]].parent
         above = [other for other, tip in enumerate(tips)
-                 if other != index and parent in tip and len(chains[other]) >= HAND_OWNER_JOINTS]
+                 if other != index and parent in tip and len(chains[other]) >= HAND_OWNER_JOINTS
+                 and len(chains[other]) >= len(chains[index])]  # a longer arm below a torso is no finger of it
         return min(above, key=lambda other: len(tips[other])) if above else None
 
     owners = [owner(index) for index in range(len(chains))]
@@ -106,8 +108,9 @@ def arms_and_grippers(tree, chains: list[list[str]]) -> list[tuple[list[str], li
     return sorted(arms, key=lambda arm: len(arm[0]), reverse=True)
 
 
-FOOT_WORDS = re.compile(r'foot|sole|toe', re.IGNORECASE)
-"""A link whose name says one of these is a foot: a robot without wheels that has two or more stands on its legs."""
+FOOT_WORDS = re.compile(r'foot|sole|toe|ankle', re.IGNORECASE)
+"""A link whose name says one of these (the lowest in its branch) is a foot: a robot without wheels that has two or
+more stands on its legs."""
 LEG_STIFFNESS = 10.0
 """Drafted position gain of the leg servos, per N m of the load on one leg (the robot's weight over its feet, times
 the root-to-foot distance; 1/rad): a joint carrying that torque sags 0.1 rad at most (the Go1 gets about
@@ -115,13 +118,13 @@ the root-to-foot distance; 1/rad): a joint carrying that torque sags 0.1 rad at 
 
 
 def _legs(tree) -> tuple[list[str], list[str]]:
-    """(leg joints, feet): the feet are the links named foot, sole or toe (the nearest link at or above one through
-    fixed joints that has a collision shape: what touches the ground); the leg joints are the moving joints on the
-    way from the root to each foot (mimic joints left out), foot by foot."""
+    """(leg joints, feet): the feet are the lowest links named foot, sole, toe or ankle in their branch (the nearest
+    link at or above one through fixed joints that has a collision shape: what touches the ground); the leg joints
+    are the moving joints on the way from the root to each foot (mimic joints left out), foot by foot."""
+    named = [name for name in tree.links if FOOT_WORDS.search(name) and name != tree.root()]
+    lowest = [name for name in named if not any(other != name and other in _below(tree, name) for other in named)]
     feet, joints = [], []
-    for name in tree.links:
-        if not FOOT_WORDS.search(name) or name == tree.root():
-            continue
+    for name in lowest:
         link = name
         while not tree.links[link].collisions:
             joint = _parent_joint(tree, link)
@@ -152,20 +155,38 @@ CROUCH_HEIGHT = 0.3
 def _leg_pose(tree, joints: list[str], foot: str, fraction: float, start: dict[str, float]) -> dict[str, float]:
     """Angles of one leg's joints that put its foot ``fraction`` of the leg's reach straight below the leg's first
     joint, within the joints' limits (damped least squares from a few starts; a leg of six or more joints keeps the
-    foot's orientation at ``start`` too, so that a humanoid's sole stays flat)."""
-    poses = forward_kinematics(tree, start)
-    hip = poses[tree.joints[joints[0]].child][:3, 3]
-    chain = [poses[tree.joints[j].child][:3, 3] for j in joints] + [poses[foot][:3, 3]]
-    reach = sum(float(np.linalg.norm(b - a)) for a, b in zip(chain, chain[1:]))
-    target = np.array([hip[0], poses[foot][1, 3], hip[2] - fraction * reach])
-    rotation = poses[foot][:3, :3]
+    foot's orientation at ``start`` too, so that a humanoid's sole stays flat). Rounded to 0.1 mrad inside the
+    limits."""
+    path, link = [], foot
+    while (joint := _parent_joint(tree, link)) is not None:
+        path.append(joint)
+        link = joint.parent
+    path.reverse()
+    origins = [joint.origin.matrix() for joint in path]
+
+    def frames(values: dict[str, float]) -> list[np.ndarray]:
+        """The pose of each joint's child frame along the path from the root to the foot."""
+        pose, found = np.eye(4), []
+        for joint, origin in zip(path, origins):
+            pose = pose @ origin @ joint_motion(joint, values.get(joint.name, start.get(joint.name, 0.0)))
+            found.append(pose)
+        return found
+
+    at_start = frames(start)
+    child = {joint.name: pose for joint, pose in zip(path, at_start)}
+    hip = child[joints[0]][:3, 3]
+    points = [child[j][:3, 3] for j in joints] + [at_start[-1][:3, 3]]
+    reach = sum(float(np.linalg.norm(b - a)) for a, b in zip(points, points[1:]))
+    target = np.array([hip[0], at_start[-1][1, 3], hip[2] - fraction * reach])
+    rotation = at_start[-1][:3, :3]
     with_orientation = len(joints) >= 6
     limits = [(tree.joints[j].limit.lower, tree.joints[j].limit.upper)
               if tree.joints[j].limit is not None and tree.joints[j].type != 'continuous' else (-np.inf, np.inf)
               for j in joints]
+    lower, upper = np.array([lo for lo, _ in limits]), np.array([hi for _, hi in limits])
 
     def error(q: np.ndarray) -> np.ndarray:
-        pose = forward_kinematics(tree, {**start, **dict(zip(joints, q))})[foot]
+        pose = frames(dict(zip(joints, q)))[-1]
         e = target - pose[:3, 3]
         if with_orientation:
             r = rotation @ pose[:3, :3].T
@@ -175,20 +196,24 @@ def _leg_pose(tree, joints: list[str], foot: str, fraction: float, start: dict[s
     best = None
     initial = np.array([start.get(j, 0.0) for j in joints])
     for offset in (0.0, 0.5, -0.5):
-        q = np.clip(initial + offset, [lo for lo, _ in limits], [hi for _, hi in limits])
+        q = np.clip(initial + offset, lower, upper)
         for _ in range(60):
             e = error(q)
+            if float(np.abs(e).max()) < 1e-9:
+                break
             jacobian = np.empty((len(e), len(q)))
             for k in range(len(q)):
                 moved = q.copy()
                 moved[k] += 1e-6
                 jacobian[:, k] = (e - error(moved)) / 1e-6
             step = jacobian.T @ np.linalg.solve(jacobian @ jacobian.T + 1e-4 * np.eye(len(e)), e)
-            q = np.clip(q + step, [lo for lo, _ in limits], [hi for _, hi in limits])
+            q = np.clip(q + step, lower, upper)
         score = (round(float(np.linalg.norm(error(q))), 4), float(np.abs(q - initial).sum()))
         if best is None or score < best[0]:
             best = (score, q)
-    return {j: round(float(v), 4) for j, v in zip(joints, best[1])}
+    inside_lower, inside_upper = np.ceil(lower * 1e4) / 1e4, np.floor(upper * 1e4) / 1e4
+    rounded = np.minimum(np.maximum(np.round(best[1], 4), inside_lower), inside_upper)
+    return {j: float(v) for j, v in zip(joints, rounded)}
 
 
 def _path_joints(tree, link: str) -> set[str]:
@@ -319,7 +344,7 @@ def draft_overlay(urdf_path: str, out_path: str) -> str:
 
         def angles(pose: dict[str, float]) -> str:
             return '{' + ', '.join(f'{joint}: {value + 0.0:g}' for joint, value in pose.items()) + '}'  # no -0
-        lines += ['# No wheels, and links named foot, sole or toe: a robot that stands on its legs (a floating base).',
+        lines += ['# No wheels, and links named foot, sole, toe or ankle: a robot that stands on its legs (a floating base).',
                   '# Leg joints: the moving joints from the root to each foot, driven by joint PD servos; kp is',
                   f'# {LEG_STIFFNESS:g} x the weight on one foot ({weight / len(feet):.1f} N) x the root-to-foot '
                   f'distance ({reach:.3f} m), kd kp / 50.',
