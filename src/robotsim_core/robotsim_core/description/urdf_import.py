@@ -49,19 +49,23 @@ def _check_roles(spec: UrdfOverlaySpec, tree, overlay_path: str) -> None:
                                                       'expected each joint in one role')
         roles[joint] = key
 
+    def commanded(name: str, key: str, mimic_allowed: bool = False) -> None:
+        """A joint a role drives: a moving joint of the URDF, not one that mimics another, in no other role."""
+        if name not in tree.joints or tree.joints[name].type == 'fixed':
+            raise DescriptionError(overlay_path, key, f'expected a moving joint of the URDF, got {name!r}')
+        mimic = tree.joints[name].mimic
+        if mimic is not None and not mimic_allowed:
+            raise DescriptionError(overlay_path, key, f'joint {name!r} mimics {mimic.joint!r}: it follows that joint '
+                                                      'and cannot be commanded; list the joint it mimics instead')
+        claim(name, key)
+
     for index, wheel in enumerate(spec.wheels):
         claim(wheel.joint, f'wheels[{index}].joint')
         if wheel.steer_joint is not None:
             claim(wheel.steer_joint, f'wheels[{index}].steer_joint')
     if spec.legs is not None:
         for index, name in enumerate(spec.legs.joints):
-            key = f'legs.joints[{index}]'
-            if name not in tree.joints or tree.joints[name].type == 'fixed':
-                raise DescriptionError(overlay_path, key, f'expected a moving joint of the URDF, got {name!r}')
-            if tree.joints[name].mimic is not None:
-                raise DescriptionError(overlay_path, key, f'joint {name!r} mimics {tree.joints[name].mimic.joint!r}: '
-                                                          'it follows that joint and cannot be commanded')
-            claim(name, key)
+            commanded(name, f'legs.joints[{index}]')
         for index, foot in enumerate(spec.legs.feet):
             if foot not in tree.links:
                 raise DescriptionError(overlay_path, f'legs.feet[{index}]', f'expected a link of the URDF, got {foot!r}')
@@ -72,24 +76,11 @@ def _check_roles(spec: UrdfOverlaySpec, tree, overlay_path: str) -> None:
                                    f'duplicate arm name {arm.name!r} (also arms[{names[arm.name]}])')
         names[arm.name] = index
         for field_name in ('joints', 'gripper_joints'):
-            for joint_index, name in enumerate(getattr(arm, field_name)):
-                key = f'arms[{index}].{field_name}[{joint_index}]'
-                if name not in tree.joints or tree.joints[name].type == 'fixed':
-                    raise DescriptionError(overlay_path, key, f'expected a moving joint of the URDF, got {name!r}')
-                joint = tree.joints[name]
-                if joint.mimic is not None and not (field_name == 'gripper_joints' and joint_index > 0):
-                    raise DescriptionError(overlay_path, key,
-                                           f'joint {name!r} mimics {joint.mimic.joint!r}: it follows that joint and '
-                                           'cannot be commanded; list the joint it mimics instead')
-                claim(name, key)
+            for joint_index, name in enumerate(getattr(arm, field_name)):  # (a second finger may mimic the first)
+                commanded(name, f'arms[{index}].{field_name}[{joint_index}]',
+                          mimic_allowed=field_name == 'gripper_joints' and joint_index > 0)
     for index, name in enumerate(spec.held_joints):
-        key = f'held_joints[{index}]'
-        if name not in tree.joints or tree.joints[name].type == 'fixed':
-            raise DescriptionError(overlay_path, key, f'expected a moving joint of the URDF, got {name!r}')
-        if tree.joints[name].mimic is not None:
-            raise DescriptionError(overlay_path, key, f'joint {name!r} mimics {tree.joints[name].mimic.joint!r}: '
-                                                      'it follows that joint; list the joint it mimics instead')
-        claim(name, key)
+        commanded(name, f'held_joints[{index}]')
 
 
 def _wheels(spec: UrdfOverlaySpec, tree, overlay_path: str) -> tuple[list[WheelRole], float | None]:
