@@ -125,7 +125,8 @@ def test_replay_of_a_recording(recording, tmp_path):
     page_file = tmp_path / 'run.html'
     completed = view(str(recording), '--out', str(page_file))  # the world comes from the bag (/sim/scenario)
     assert completed.returncode == 0, completed.stderr
-    assert '<title>bag: rover in room</title>' in page_file.read_text()  # the recorded world, drawn
+    title = re.search(r'<title>(.*?)</title>', page_file.read_text())
+    assert title and title[1] == 'bag: rover in room', (title, completed.stdout, completed.stderr)  # the world, drawn
     assert 'base from /sim/ground_truth' in completed.stdout and 'robot rover from /robot_description' in completed.stdout
     with chromium() as browser:
         page, log = open_viewer(browser, page_file.as_uri())
