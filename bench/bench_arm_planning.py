@@ -99,7 +99,7 @@ CLUTTERED_WORLDS = {
         'boxes': [
             {'name': 'pedestal', 'position': [0.0, 0.0, 0.24], 'size': [0.16, 0.16, 0.48]},
             {'name': 'table', 'position': [0.60, 0.0, 0.20], 'size': [0.50, 0.80, 0.40]},
-            {'name': 'bin', 'position': [0.55, 0.25, 0.50], 'size': [0.20, 0.20, 0.20]},
+            {'name': 'bin', 'position': [0.55, 0.32, 0.50], 'size': [0.20, 0.20, 0.20]},
             {'name': 'lamp', 'position': [0.35, -0.30, 1.25], 'size': [0.20, 0.20, 0.10]},
         ],
         'cylinders': [{'name': 'pole', 'position': [0.0, 0.55, 0.60], 'radius': 0.05, 'height': 1.20}],
