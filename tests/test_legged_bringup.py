@@ -23,6 +23,7 @@ def test_make_sim_with_a_quadruped_stands_it_up_and_a_bad_command_is_refused_wit
     observer = Observer('legged_test')
     observer.watch('/sim/ground_truth', Odometry)
     observer.watch('/foot_contacts', FootContacts)
+    observer.watch('/odom', Odometry)
     publisher = observer.node.create_publisher(LegCommand, '/leg_command', RELIABLE)
     # Half real time: the stand-up node's commands arrive on time on a loaded machine too.
     run = Launch([str(WORKSPACE / 'scripts' / 'run-sim.sh')],
@@ -56,3 +57,9 @@ def test_make_sim_with_a_quadruped_stands_it_up_and_a_bad_command_is_refused_wit
     weight = sum(link.inertial.mass for link in robot.tree.links.values() if link.inertial) * 9.81
     assert abs(sum(contacts[-1].normal_force) - weight) < 0.05 * weight, list(contacts[-1].normal_force)
     assert contacts[-1].header.frame_id == 'trunk'
+    # /odom: the root's true pose from the floor under its start (a perfect state estimator; no wheel encoders).
+    odometry = [m for m in observer.messages['/odom'] if stamp_seconds(m.header.stamp) >= RISE_TIME + 0.5]
+    assert odometry and odometry[-1].header.frame_id == 'odom' and odometry[-1].child_frame_id == robot.tree.root()
+    last_truth = holding[-1]
+    assert abs(odometry[-1].pose.pose.position.z - last_truth.position.z) < 1e-6  # spawned on the floor, heading x
+    assert abs(odometry[-1].pose.pose.position.x) < 0.05 and abs(odometry[-1].pose.pose.position.y) < 0.05

@@ -485,10 +485,11 @@ def test_every_core_module_imports_on_its_own():
 # ------------------------------------------------------------------ live bringup
 
 @needs_example_robots
-@pytest.mark.parametrize('robot', ['ur5', 'tiago'])
+@pytest.mark.parametrize('robot', ['ur5', 'tiago', 'go1'])
 def test_launched_public_robot_passes_the_contract_check(robot):
     """`robotsim launch sim robot:=ROBOT` passes `robotsim contract check`: TIAGo with its base
-    (firmware in the loop drives its two wheels), the UR5 as an arm without odometry."""
+    (firmware in the loop drives its two wheels), the UR5 as an arm without odometry, the Go1 standing up (its odom
+    from its true pose, the TF reaching each foot)."""
     from sensor_msgs.msg import JointState
     from rostest_helpers import Launch, wait_until_publishing
 
@@ -501,7 +502,9 @@ def test_launched_public_robot_passes_the_contract_check(robot):
         bringup.stop()
     assert result.returncode == 0, (result.stdout, result.stderr, bringup.text)
     assert 'FAIL' not in result.stdout
-    assert ('/odom' in result.stdout) == (robot == 'tiago'), result.stdout
+    assert ('/odom' in result.stdout) == (robot != 'ur5'), result.stdout
+    if robot == 'go1':
+        assert 'PASS  /foot_contacts' in result.stdout and 'tf trunk -> RL_foot' in result.stdout, result.stdout
 
 
 def _import(urdf: Path, out: Path):

@@ -111,7 +111,12 @@ def robot_contract(model: RobotModel, joint_state_rate: float = 50.0, odom_rate:
     for sensor in model.sensors:  # each kind names its own topics (robotsim_core.sensor_kinds)
         topics.extend(sensor_kind(sensor.type).topics(sensor, model))
     frames = [('odom', model.base_link)] + [(model.base_link, s.frame) for s in model.sensors]
-    if model.drive is None:
+    if model.legs is not None:
+        # A legged robot: odom -> its root from its state estimate (the simulator's is the true pose), then the URDF.
+        frames = [('odom', model.tree.root())] + ([(model.tree.root(), model.base_link)]
+                                                  if model.tree.root() != model.base_link else [])
+        frames += [(model.base_link, s.frame) for s in model.sensors] + [(model.base_link, f) for f in model.legs.feet]
+    elif model.drive is None:
         # A fixed-base robot has no odometry: its TF tree starts at its root link, welded to the world,
         # and each arm's TF (from /joint_states) must reach the arm's last link.
         topics = [topic for topic in topics if topic.name != 'odom']

@@ -118,6 +118,8 @@ class RobotInstance:
     leg_motors: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     leg_qpos: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     leg_dofs: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    odom_origin: tuple[np.ndarray, float] = (np.zeros(3), 0.0)
+    """A legged robot's odom frame: (root position, heading) in the world at the last reset."""
     foot_geoms: dict[str, np.ndarray] = field(default_factory=dict)
     """Foot link -> ids of its collision geoms (what a foot contact is)."""
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import math
+
 import mujoco
 import numpy as np
 
@@ -60,6 +62,9 @@ class BaseStateReading:
     true_linear_velocity: np.ndarray               # body frame (m/s)
     true_angular_velocity: np.ndarray              # body frame (rad/s)
     odom_travel: tuple[float, float] = (0.0, 0.0)  # metres travelled, radians turned since the odometry started
+    odom_pose_3d: tuple[np.ndarray, np.ndarray] | None = None
+    """A legged robot's odometry: its root's true position and (w, x, y, z) quaternion in odom (the floor under its
+    pose at the last reset, heading along it), as a perfect state estimator would report them; None otherwise."""
 
 
 @dataclass
@@ -224,6 +229,7 @@ class Simulation:
             robot.gripper.reset()
             if robot.leg_servos is not None:
                 robot.leg_servos.reset()
+                self._set_odom_origin(robot)
             self.goals.end_at_reset(robot)
             for item in robot.schedule:
                 item.rng = np.random.default_rng(streams[first_stream + item.slot])
@@ -233,6 +239,11 @@ class Simulation:
             for joint in [*robot.arm_actuators, *robot.model.held_joints]:  # every servo holds where it starts
                 self.data.ctrl[robot.binding.position_servos[joint]] = self.data.qpos[robot.binding.qpos[joint]]
             first_stream += 2 + len(robot.model.sensors)
+
+    def _set_odom_origin(self, robot: RobotInstance) -> None:
+        """A legged robot's odom frame: on the floor under its root as it is now, heading along it."""
+        w, x, y, z = self.data.xquat[robot.root_body]
+        robot.odom_origin = (self.data.xpos[robot.root_body].copy(), quat_to_yaw(w, x, y, z))
 
     def _resync_after_physics_reset(self, robot: RobotInstance) -> None:
         """The world's state went back to its initial one (a reset, or MuJoCo's own after an
@@ -244,6 +255,8 @@ class Simulation:
         if robot.odometry:
             robot.odometry.reset()
             robot.odometry.update(self.time, self._wheel_positions(robot))
+        if robot.leg_servos is not None:
+            self._set_odom_origin(robot)
 
     # ------------------------------------------------------------------ instability (robotsim_sim.instability)
     def _entity_of_root(self, root: int) -> str | None:
@@ -468,11 +481,21 @@ class Simulation:
         else:
             linear_world = self.data.qvel[robot.root_dof:robot.root_dof + 3]
             angular_body = self.data.qvel[robot.root_dof + 3:robot.root_dof + 6]
+        pose_3d = None
+        if robot.leg_servos is not None:  # odom: the floor under the root at the last reset, heading along it
+            origin, heading = robot.odom_origin
+            turn = np.array([[math.cos(heading), math.sin(heading), 0.0], [-math.sin(heading), math.cos(heading), 0.0],
+                             [0.0, 0.0, 1.0]])
+            position = turn @ (self.data.xpos[body] - np.array([origin[0], origin[1], 0.0]))
+            quaternion = np.empty(4)
+            mujoco.mju_mulQuat(quaternion, np.array([math.cos(heading / 2), 0.0, 0.0, -math.sin(heading / 2)]),
+                               self.data.xquat[body])
+            pose_3d = (position, quaternion)
         return BaseStateReading(
             stamp, (odometry.x, odometry.y, odometry.yaw) if odometry else (0.0, 0.0, 0.0),
             (odometry.linear, odometry.angular) if odometry else (0.0, 0.0),
             self.data.xpos[body].copy(), self.data.xquat[body].copy(), rotation.T @ linear_world, angular_body.copy(),
-            (odometry.travelled, odometry.turned) if odometry else (0.0, 0.0))
+            (odometry.travelled, odometry.turned) if odometry else (0.0, 0.0), pose_3d)
 
     def close(self) -> None:
         """Release what the simulation made: the firmware's pseudo-terminals, the capture threads (with their GL

@@ -63,6 +63,11 @@ def test_a_quadruped_rises_from_its_crouch_and_holds_its_stance_for_ten_seconds(
             assert touching <= feet, f'at t={sim.time:.2f} s something other than a foot touches the floor'
             assert all(force > 1.0 for _, force in sim.foot_contacts(0)), sim.foot_contacts(0)
     assert len(heights) >= 10.0 / (25 * sim.model.opt.timestep)
+    # Its odometry: the true pose from the floor under where it lay (it rose in place, heading along x).
+    reading = sim._base_state(instance, sim.time_ns)
+    position, quaternion = reading.odom_pose_3d
+    assert abs(position[2] - heights[-1]) < 1e-9 and np.linalg.norm(position[:2]) < 0.05
+    assert np.allclose(quaternion, sim.data.xquat[trunk], atol=1e-9)
     assert max(abs(h - stance_height) for h in heights) <= 0.02, (min(heights), max(heights), stance_height)
     assert max(tilts) < math.radians(5)
     weight = sum(b.inertial.mass for b in robot.tree.links.values() if b.inertial) * 9.81

@@ -91,6 +91,26 @@ class RobotMessages:
             return self.base_state(reading, stamp_ns)
         return self.converters[channel](reading, stamp)
 
+    def legged_odometry(self, reading, stamp_ns: int) -> list[tuple[str, object]]:
+        """/odom and the odom -> root transform of a legged robot: the root's true 3-D pose in odom and its twist in
+        the body frame (no wheel encoders: what a perfect state estimator reports)."""
+        stamp = stamp_msg(stamp_ns)
+        position, (w, x, y, z) = reading.odom_pose_3d
+        odometry = Odometry(child_frame_id=self.frame(self.model.footprint_link))
+        odometry.header.stamp, odometry.header.frame_id = stamp, self.frame('odom')
+        pose = odometry.pose.pose
+        pose.position.x, pose.position.y, pose.position.z = (float(v) for v in position)
+        pose.orientation.x, pose.orientation.y, pose.orientation.z, pose.orientation.w = float(x), float(y), float(z), float(w)
+        twist = odometry.twist.twist
+        twist.linear.x, twist.linear.y, twist.linear.z = (float(v) for v in reading.true_linear_velocity)
+        twist.angular.x, twist.angular.y, twist.angular.z = (float(v) for v in reading.true_angular_velocity)
+        transform = TransformStamped(child_frame_id=odometry.child_frame_id)
+        transform.header = odometry.header
+        transform.transform.translation.x, transform.transform.translation.y, transform.transform.translation.z = \
+            pose.position.x, pose.position.y, pose.position.z
+        transform.transform.rotation = pose.orientation
+        return [('odom', odometry), ('tf', TFMessage(transforms=[transform]))]
+
     def foot_contacts(self, forces: list[tuple[str, float]], stamp):
         """/foot_contacts: per foot, whether it touches something and the normal force (N)."""
         message = self._types['foot_contacts']()
@@ -116,6 +136,8 @@ class RobotMessages:
         out = [('sim/ground_truth', self.ground_truth(reading, stamp_ns))]
         if not self.publishes_odometry:
             return out  # the motor bridge publishes odometry, or a fixed-base robot has none
+        if reading.odom_pose_3d is not None:  # a legged robot: its true pose in odom (a perfect state estimator)
+            return out + self.legged_odometry(reading, stamp_ns)
         # Encoder odometry: the same messages and covariances as the motor bridge's (robotsim_core.ros.odometry).
         odometry, tf = self.odometry.encode(*reading.odom_pose, *reading.odom_twist, stamp_ns, *reading.odom_travel)
         out.append(('odom', odometry))
