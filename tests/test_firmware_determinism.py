@@ -7,6 +7,7 @@ what a loaded machine can still change there). A different seed changes the nois
 
 from __future__ import annotations
 
+from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
 from rclpy.duration import Duration
@@ -30,7 +31,14 @@ def record_run(seed: int, firmware: str = 'true') -> dict[str, dict[tuple, bytes
     obs = Observer(f'fil_determinism_{seed}_{firmware}')
     for topic, (kind, qos) in TOPICS.items():
         obs.watch(topic, kind, qos, raw=True)
+    obs.watch('/diagnostics', DiagnosticArray)
     cmd = obs.node.create_publisher(Twist, '/cmd_vel', RELIABLE)
+
+    def accepted() -> int:
+        """cmd_vel messages the motor bridge has taken, by its latest /diagnostics (once a second, wall time)."""
+        counts = [int(value.value) for array in obs.messages['/diagnostics'] for status in array.status
+                  if status.name.startswith('motor_bridge') for value in status.values if value.key == 'accepted_commands']
+        return counts[-1] if counts else 0
     run = Launch(['robotsim', 'launch', 'sim', 'paused:=true', 'cameras:=false', f'seed:={seed}', f'firmware:={firmware}'])
     try:
         run.wait_for(r'motor_bridge.*saying hello', 120)  # its HELLO waits in the link for the first step
@@ -38,14 +46,14 @@ def record_run(seed: int, firmware: str = 'true') -> dict[str, dict[tuple, bytes
                               and any(info.node_name == 'motor_bridge'
                                       for info in obs.node.get_subscriptions_info_by_topic('/cmd_vel')), 60), run.text
         obs.spin_for(0.5)
-        for linear, angular in COMMANDS:
+        for sent, (linear, angular) in enumerate(COMMANDS, 1):
             twist = Twist()
             twist.linear.x, twist.angular.z = linear, angular
             cmd.publish(twist)
-            # Paused: the command reaches the bridge before any further step (acknowledged by its reader, then a
-            # moment for its callback).
+            # Paused: the command reaches the bridge before any further step (acknowledged by its reader, then taken
+            # by its callback, as its /diagnostics count says: on a loaded machine the callback can run late).
             assert cmd.wait_for_all_acked(Duration(seconds=60))
-            obs.spin_for(0.5)
+            assert obs.spin_until(lambda: accepted() >= sent, 60), (sent, accepted(), run.text)
             for _ in range(8):  # 8 x 0.05 s: within the bridge's 0.5 s command timeout
                 assert obs.call(Step, '/sim/step', Step.Request(steps=25), timeout=120).success
                 obs.spin_for(0.03)

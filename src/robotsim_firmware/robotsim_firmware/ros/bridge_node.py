@@ -106,6 +106,7 @@ class MotorBridge(Node):
         self.faults = 0
         self.reported_faults = 0
         self.rejected_commands = 0
+        self.accepted_commands = 0   # cmd_vel messages taken (in /diagnostics: a test can wait for its command)
         self.reported_lost = 0       # counters at the previous diagnostics message
         self.published = 0           # messages sent on each of joint_states, odom and tf (reported at exit)
         self.reported_glitches = 0
@@ -354,6 +355,7 @@ class MotorBridge(Node):
         self.command = (max(-d.max_linear_speed, min(d.max_linear_speed, linear)),
                         max(-d.max_yaw_rate, min(d.max_yaw_rate, angular)))
         self.command_time = self.get_clock().now()
+        self.accepted_commands += 1
 
     def send_setpoints(self) -> None:
         if self.fd is None or self.counts_per_rev == 0:
@@ -412,7 +414,8 @@ class MotorBridge(Node):
             'mcu_rx_errors': telemetry.rx_errors if telemetry else 0,
             'link_timeouts': self.link_timeouts, 'fault_flags': f'0x{self.faults:04x}',
             'status_flags': f'0x{telemetry.status:04x}' if telemetry else 'n/a',
-            'rejected_commands': self.rejected_commands, 'frames_sent': reader.frames_sent,
+            'rejected_commands': self.rejected_commands, 'accepted_commands': self.accepted_commands,
+            'frames_sent': reader.frames_sent,
             'frames_lost': frames_lost, 'mcu_resets': reader.mcu_resets, 'encoder_glitches': reader.encoder_glitches,
             'stale_telemetry_discarded': reader.stale_discarded,
             'mcu_clock_offset_ms': 'unknown' if offset is None else f'{offset * 1e-6:.3f}',
