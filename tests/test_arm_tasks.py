@@ -59,7 +59,7 @@ def test_the_rover_s_four_joint_arm_meets_every_reachable_point_and_axis_and_no_
         if np.linalg.norm(sideways) > 0.5:  # the tool axis well away from the vertical
             break
     result = solve_ik(chain, PositionAxisTarget(tuple(pose[:3, 3]), tuple(pose[:3, 2] + sideways)))
-    assert not result.success and result.reason.startswith('no solution'), result
+    assert not result.success and result.reason.startswith(('no solution', 'unreachable along that axis')), result
 
 
 @pytest.mark.parametrize('axis, expected', [((0.0, 0.0, 0.0), 'not all 0'), ((math.nan, 0.0, 1.0), 'finite'),

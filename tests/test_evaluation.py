@@ -254,9 +254,9 @@ def test_rows_are_the_same_for_one_and_two_workers_each_on_its_own_ros_domain(sh
     """Episodes spread over workers (processes, each with a ROS domain of its own): the same episodes (driver, index,
     world seed), in the same order, as one worker running them all; every episode's auto pacing is its own. Outcomes
     are not compared: an episode whose commands come from another process at a real-time factor does not repeat byte
-    for byte, so they must agree except where an episode ends at its time limit's edge: a collision in the last second
-    against a timeout (a straight drive that reaches an obstacle just as time runs out ends either way)."""
-    rows, outcomes, domains = {}, {}, {}
+    for byte (the straight baseline grazing a box collided at 3.6 s in one fresh-clone run and missed it in the other;
+    the fast path's episodes are the ones that repeat, tested in test_dataset)."""
+    rows, domains = {}, {}
     runs = [(1, 'local'), (2, 'local')]
     for workers, executor in runs:
         out = tmp_path / f'workers-{workers}-{executor}'
@@ -268,18 +268,10 @@ def test_rows_are_the_same_for_one_and_two_workers_each_on_its_own_ros_domain(sh
             found = list(csv.DictReader(stream))
             assert all(r['outcome'] in ('success', 'collision', 'timeout') for r in found), found
             rows[workers, executor] = [(r['driver'], r['episode'], r['seed']) for r in found]
-            outcomes[workers, executor] = [(r['outcome'], float(r['sim_time'])) for r in found]
         domains[workers, executor] = {re.search(r'ROS_DOMAIN_ID=(\d+)', log.read_text())[1]
                                       for log in (out / 'episodes').glob('*/launch.log')}
     assert [row[:2] for row in rows[1, 'local']] == [(d, e) for d in ('expert', 'straight') for e in ('0', '1')]
     assert all(found == rows[1, 'local'] for found in rows.values()), rows
-
-    def at_the_edge(outcome, sim_time):
-        return outcome == 'timeout' or (outcome == 'collision' and sim_time >= EPISODE_DURATION - 1.0)
-
-    for run in runs[1:]:
-        for one, other in zip(outcomes[1, 'local'], outcomes[run]):
-            assert one[0] == other[0] or (at_the_edge(*one) and at_the_edge(*other)), outcomes
     assert domains[1, 'local'] == {os.environ['ROS_DOMAIN_ID']}
     for run in runs[1:]:
         assert len(domains[run]) == 2 and os.environ['ROS_DOMAIN_ID'] in domains[run], domains
