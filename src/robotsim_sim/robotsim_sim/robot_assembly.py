@@ -122,6 +122,8 @@ class RobotInstance:
     """A legged robot's odom frame: (root position, heading) in the world at the last reset."""
     foot_geoms: dict[str, np.ndarray] = field(default_factory=dict)
     """Foot link -> ids of its collision geoms (what a foot contact is)."""
+    foot_of_geom: dict[int, str] = field(default_factory=dict)
+    """The same, geom id -> foot link (looked up per contact)."""
 
     @property
     def model(self):
@@ -312,3 +314,4 @@ def _make_leg_servos(robot: RobotInstance, m: mujoco.MjModel) -> None:
             raise DescriptionError(robot.model.source, 'legs.feet', f'foot {foot!r} has no body of its own in the scene')
         robot.foot_geoms[foot] = np.array([g for g in range(m.ngeom) if m.geom_bodyid[g] == body
                                            and (m.geom_contype[g] or m.geom_conaffinity[g])], dtype=int)
+        robot.foot_of_geom.update({int(g): foot for g in robot.foot_geoms[foot]})

@@ -309,7 +309,7 @@ class Simulation:
     def _foot_forces(self, instance: RobotInstance) -> list[tuple[str, float]]:
         force = np.zeros(6)
         totals = {foot: 0.0 for foot in instance.foot_geoms}
-        owner = {int(g): foot for foot, geoms in instance.foot_geoms.items() for g in geoms}
+        owner = instance.foot_of_geom
         for index in range(self.data.ncon):
             contact = self.data.contact[index]
             foot = owner.get(int(contact.geom1), owner.get(int(contact.geom2)))

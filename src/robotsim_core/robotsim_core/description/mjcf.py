@@ -256,15 +256,15 @@ def _add_actuators(root: ET.Element, model: RobotModel) -> None:
             effort = limit.effort if limit is not None and limit.effort > 0 else 20.0
             ET.SubElement(actuator, 'motor', name=joint_motor_name(name), joint=name,
                           ctrlrange=vector_text((-effort, effort)))
-    held = [(name,) for name in model.held_joints]
-    for arm in [*model.arms, *held]:
-        for name in (arm if isinstance(arm, tuple) else arm.joints + arm.gripper_joints[:1]):  # (other fingers mimic)
-            limit = tree.joints[name].limit
-            effort = limit.effort if limit is not None and limit.effort > 0 else 10.0
-            attributes = {'kp': number_text(20 * effort), 'kv': number_text(effort), 'forcerange': vector_text((-effort, effort))}
-            if limit is not None and tree.joints[name].type != 'continuous':
-                attributes['ctrlrange'] = vector_text((limit.lower, limit.upper))
-            ET.SubElement(actuator, 'position', name=position_servo_name(name), joint=name, **attributes)
+    # Arm joints, each gripper's first finger (the others follow it by equality) and the held joints.
+    servoed = [name for arm in model.arms for name in arm.joints + arm.gripper_joints[:1]] + list(model.held_joints)
+    for name in servoed:
+        limit = tree.joints[name].limit
+        effort = limit.effort if limit is not None and limit.effort > 0 else 10.0
+        attributes = {'kp': number_text(20 * effort), 'kv': number_text(effort), 'forcerange': vector_text((-effort, effort))}
+        if limit is not None and tree.joints[name].type != 'continuous':
+            attributes['ctrlrange'] = vector_text((limit.lower, limit.upper))
+        ET.SubElement(actuator, 'position', name=position_servo_name(name), joint=name, **attributes)
     if not len(actuator):
         root.remove(actuator)
 
