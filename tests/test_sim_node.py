@@ -338,19 +338,29 @@ def test_twist_stamped_and_arm_trajectory(observer):
         arm.publish(trajectory)
         start_x = obs.messages['/sim/ground_truth'][-1].pose.pose.position.x
         stamped = obs.node.create_publisher(TwistStamped, '/cmd_vel', 10)
-        midway = None
         end = sim_now(obs) + 3.0
         while sim_now(obs) < end:
             message = TwistStamped()
             message.twist.linear.x = 0.2
             stamped.publish(message)
             obs.spin_for(0.05)
-            if midway is None and sim_now(obs) > end - 2.0:
-                midway = dict(zip(obs.messages['/joint_states'][-1].name, obs.messages['/joint_states'][-1].position))
+
+        def shoulder(state: JointState) -> float:
+            return state.position[list(state.name).index('arm_shoulder_joint')]
+
+        # The trajectory starts when the node takes it, which a late DDS match can delay: wait for its end.
+        obs.spin_until(lambda: shoulder(obs.messages['/joint_states'][-1]) > 0.58, 60)
         final = dict(zip(obs.messages['/joint_states'][-1].name, obs.messages['/joint_states'][-1].position))
     obs.close()
     assert obs.messages['/sim/ground_truth'][-1].pose.pose.position.x - start_x > 0.3, 'TwistStamped drives the base'
-    assert 0.1 < midway['arm_shoulder_joint'] < 0.5, 'interpolated on the way to the first point'
+    # Interpolated, not jumped: from the first move to the last point takes the trajectory's two seconds.
+    samples = [(stamp_seconds(state.header.stamp), shoulder(state)) for state in obs.messages['/joint_states']]
+    started = next((t for t, value in samples if value > 0.02), None)
+    arrived = next((t for t, value in samples if value > 0.55), None)
+    assert started is not None and arrived is not None, f'the arm never followed the trajectory: {samples[-5:]}'
+    assert 1.3 < arrived - started < 2.5, f'shoulder from 0.02 to 0.55 in {arrived - started:.2f} s of sim time'
+    halfway = min(samples, key=lambda sample: abs(sample[0] - (started + 0.5)))[1]
+    assert 0.1 < halfway < 0.3, 'half a second in, on the way to the first point (0.3 at 1 s)'
     assert final['arm_shoulder_joint'] == pytest.approx(0.6, abs=0.03)
     assert final['arm_elbow_joint'] == pytest.approx(-1.0, abs=0.03)
     assert final['arm_left_finger_joint'] == pytest.approx(0.015, abs=0.003)
