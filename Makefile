@@ -4,7 +4,7 @@ SHELL := /bin/bash
 ROBOT ?= rover
 OUT ?= out
 
-.PHONY: help setup build sim test docs describe bench bench-arm evaluate evaluate-table evaluate-fast render-setup lerobot-setup bench-render clean
+.PHONY: help setup build sim test docs describe bench bench-arm evaluate evaluate-table evaluate-fast render-setup lerobot-setup peers-setup bench-render clean
 
 help:
 	@echo "make sim      set up if needed, then run the simulator bringup headless (ROBOT= WORLD= FLEET= RTF= DURATION="
@@ -36,6 +36,8 @@ help:
 	@echo "make render-setup  install Blender (bpy 5.0.1, its own Python 3.11 env under ~/.cache/robotsim) for robotsim render"
 	@echo "make lerobot-setup  install LeRobot 0.4.4 with PyTorch (its own Python 3.11 env under ~/.cache/robotsim, ~6 GB)"
 	@echo "              for robotsim dataset check-lerobot"
+	@echo "make peers-setup  install PyBullet 3.2.7 and Drake 1.51.1 (their own Python 3.11 env under ~/.cache/robotsim, ~0.7 GB)"
+	@echo "              for the peer benchmark and the URDF consumer tests"
 	@echo "make bench-render  per-frame render times of robotsim render per engine and sample count into $(OUT)/bench-render"
 	@echo "make setup    Debian packages, .venv with pinned ROS 2 Kilted wheels, colcon build"
 	@echo "make clean    remove build/ install/ log/ out/ (keeps .venv)"
@@ -100,6 +102,10 @@ render-setup: setup
 lerobot-setup: setup
 	@source scripts/env.sh && scripts/build.sh && python -c 'from robotsim_learning.lerobot_reader import LEROBOT; \
 		print("LeRobot ready:", LEROBOT.ensure())'
+
+peers-setup: setup
+	@source scripts/env.sh && python -c 'import sys; sys.path.insert(0, "bench/peers"); from environment import PEERS; \
+		print("peers ready:", PEERS.ensure())'
 
 bench-render: render-setup
 	@source scripts/env.sh && python bench/bench_render.py --out $(OUT)/bench-render

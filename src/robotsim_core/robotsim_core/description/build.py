@@ -26,6 +26,11 @@ OPTICAL_FRAME_RPY = (-math.pi / 2, 0.0, -math.pi / 2)
 WHEEL_SHAPE_RPY = (math.pi / 2, 0.0, 0.0)
 STEER_LINK_MASS = 0.05  # kg; MuJoCo rejects massless moving bodies
 SENSOR_COLOR = (0.1, 0.1, 0.1, 1.0)
+FRAME_INERTIAL = Inertial(Pose(), 1e-6, (1e-12, 0.0, 0.0, 1e-12, 0.0, 1e-12))
+"""The inertial of a frame link (``base_footprint``, a sensor's frames): a milligram. URDF consumers give a link
+without ``<inertial>`` a mass of their own (PyBullet 1 kg), so every link the description writes carries one; a
+milligram keeps the robot's mass as specified (five frames add 5e-6 kg) and stays positive, since PyBullet fixes a
+root of mass 0 to the world. (robot_state_publisher's KDL warns once that the root's inertia is not used.)"""
 WHEEL_COLOR = (0.05, 0.05, 0.05, 1.0)
 ARM_COLOR = (0.85, 0.45, 0.1, 1.0)
 
@@ -205,10 +210,10 @@ def add_sensor_frames(tree: KinematicTree, sensors: list[SensorSpec], source: st
         kind = sensor_kind(sensor.type)
         size = kind.marker_size
         marker = Shape(Pose(), Geometry('box', (size, size, size)), SENSOR_COLOR)
-        tree.add_link(Link(body, None, [marker], [marker] if kind.marker_collides else []))
+        tree.add_link(Link(body, FRAME_INERTIAL, [marker], [marker] if kind.marker_collides else []))
         tree.add_joint(Joint(f'{body}_joint', 'fixed', sensor.parent, body, _pose(sensor.pose)))
         if optical:
-            tree.add_link(Link(sensor.frame))
+            tree.add_link(Link(sensor.frame, FRAME_INERTIAL))
             tree.add_joint(Joint(f'{sensor.frame}_joint', 'fixed', body, sensor.frame, Pose(rpy=OPTICAL_FRAME_RPY)))
         roles.append(SensorRole(sensor.name, sensor.type, sensor.frame, sensor.parent, sensor))
     names = [role.name for role in roles]
@@ -264,7 +269,7 @@ def build_robot(spec: RobotSpec, source: str) -> RobotModel:
 
     axle_height = max(p.radius for p in sided)
     tree = KinematicTree(spec.name)
-    tree.add_link(Link('base_footprint'))
+    tree.add_link(Link('base_footprint', FRAME_INERTIAL))
     length, width, height = base.size
     box_offset = base.ground_clearance + height / 2 - axle_height
     chassis = Shape(Pose((0.0, 0.0, box_offset)), Geometry('box', tuple(base.size)), tuple(base.color))
