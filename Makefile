@@ -4,7 +4,7 @@ SHELL := /bin/bash
 ROBOT ?= rover
 OUT ?= out
 
-.PHONY: help setup build sim test docs describe bench bench-arm evaluate evaluate-table evaluate-fast render-setup lerobot-setup peers-setup bench-render clean
+.PHONY: help setup build sim test docs describe bench bench-arm evaluate evaluate-table evaluate-fast render-setup lerobot-setup peers-setup bench-peers bench-render clean
 
 help:
 	@echo "make sim      set up if needed, then run the simulator bringup headless (ROBOT= WORLD= FLEET= RTF= DURATION="
@@ -38,6 +38,8 @@ help:
 	@echo "              for robotsim dataset check-lerobot"
 	@echo "make peers-setup  install PyBullet 3.2.7 and Drake 1.51.1 (their own Python 3.11 env under ~/.cache/robotsim, ~0.7 GB)"
 	@echo "              for the peer benchmark and the URDF consumer tests"
+	@echo "make bench-peers  robotsim against PyBullet and Drake on the same room, rover and sensors (REPEATS=3), into"
+	@echo "              docs/benchmarks.md"
 	@echo "make bench-render  per-frame render times of robotsim render per engine and sample count into $(OUT)/bench-render"
 	@echo "make setup    Debian packages, .venv with pinned ROS 2 Kilted wheels, colcon build"
 	@echo "make clean    remove build/ install/ log/ out/ (keeps .venv)"
@@ -106,6 +108,9 @@ lerobot-setup: setup
 peers-setup: setup
 	@source scripts/env.sh && python -c 'import sys; sys.path.insert(0, "bench/peers"); from environment import PEERS; \
 		print("peers ready:", PEERS.ensure())'
+
+bench-peers: peers-setup
+	@source scripts/env.sh && python bench/bench_peers.py --repeats $(or $(REPEATS),3) --write-readme
 
 bench-render: render-setup
 	@source scripts/env.sh && python bench/bench_render.py --out $(OUT)/bench-render

@@ -12,3 +12,4 @@ python bench/bench_dataset.py --write-readme
 python bench/bench_policy.py --write-readme
 python bench/bench_viewer.py --write-readme
 python bench/profile_node.py --write-readme
+python bench/bench_peers.py --write-readme
