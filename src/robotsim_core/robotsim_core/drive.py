@@ -37,18 +37,21 @@ class VelocityLimiter:
         self.drive = drive
         self.linear = 0.0
         self.angular = 0.0
+        # (runs every physics step: the drive's limits are read once)
+        self._speed, self._yaw_rate = drive.max_linear_speed, drive.max_yaw_rate
+        self._acceleration = drive.max_linear_acceleration
+        # The outer wheel's acceleration when the yaw rate changes is (effective track / 2) x the yaw acceleration.
+        self._half_track = max(drive.effective_track / 2, 1e-6)
 
     def reset(self) -> None:
         self.linear = self.angular = 0.0
 
     def __call__(self, linear: float, angular: float, dt: float) -> tuple[float, float]:
-        d = self.drive
-        linear = max(-d.max_linear_speed, min(d.max_linear_speed, linear))
-        angular = max(-d.max_yaw_rate, min(d.max_yaw_rate, angular))
-        step = d.max_linear_acceleration * dt
+        linear = max(-self._speed, min(self._speed, linear))
+        angular = max(-self._yaw_rate, min(self._yaw_rate, angular))
+        step = self._acceleration * dt
         self.linear += max(-step, min(step, linear - self.linear))
-        # The outer wheel's acceleration when the yaw rate changes is (effective track / 2) x the yaw acceleration.
-        angular_step = step / max(d.effective_track / 2, 1e-6)
+        angular_step = step / self._half_track
         self.angular += max(-angular_step, min(angular_step, angular - self.angular))
         return self.linear, self.angular
 

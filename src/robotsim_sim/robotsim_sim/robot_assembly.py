@@ -86,7 +86,7 @@ class RobotInstance:
     wheel_actuators: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     wheel_dofs: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     wheel_targets: object = None          # the WheelTargets the arrays below were made from
-    wheel_speed_targets: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    wheel_speed_targets: list[float] = field(default_factory=list)
     steer_actuators: dict[str, int] = field(default_factory=dict)
     arm_actuators: dict[str, int] = field(default_factory=dict)
     # The arm's servos: actuator, qpos and dof index of every arm joint (follower order).

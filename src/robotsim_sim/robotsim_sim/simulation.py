@@ -393,12 +393,11 @@ class Simulation:
                 targets = robot.base_controller.update(self.time, dt)
                 if targets is not robot.wheel_targets:
                     robot.wheel_targets = targets
-                    robot.wheel_speed_targets = np.array([targets.wheel_speeds[w.joint]
-                                                          for w in robot.model.drive.driven_wheels])
+                    robot.wheel_speed_targets = [targets.wheel_speeds[w.joint] for w in robot.model.drive.driven_wheels]
                     for joint, angle in targets.steer_angles.items():
                         self.data.ctrl[robot.steer_actuators[joint]] = angle
                 self.data.ctrl[robot.wheel_actuators] = robot.wheel_loop.duty(
-                    robot.wheel_speed_targets, self.data.qvel[robot.wheel_dofs], dt)
+                    robot.wheel_speed_targets, self.data.qvel[robot.wheel_dofs].tolist(), dt)
             if robot.leg_servos is not None:
                 self.data.ctrl[robot.leg_motors] = robot.leg_servos.torques(self.data.qpos[robot.leg_qpos],
                                                                             self.data.qvel[robot.leg_dofs])
