@@ -20,7 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent / 'peers'))
-from bench_sim import SIM_SECONDS, camera_ms_per_frame, core_rtf, lidar_us_per_ray, machine, simulation  # noqa: E402,I001
+from bench_sim import (SIM_SECONDS, camera_ms_per_frame, core_rtf, lidar_us_per_ray, machine, raw_mujoco_rtf,  # noqa: E402,I001
+                       simulation, spread)
 from environment import PEERS, run_peer  # noqa: E402
 
 import mujoco  # noqa: E402
@@ -91,24 +92,6 @@ def snapshot(sim) -> dict:
         if item.channel in ('laser', 'camera'):
             readings['ranges' if item.channel == 'laser' else 'camera'] = item.measure(sim.data, item.rng, 0)
     return readings
-
-
-def raw_mujoco_rtf() -> float:
-    """mj_step alone on the same compiled model (cameras off): the physics' own limit."""
-    sim = simulation(False)
-    model, data = sim.model, mujoco.MjData(sim.model)
-    data.qpos[:] = sim.data.qpos
-    steps = round(SIM_SECONDS / model.opt.timestep)
-    start = time.perf_counter()
-    for _ in range(steps):
-        mujoco.mj_step(model, data)
-    seconds = time.perf_counter() - start
-    sim.close()
-    return SIM_SECONDS / seconds
-
-
-def spread(values: list[float], digits: int = 1) -> str:
-    return f'{statistics.median(values):.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})'
 
 
 def main() -> int:

@@ -12,7 +12,7 @@ import argparse
 import os
 import platform
 import re
-import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -66,15 +66,21 @@ def simulation(cameras: bool, robot=None, camera_threads: bool = False, fleet: s
                       SimOptions(seed=0, cameras=cameras, camera_threads=camera_threads))
 
 
-def core_rtf(cameras: bool, camera_threads: bool = True, fleet: str = '') -> float:
+COMMAND_EVERY = 25
+"""Physics steps between base commands in the core runs: 20 Hz, as a navigation controller sends them."""
+
+
+def core_rtf(cameras: bool, camera_threads: bool = True, fleet: str = '', robot=None) -> float:
     """The simulation core alone; ``camera_threads`` as the node runs it (True) or as the dataset
-    generator's fast path does (False: every capture in the physics thread)."""
-    sim = simulation(cameras, camera_threads=camera_threads, fleet=fleet)
+    generator's fast path does (False: every capture in the physics thread). The base drives a
+    0.2 m/s, 0.3 rad/s arc, commanded at 20 Hz."""
+    sim = simulation(cameras, robot=robot, camera_threads=camera_threads, fleet=fleet)
     steps = round(SIM_SECONDS / sim.model.opt.timestep)
     start = time.perf_counter()
-    for _ in range(steps):
-        for robot in range(len(sim.robots)):
-            sim.command_base(robot, 0.2, 0.3)
+    for step in range(steps):
+        if step % COMMAND_EVERY == 0:
+            for index in range(len(sim.robots)):
+                sim.command_base(index, 0.2, 0.3)
         sim.step()
     sim.flush()
     seconds = time.perf_counter() - start
@@ -82,44 +88,55 @@ def core_rtf(cameras: bool, camera_threads: bool = True, fleet: str = '') -> flo
     return SIM_SECONDS / seconds
 
 
-NODE_CORES_BUSY: dict[tuple[bool, str], float] = {}
+def raw_mujoco_rtf() -> float:
+    """MuJoCo's own limit: ``mj_step`` alone on the core's compiled model (cameras off), from the state
+    of the core after 1 s of the same arc, the wheels' last duties held, so the rover keeps driving."""
+    sim = simulation(False)
+    for step in range(round(1.0 / sim.model.opt.timestep)):
+        if step % COMMAND_EVERY == 0:
+            sim.command_base(0, 0.2, 0.3)
+        sim.step()
+    model, data = sim.model, mujoco.MjData(sim.model)
+    mujoco.mj_copyData(data, model, sim.data)
+    steps = round(SIM_SECONDS / model.opt.timestep)
+    start = time.perf_counter()
+    for _ in range(steps):
+        mujoco.mj_step(model, data)
+    seconds = time.perf_counter() - start
+    sim.close()
+    return SIM_SECONDS / seconds
 
 
-def children_cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+def spread(values: list[float], digits: int = 1) -> str:
+    """Median (min-max) of repeated measures."""
+    return f'{statistics.median(values):.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})'
+
+
+def rover_with_sensors(*kinds: str):
+    """The rover with only the sensors of these kinds (none: joint states, odometry and TF only)."""
+    import dataclasses
+    robot = load_robot('rover')
+    return dataclasses.replace(robot, sensors=[sensor for sensor in robot.sensors if sensor.type in kinds])
+
+
+NODE_CPU: dict[tuple[bool, str], list[float]] = {}
+"""CPU seconds per simulated second of each node run (its report's CPU time: every thread, start-up excluded)."""
 
 
 def node_rtf(cameras: bool, fleet: str = '') -> float:
-    """The ROS node end to end (messages built and published, no subscriber), as fast as possible.
-    Also notes in NODE_CORES_BUSY the node's CPU time over its wall time (all its threads; start-up
-    included): how much of the machine's cores it used."""
+    """The ROS node end to end (messages built and published, no subscriber), as fast as possible. Also
+    notes in NODE_CPU the run's CPU seconds per simulated second."""
     env = {**os.environ, 'ROS_DOMAIN_ID': str(200 + os.getpid() % 30)}
     command = [str(WORKSPACE / 'install/robotsim_sim/lib/robotsim_sim/sim_node'), '--ros-args',
                '-p', 'real_time_factor:=0.0', '-p', f'duration:={SIM_SECONDS}', '-p', f'cameras:={str(cameras).lower()}']
     if fleet:
         command += ['-p', f'fleet:={fleet}']
-    cpu_before, wall_before = children_cpu_seconds(), time.perf_counter()
     output = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env).stderr
-    NODE_CORES_BUSY[(cameras, fleet)] = (children_cpu_seconds() - cpu_before) / (time.perf_counter() - wall_before)
-    match = re.search(r'wall: real-time factor ([0-9.]+)', output)  # the end-of-run report
+    match = re.search(r'simulated ([0-9.]+) s in [0-9.]+ s wall: real-time factor ([0-9.]+); ([0-9.]+) s CPU', output)
     if not match:
         raise RuntimeError(f'sim_node printed no report:\n{output}')
-    return float(match.group(1))
-
-
-def ideal_rtf(fleet: str) -> tuple[float, float, float]:
-    """The RTF a run would reach if it kept both cores busy, from the work it does per simulated second.
-
-    Two kinds of work, in CPU seconds per simulated second: the node's physics thread with cameras off
-    (physics, sensor models, messages, publishing), which is serial; and the camera captures (the
-    core with every capture in the physics thread, less the core with cameras off), which can go to
-    the other core. Perfect use of two cores: 1 / max(serial, (serial + cameras) / 2). Real runs
-    reach less: threads share the cores and Python's lock, and rendering in threads costs more CPU.
-    Returns (that RTF, serial work, camera work), work in CPU seconds per simulated second."""
-    serial = 1 / node_rtf(False, fleet)
-    cameras = 1 / core_rtf(True, camera_threads=False, fleet=fleet) - 1 / core_rtf(False, fleet=fleet)
-    return 1 / max(serial, (serial + cameras) / 2), serial, cameras
+    NODE_CPU.setdefault((cameras, fleet), []).append(float(match.group(3)) / float(match.group(1)))
+    return float(match.group(2))
 
 
 def firmware_costs(seconds: float = 5.0) -> dict[str, tuple[float, float]]:
@@ -235,7 +252,10 @@ def publish_overhead() -> dict[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument('--write-readme', action='store_true', help='replace the bench block in README.md')
+    parser.add_argument('--repeats', type=int, default=3, help='interleaved repetitions of the RTF measures (1..20)')
     args = parser.parse_args()
+    if not 1 <= args.repeats <= 20:
+        parser.error(f'--repeats: expected 1..20, got {args.repeats}')
     rows = []
 
     def row(what: str, value: str, target: str = '') -> None:
@@ -243,29 +263,49 @@ def main() -> int:
         print(rows[-1], flush=True)
 
     print(f'machine: {machine()}', flush=True)
-    core, core_off, core_inline = core_rtf(True), core_rtf(False), core_rtf(True, camera_threads=False)
-    row('RTF, default sensors, simulation core (no ROS), cameras in their own threads (as in sim_node)', f'{core:.1f}')
-    row('RTF, default sensors, simulation core, cameras in the physics thread (dataset fast path)', f'{core_inline:.1f}')
-    row('RTF, cameras off, simulation core (no ROS)', f'{core_off:.1f}')
-    node, node_off = node_rtf(True), node_rtf(False)
-    row('RTF, default sensors, sim_node publishing everything', f'{node:.1f}', '>= 3')
-    row('RTF, cameras off, sim_node publishing everything', f'{node_off:.1f}', '>= 30')
-    two = node_rtf(True, 'two_rovers')
-    row('RTF, two rovers (fleet two_rovers), default sensors, sim_node', f'{two:.1f}')
-    # The sensors' targets are ratios of figures of this one run (a shared machine drifts between runs).
-    row('ratio: sim_node / core, cameras off', f'{node_off / core_off:.2f}', '>= 0.75')
-    row('ratio: sim_node / core, default sensors', f'{node / core:.2f}', 'no regression')
-    row('ratio: two rovers / one rover, sim_node, default sensors', f'{two / node:.2f}', '>= 0.6')
-    ideal_one, serial_one, cameras_one = ideal_rtf('')
-    ideal_two, serial_two, cameras_two = ideal_rtf('two_rovers')
-    row('CPU ms per simulated second, physics thread (sim_node, cameras off): one rover, two rovers',
-        f'{1e3 * serial_one:.1f}, {1e3 * serial_two:.1f}')
-    row('CPU ms per simulated second, camera captures (core, in the physics thread): one rover, two rovers',
-        f'{1e3 * cameras_one:.1f}, {1e3 * cameras_two:.1f}')
-    row('ratio: two rovers / one rover, if both runs kept the 2 cores busy (from the two rows above)',
-        f'{ideal_two / ideal_one:.2f}', '>= 0.6')
-    row('cores busy (CPU time / wall time, start-up included), sim_node, default sensors: one rover, two rovers',
-        f'{NODE_CORES_BUSY[(True, "")]:.2f}, {NODE_CORES_BUSY[(True, "two_rovers")]:.2f}', 'of 2')
+    # Every RTF measure, repeated and interleaved (a shared machine's slow phases hit all of them alike).
+    measures = {
+        'raw': raw_mujoco_rtf,
+        'bare': lambda: core_rtf(False, robot=rover_with_sensors()),
+        'lidar': lambda: core_rtf(False, robot=rover_with_sensors('lidar')),
+        'imu': lambda: core_rtf(False, robot=rover_with_sensors('imu')),
+        'camera': lambda: core_rtf(True, camera_threads=False, robot=rover_with_sensors('camera')),
+        'core': lambda: core_rtf(True),
+        'core_inline': lambda: core_rtf(True, camera_threads=False),
+        'core_off': lambda: core_rtf(False),
+        'node': lambda: node_rtf(True),
+        'node_off': lambda: node_rtf(False),
+        'two': lambda: node_rtf(True, 'two_rovers'),
+    }
+    values: dict[str, list[float]] = {key: [] for key in measures}
+    for repeat in range(args.repeats):
+        for key, measure in measures.items():
+            values[key].append(measure())
+            print(f'  repetition {repeat + 1}/{args.repeats} {key}: {values[key][-1]:.2f}', flush=True)
+    median = {key: statistics.median(series) for key, series in values.items()}
+    worst = max((max(series) - min(series)) / statistics.median(series) for series in values.values())
+    row('RTF, raw `mj_step` on the same compiled model, cameras off (MuJoCo\'s own limit)', spread(values['raw']))
+    row('RTF, simulation core, no sensors (joint states, odometry, TF)', spread(values['bare']))
+    row('ratio: core with no sensors / raw `mj_step`', f'{median["bare"] / median["raw"]:.2f}', '>= 0.6')
+    for kind in ('lidar', 'imu', 'camera'):
+        cost = 1e3 * (1 / median[kind] - 1 / median['bare'])
+        row(f'cost of the {kind} (default rate, in the physics thread), wall ms per simulated second', f'{cost:.1f}')
+    row('RTF, default sensors, simulation core (no ROS), cameras in their own threads (as in sim_node)', spread(values['core']))
+    row('RTF, default sensors, simulation core, cameras in the physics thread (dataset fast path)',
+        spread(values['core_inline']))
+    row('RTF, cameras off, simulation core (no ROS)', spread(values['core_off']))
+    row('RTF, default sensors, sim_node publishing everything', spread(values['node']), '>= 3')
+    row('RTF, cameras off, sim_node publishing everything', spread(values['node_off']), '>= 30')
+    row('RTF, two rovers (fleet two_rovers), default sensors, sim_node', spread(values['two']))
+    # The targets are ratios of medians of this one run (a shared machine drifts between runs).
+    row('ratio: sim_node / core, cameras off', f'{median["node_off"] / median["core_off"]:.2f}', '>= 0.9')
+    row('ratio: sim_node / core, default sensors', f'{median["node"] / median["core"]:.2f}', 'no regression')
+    row('ratio: two rovers / one rover, sim_node, default sensors (RTF)', f'{median["two"] / median["node"]:.2f}')
+    one, two = (statistics.median(NODE_CPU[(True, fleet)]) for fleet in ('', 'two_rovers'))
+    row('CPU seconds per simulated second (all threads), sim_node, default sensors: one rover, two rovers',
+        f'{one:.3f}, {two:.3f}')
+    row('ratio: two rovers / one rover, sim_node CPU per simulated second', f'{two / one:.2f}', '<= 2.1')
+    row('largest run-to-run spread of an RTF above, (max - min) / median', f'{100 * worst:.0f} %')
     firmware = firmware_costs()
     for label in ('built-in controller', 'host build', 'MCU image under QEMU'):
         rtf, per_loop = firmware[label]
@@ -289,7 +329,8 @@ def main() -> int:
         f'Measured by `make bench` on {time.strftime("%Y-%m-%d")}: {machine()}; GL renderer: {renderer}.',
         'Default sensor set: rover in the room world, 500 Hz physics, 360-beam lidar at 10 Hz, 320x240 RGB-D at 15 Hz,',
         'IMU at 100 Hz, joint states/odometry/TF at 50 Hz. RTF is simulated seconds per wall second over '
-        f'{SIM_SECONDS:.0f} s of sim time, as fast as possible; "sim_node" runs the ROS node with no subscriber.',
+        f'{SIM_SECONDS:.0f} s of sim time, as fast as possible, the core driving a 0.2 m/s, 0.3 rad/s arc commanded at 20 Hz; '
+        f'"sim_node" runs the ROS node with no subscriber. RTFs: median (min-max) of {args.repeats} interleaved repetitions.',
         '', *header, *rows])
     if args.write_readme:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
