@@ -20,9 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent / 'peers'))
-from bench_sim import (SIM_SECONDS, camera_ms_per_frame, core_rtf, lidar_us_per_ray, machine, raw_mujoco_rtf,  # noqa: E402,I001
-                       simulation, spread)
-from environment import PEERS, run_peer  # noqa: E402
+from bench_sim import (SIM_SECONDS, camera_ms_per_frame, core_rtf, lidar_us_per_ray, machine, node_rtf,  # noqa: E402,I001
+                       raw_mujoco_rtf, simulation, spread)
+from environment import PEERS, pybullet_only_path, run_peer  # noqa: E402
 
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
@@ -94,6 +94,22 @@ def snapshot(sim) -> dict:
     return readings
 
 
+def bridge_rtf(scene_path: Path, cameras: bool) -> float:
+    """The PyBullet + rclpy bridge (peers/pybullet_bridge.py) in the workspace's environment, no subscriber."""
+    import os
+    import subprocess
+    env = {**os.environ, 'ROS_DOMAIN_ID': str(200 + os.getpid() % 30), 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST',
+           'PYTHONPATH': os.pathsep.join([str(pybullet_only_path()), os.environ.get('PYTHONPATH', '')])}
+    result = subprocess.run([sys.executable, str(Path(__file__).resolve().parent / 'peers' / 'pybullet_bridge.py'),
+                             str(scene_path), 'cameras' if cameras else 'no-cameras'],
+                            capture_output=True, text=True, timeout=1800, env=env)
+    lines = [line.split('RESULT ', 1)[1] for line in result.stdout.splitlines() if 'RESULT ' in line]
+    if result.returncode != 0 or not lines:
+        raise RuntimeError(f'pybullet_bridge.py failed: {result.stderr.strip()[-2000:]}')
+    outcome = json.loads(lines[-1])
+    return outcome['sim_seconds'] / outcome['wall']
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument('--repeats', type=int, default=3, help='interleaved repetitions of every measure (1..20)')
@@ -133,12 +149,20 @@ def main() -> int:
                 note('drake', key, result['sim_seconds'] / result['wall'])
                 renderers['drake'] = result['renderer']
             note('drake', 'ms_per_frame', run_peer('drake_room.py', str(scene_path), 'camera')['ms_per_frame'])
+            note('robotsim', 'node_rtf_all_sensors', node_rtf(True))
+            note('pybullet', 'node_rtf_all_sensors', bridge_rtf(scene_path, True))
+            note('robotsim', 'node_rtf_cameras_off', node_rtf(False))
+            note('pybullet', 'node_rtf_cameras_off', bridge_rtf(scene_path, False))
 
     rows = []
     labels = {'rtf_all_sensors': ('RTF, default sensors, cameras in the physics thread', True),
               'rtf_cameras_off': ('RTF, cameras off (lidar, IMU, joint states on)', True),
               'us_per_ray': ('lidar, 360 beams x 1 channel, us/ray', False),
-              'ms_per_frame': ('camera RGB-D 320x240, ms/frame', False)}
+              'ms_per_frame': ('camera RGB-D 320x240, ms/frame', False),
+              'node_rtf_all_sensors': ('RTF, default sensors, publishing over ROS 2: sim_node / a PyBullet + rclpy bridge',
+                                       True),
+              'node_rtf_cameras_off': ('RTF, cameras off, publishing over ROS 2: sim_node / a PyBullet + rclpy bridge',
+                                       True)}
     for measure, (label, higher_is_better) in labels.items():
         ours = statistics.median(figures[measure]['robotsim'])
         for engine in ('pybullet', 'drake'):

@@ -15,7 +15,7 @@ import pytest
 BENCH = Path(__file__).resolve().parents[1] / 'bench'
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(BENCH / 'peers'))
-from bench_peers import scene_description, snapshot  # noqa: E402
+from bench_peers import bridge_rtf, scene_description, snapshot  # noqa: E402
 from bench_sim import simulation  # noqa: E402
 from environment import run_peer  # noqa: E402
 
@@ -69,3 +69,9 @@ def test_peers_drive_the_arc_and_read_every_sensor_at_its_rate(scene):
         assert result['counts'] == counts, script
         x, y = result['final_xy']
         assert 0.05 < x < 0.15 and abs(y) < 0.05, f'{script}: 0.5 s of a 0.2 m/s arc ended at {x:.3f}, {y:.3f}'
+
+
+def test_the_pybullet_rclpy_bridge_runs_the_scene(scene):
+    """The bridge the sim node is compared with: PyBullet's module beside the workspace's rclpy, every topic."""
+    path, _, _ = scene
+    assert bridge_rtf(path, cameras=True) > 0

@@ -43,3 +43,18 @@ def run_peer(script: str, *args: str, timeout: float = 1800, install: bool = Tru
                   or ['no output'])[-1]
         raise ConsumerSetupError(f'{script} in {PEERS.directory()} failed: {detail}')
     return json.loads(lines[-1])
+
+
+def pybullet_only_path() -> Path:
+    """A folder holding only PyBullet's module (a link into the peers' environment), for a workspace
+    process that needs PyBullet beside rclpy (pybullet_bridge.py): PyBullet depends on nothing but numpy,
+    which the workspace has."""
+    python = PEERS.ensure(prefix='robotsim peers')
+    site = next(python.parent.parent.glob('lib/python3*/site-packages'))
+    folder = PEERS.directory() / 'pybullet-only'
+    folder.mkdir(exist_ok=True)
+    for module in site.glob('pybullet.cpython-*.so'):
+        link = folder / module.name
+        if not link.exists():
+            link.symlink_to(module)
+    return folder
