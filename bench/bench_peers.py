@@ -175,7 +175,8 @@ def main() -> int:
     limit = statistics.median(figures['rtf_cameras_off']['mujoco'])
     core_off = statistics.median(figures['rtf_cameras_off']['robotsim'])
     rows.append(f'| RTF of raw `mj_step` on the same compiled model (the physics\' limit) | '
-                f'{spread(figures["rtf_cameras_off"]["mujoco"], 2)} | core, cameras off / raw: {core_off / limit:.2f} | |')
+                f'{spread(figures["rtf_cameras_off"]["mujoco"], 2)} | robotsim core with cameras off (lidar, IMU on) / raw: '
+                f'{core_off / limit:.2f} | |')
     block = '\n'.join([
         f'Measured by `make bench-peers` on {time.strftime("%Y-%m-%d")} ({args.repeats} interleaved repetitions; '
         f'median (min-max)): {machine()}. Renderers: robotsim {renderers["robotsim"]}; PyBullet '

@@ -30,6 +30,9 @@ class Entities:
         self.robots = robots
         """The simulation's robots (its own list, filled as they are made): ``root_dof``, ``root_body``,
         ``binding.root_joint``, ``placement.namespace`` and ``model.name`` of each are read."""
+        self._world_joints: tuple[int, dict[str, int]] | None = None
+        """(number of robots when found, world_entity_joints()): the compiled model does not change, and the
+        ground truth asks for it at 50 Hz."""
 
     def entity_joints(self) -> dict[str, int]:
         """Free joint id of every entity SetEntityPose can move: each robot by its namespace (or,
@@ -150,13 +153,15 @@ class Entities:
 
     def world_entity_joints(self) -> dict[str, int]:
         """Free joint id of every free world body (a world entity with mass), by body name."""
-        robot_roots = {robot.binding.root_joint for robot in self.robots if robot.root_dof >= 0}
-        joints = {}
-        for joint in range(self.model.njnt):
-            body = self.model.body(self.model.jnt_bodyid[joint]).name
-            if joint not in robot_roots and self.model.joint(joint).name == free_joint_name(body):
-                joints[body] = joint  # robotsim_sim.scene names such joints so
-        return joints
+        if self._world_joints is None or self._world_joints[0] != len(self.robots):
+            robot_roots = {robot.binding.root_joint for robot in self.robots if robot.root_dof >= 0}
+            joints = {}
+            for joint in range(self.model.njnt):
+                body = self.model.body(self.model.jnt_bodyid[joint]).name
+                if joint not in robot_roots and self.model.joint(joint).name == free_joint_name(body):
+                    joints[body] = joint  # robotsim_sim.scene names such joints so
+            self._world_joints = (len(self.robots), joints)
+        return dict(self._world_joints[1])
 
     def entity_pose(self, name: str) -> tuple[np.ndarray, np.ndarray] | str:
         """(position, quaternion w x y z) in the world frame of a robot (by namespace or model name) or a
