@@ -41,8 +41,9 @@ help:
 	@echo "make bench-peers  robotsim against PyBullet and Drake on the same room, rover and sensors (REPEATS=3), into"
 	@echo "              docs/benchmarks.md"
 	@echo "make bench-render  per-frame render times of robotsim render per engine and sample count into $(OUT)/bench-render"
-	@echo "make setup    Debian packages, .venv with pinned ROS 2 Kilted wheels, colcon build"
-	@echo "make clean    remove build/ install/ log/ out/ (keeps .venv)"
+	@echo "make setup    Debian packages, .venv with pinned ROS 2 Kilted wheels, colcon build (ROBOTSIM_DISTRO=jazzy: Jazzy"
+	@echo "              in .venv-jazzy, build-/install-/log-jazzy; every target takes it)"
+	@echo "make clean    remove build/ install/ log/ out/ and their -jazzy twins (keeps the venvs)"
 
 setup:
 	@scripts/setup.sh
@@ -57,7 +58,7 @@ sim: setup
 
 docs: setup
 	@source scripts/env.sh && python -m pip install -q --disable-pip-version-check -r requirements/docs.txt \
-		-c requirements/constraints.txt && scripts/build.sh && python docs/generate_reference.py && \
+		-c "$$ROBOTSIM_CONSTRAINTS" && scripts/build.sh && python docs/generate_reference.py && \
 		python -m sphinx -W --keep-going -q -b html docs $(OUT)/docs && echo "documentation: $(OUT)/docs/index.html"
 
 describe: setup
@@ -120,4 +121,4 @@ test: setup
 	@scripts/run-tests.sh
 
 clean:
-	rm -rf build install log out
+	rm -rf build install log out build-jazzy install-jazzy log-jazzy

@@ -127,7 +127,8 @@ def node_rtf(cameras: bool, fleet: str = '') -> float:
     """The ROS node end to end (messages built and published, no subscriber), as fast as possible. Also
     notes in NODE_CPU the run's CPU seconds per simulated second."""
     env = {**os.environ, 'ROS_DOMAIN_ID': str(200 + os.getpid() % 30)}
-    command = [str(WORKSPACE / 'install/robotsim_sim/lib/robotsim_sim/sim_node'), '--ros-args',
+    install = Path(os.environ.get('ROBOTSIM_INSTALL') or WORKSPACE / 'install')  # the distro's (scripts/distro.sh)
+    command = [str(install / 'robotsim_sim/lib/robotsim_sim/sim_node'), '--ros-args',
                '-p', 'real_time_factor:=0.0', '-p', f'duration:={SIM_SECONDS}', '-p', f'cameras:={str(cameras).lower()}']
     if fleet:
         command += ['-p', f'fleet:={fleet}']

@@ -6,7 +6,9 @@
 
 ROBOTSIM_WS="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export ROBOTSIM_WS
-_robotsim_venv="$ROBOTSIM_WS/.venv"
+# shellcheck disable=SC1091
+source "$ROBOTSIM_WS/scripts/distro.sh" || return 2  # ROBOTSIM_DISTRO -> ROBOTSIM_VENV, ROBOTSIM_INSTALL, ...
+_robotsim_venv="$ROBOTSIM_VENV"
 
 export VIRTUAL_ENV="$_robotsim_venv"
 case ":$PATH:" in *":$_robotsim_venv/bin:"*) ;; *) export PATH="$_robotsim_venv/bin:$PATH" ;; esac
@@ -17,30 +19,38 @@ case ":$PATH:" in *":$_robotsim_venv/bin:"*) ;; *) export PATH="$_robotsim_venv/
 case ":${AMENT_PREFIX_PATH:-}:" in *":$_robotsim_venv:"*) ;; *) export AMENT_PREFIX_PATH="$_robotsim_venv${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}" ;; esac
 case ":${CMAKE_PREFIX_PATH:-}:" in *":$_robotsim_venv:"*) ;; *) export CMAKE_PREFIX_PATH="$_robotsim_venv${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}" ;; esac
 
-if [[ -f "$ROBOTSIM_WS/install/local_setup.bash" ]]; then
+if [[ -f "$ROBOTSIM_INSTALL/local_setup.bash" ]]; then
   # colcon's script prepends every built package (PYTHONPATH, AMENT_PREFIX_PATH, PATH, ...).
   # shellcheck disable=SC1091
   # colcon's scripts read unset variables: lift `set -u` around them, restore it after.
   case $- in *u*) _robotsim_nounset=1; set +u ;; *) _robotsim_nounset= ;; esac
-  COLCON_CURRENT_PREFIX="$ROBOTSIM_WS/install" source "$ROBOTSIM_WS/install/local_setup.bash"
+  COLCON_CURRENT_PREFIX="$ROBOTSIM_INSTALL" source "$ROBOTSIM_INSTALL/local_setup.bash"
   [[ -n "$_robotsim_nounset" ]] && set -u
   unset _robotsim_nounset
 fi
 # ament_python puts console scripts in lib/<package>/ (for `ros2 run`); the robotsim CLI lives in the
 # bringup package's.
-case ":$PATH:" in *":$ROBOTSIM_WS/install/robotsim/lib/robotsim:"*) ;;
-  *) export PATH="$ROBOTSIM_WS/install/robotsim/lib/robotsim:$PATH" ;; esac
+case ":$PATH:" in *":$ROBOTSIM_INSTALL/robotsim/lib/robotsim:"*) ;;
+  *) export PATH="$ROBOTSIM_INSTALL/robotsim/lib/robotsim:$PATH" ;; esac
 
 # Network rule: discovery never leaves this machine.
 export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST   # Jazzy and newer
-export ROS_LOCALHOST_ONLY=1                      # Humble (ignored by newer distros)
+if [[ "$ROBOTSIM_DISTRO" == jazzy ]]; then
+  # Jazzy still reads the deprecated ROS_LOCALHOST_ONLY: set, it warns twice a process and overrides the range.
+  unset ROS_LOCALHOST_ONLY
+  # Fast DDS 2.14 (Jazzy) stalls reliable /clock between two processes for 2-3 s in synchronous publication
+  # mode (measured: the sim node's /clock test failed 5 runs of 10; none of 16 asynchronous).
+  export RMW_FASTRTPS_PUBLICATION_MODE="${RMW_FASTRTPS_PUBLICATION_MODE:-ASYNCHRONOUS}"
+else
+  export ROS_LOCALHOST_ONLY=1                    # Humble (Kilted ignores it)
+fi
 export RMW_IMPLEMENTATION="${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}"
 # Larger shared-memory segment (no best-effort image drops between processes), UDP on loopback only.
 export FASTDDS_DEFAULT_PROFILES_FILE="${FASTDDS_DEFAULT_PROFILES_FILE:-$ROBOTSIM_WS/config/dds/fastdds_localhost.xml}"
 # One domain per workspace by default, so a second clone (CI, a colleague's test run)
 # does not see this one; tests pick their own per-run domain on top of this.
 if [[ -z "${ROS_DOMAIN_ID:-}" ]]; then
-  ROS_DOMAIN_ID=$(( $(printf '%s' "$ROBOTSIM_WS" | cksum | cut -d' ' -f1) % 100 + 1 ))
+  ROS_DOMAIN_ID=$(( $(printf '%s' "$ROBOTSIM_WS $ROBOTSIM_DISTRO" | cksum | cut -d' ' -f1) % 100 + 1 ))
   export ROS_DOMAIN_ID
 fi
 # MuJoCo renders offscreen on the CPU: EGL (Mesa llvmpipe) preferred; robotsim falls back to

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One-time (and idempotent) set-up of a bare machine for robotsim: Debian packages,
-# the workspace virtual environment with pinned ROS 2 Kilted wheels, and a colcon build.
+# the workspace virtual environment with pinned ROS 2 wheels (Kilted, or Jazzy with ROBOTSIM_DISTRO=jazzy),
+# and a colcon build.
 # A rerun with nothing changed returns in well under 10 s (stamp files below).
 #
 # Usage: scripts/setup.sh            set up and build
@@ -8,13 +9,19 @@
 #        ROBOTSIM_ROS2_WHEELS=DIR ...
 #                                    also install the real launch/launch_ros/ros2cli wheels found in DIR
 #                                    (requirements/ros2_python.txt; not on PyPI: see the README)
+#        ROBOTSIM_DISTRO=jazzy ...   ROS 2 Jazzy instead of Kilted, in .venv-jazzy and build-/install-/log-jazzy
+#                                    (scripts/distro.sh)
 #        ROBOTSIM_TEST_DEPS=1 ...    also install the test-only packages of requirements/test.txt
 #                                    (Pinocchio, example-robot-data, Playwright; `make test` sets it) and
 #                                    the Debian packages of requirements/debian-test.txt (chromium)
 set -euo pipefail
 
 ws="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-venv="$ws/.venv"
+ROBOTSIM_WS="$ws"
+# shellcheck disable=SC1091
+source "$ws/scripts/distro.sh"
+venv="$ROBOTSIM_VENV"
+constraints="$ROBOTSIM_CONSTRAINTS"
 log() { printf '[robotsim setup] %s\n' "$*" >&2; }
 die() { printf '[robotsim setup] error: %s\n' "$*" >&2; exit 2; }
 
@@ -66,9 +73,18 @@ fi
 python_bin="${ROBOTSIM_PYTHON:-python3}"
 command -v "$python_bin" >/dev/null || die "$python_bin not found; set ROBOTSIM_PYTHON to a Python 3.10-3.13 interpreter"
 "$python_bin" -c 'import sys; sys.exit(not ((3, 10) <= sys.version_info[:2] <= (3, 13)))' \
-  || die "$("$python_bin" --version 2>&1) is not supported: the ROS 2 Kilted wheels exist for Python 3.10-3.13 (set ROBOTSIM_PYTHON)"
+  || die "$("$python_bin" --version 2>&1) is not supported: the ROS 2 $ROBOTSIM_DISTRO wheels exist for Python 3.10-3.13 (set ROBOTSIM_PYTHON)"
 
-stamp_inputs=("$ws/requirements/bare.txt" "$ws/requirements/constraints.txt" "$ws/requirements/debian.txt" "$ws/scripts/setup.sh")
+stamp_inputs=("$ws/requirements/bare.txt" "$constraints" "$ws/requirements/debian.txt" "$ws/scripts/setup.sh"
+              "$ws/scripts/distro.sh")
+# The distro's ROS pins: Kilted's are bare.txt's ros- lines; another distro's replace them (its own file).
+bare_requirements=(-r "$ws/requirements/bare.txt")
+if [[ "$ROBOTSIM_DISTRO" != kilted ]]; then
+  stamp_inputs+=("$ROBOTSIM_ROS_REQUIREMENTS")
+  mkdir -p "$venv"
+  grep -v '^ros-' "$ws/requirements/bare.txt" > "$venv/.robotsim-bare-without-ros.txt"
+  bare_requirements=(-r "$venv/.robotsim-bare-without-ros.txt" -r "$ROBOTSIM_ROS_REQUIREMENTS")
+fi
 ros2_wheels="${ROBOTSIM_ROS2_WHEELS:-}"
 if [[ -n "$ros2_wheels" ]]; then
   [[ -d "$ros2_wheels" ]] || die "ROBOTSIM_ROS2_WHEELS=$ros2_wheels: not a folder (expected a folder of launch/ros2cli wheels)"
@@ -84,16 +100,15 @@ have_stamp="$(cat "$venv/.robotsim-setup-stamp" 2>/dev/null || true)"
 [[ "$test_deps" != 1 && "$have_stamp" == "$want_stamp test-deps" ]] && have_stamp="$want_stamp"
 
 if [[ "$want_stamp" != "$have_stamp" || ! -x "$venv/bin/python" ]]; then
-  log "creating the virtual environment in $venv (pinned ROS 2 Kilted wheels, MuJoCo, colcon)"
+  log "creating the virtual environment in $venv (pinned ROS 2 $ROBOTSIM_DISTRO wheels, MuJoCo, colcon)"
   [[ -x "$venv/bin/python" ]] || "$python_bin" -m venv "$venv"
   # colcon on a full ROS install must never crawl into the venv.
   touch "$venv/COLCON_IGNORE"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check \
-    -r "$ws/requirements/bare.txt" -c "$ws/requirements/constraints.txt"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "${bare_requirements[@]}" -c "$constraints"
   if [[ "$test_deps" == 1 ]]; then
     log "installing the test-only packages (requirements/test.txt)"
     "$venv/bin/python" -m pip install -q --disable-pip-version-check \
-      -r "$ws/requirements/test.txt" -c "$ws/requirements/constraints.txt"
+      -r "$ws/requirements/test.txt" -c "$constraints"
   fi
   if [[ -n "$ros2_wheels" ]]; then
     log "installing the ROS 2 launch and command-line wheels from $ros2_wheels"
@@ -102,7 +117,7 @@ if [[ "$want_stamp" != "$have_stamp" || ! -x "$venv/bin/python" ]]; then
       || die "ROBOTSIM_ROS2_WHEELS=$ros2_wheels: cannot install requirements/ros2_python.txt from it (pip's reason above)"
   fi
   echo "$want_stamp" > "$venv/.robotsim-setup-stamp"
-  rm -f "$ws/install/.robotsim-build-stamp"
+  rm -f "$ROBOTSIM_INSTALL/.robotsim-build-stamp"
 fi
 
 # ---------------------------------------------------------------- colcon build

@@ -22,6 +22,13 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from robotsim_core.processes import interrupt  # noqa: F401  (tests stop processes as the launcher does)
 
 WORKSPACE = Path(__file__).resolve().parents[1]
+VENV = Path(os.environ.get('ROBOTSIM_VENV') or WORKSPACE / '.venv')
+"""The distro's venv (scripts/distro.sh: .venv for Kilted, .venv-jazzy for Jazzy)."""
+INSTALL = Path(os.environ.get('ROBOTSIM_INSTALL') or WORKSPACE / 'install')
+"""The distro's colcon install tree."""
+BUILD = Path(os.environ.get('ROBOTSIM_BUILD') or WORKSPACE / 'build')
+"""The distro's colcon build tree."""
+DISTRO = os.environ.get('ROBOTSIM_DISTRO', 'kilted')
 
 
 def _die_with_parent() -> None:
@@ -30,7 +37,7 @@ def _die_with_parent() -> None:
 
 
 def executable(package: str, name: str) -> str:
-    return str(WORKSPACE / 'install' / package / 'lib' / package / name)
+    return str(INSTALL / package / 'lib' / package / name)
 
 
 

@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from rostest_helpers import VENV
 from test_layering import WORKSPACE
 
 README = WORKSPACE / 'README.md'
@@ -163,7 +164,7 @@ def test_the_docs_build_with_sphinx_and_warnings_as_errors(tmp_path):
 
 
 def test_the_python_sources_pass_the_linter():
-    ruff = WORKSPACE / '.venv' / 'bin' / 'ruff'
+    ruff = VENV / 'bin' / 'ruff'
     if not ruff.exists():
         pytest.skip('ruff is installed by make test (requirements/test.txt)')
     run = subprocess.run([str(ruff), 'check', '--no-cache', 'src', 'tests', 'bench', 'docs', 'launch', 'scripts'],
