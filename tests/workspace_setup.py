@@ -25,7 +25,12 @@ if not os.environ.get('AMENT_PREFIX_PATH'):
 # parallel run (another clone, CI) is unlikely to share: derived from the process id, kept
 # clear of the per-workspace default domains (1-100) that scripts/env.sh hands out.
 os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
-os.environ['ROS_LOCALHOST_ONLY'] = '1'
+if os.environ.get('ROBOTSIM_DISTRO', 'kilted') == 'jazzy':
+    # Jazzy still reads the deprecated variable: set, every process warns twice and ignores the range
+    # (scripts/env.sh unsets it there too).
+    os.environ.pop('ROS_LOCALHOST_ONLY', None)
+else:
+    os.environ['ROS_LOCALHOST_ONLY'] = '1'  # Humble's switch (Kilted ignores it)
 os.environ['ROS_DOMAIN_ID'] = str(110 + os.getpid() % 120)
 
 # Choose MuJoCo's offscreen GL backend (EGL, else OSMesa) before any test imports mujoco.
