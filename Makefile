@@ -129,7 +129,8 @@ test: setup
 # (docs/getting-started.md). The whole suite on Jazzy: docs/getting-started.md.
 JAZZY_TESTS = tests/test_workspace.py tests/test_humble_api.py tests/test_control_msgs.py tests/test_interfaces.py \
 	tests/test_sim_node.py tests/test_sim_node_interface.py tests/test_ros2_launch.py tests/test_firmware_in_the_loop.py \
-	tests/test_contract_check.py tests/test_policy_node.py tests/test_description_errors.py
+	tests/test_contract_check.py tests/test_policy_node.py tests/test_description_errors.py tests/test_bringup_live.py \
+	tests/test_dataset_ros.py
 test-jazzy: export ROBOTSIM_DISTRO = jazzy
 test-jazzy: export ROBOTSIM_TEST_DEPS = 1
 test-jazzy:

@@ -191,6 +191,14 @@ def _shown_path(path: str) -> str:
         return str(path)
 
 
+def _lockstep(rows: list[dict]) -> str:
+    """How the graph was paced: ', in lockstep' (the simulator waited for every decision: outcomes independent of
+    the pace and the load) when every row says so."""
+    found = {str(row.get('lockstep', '')) for row in rows}
+    return (', in lockstep: the simulator waited for each of the driver\'s decisions, so no outcome depends on the '
+            'pace or the load') if found == {'true'} else ''
+
+
 def block(out: Path, rows: list[dict], record: dict | None) -> str:
     figures = driver_figures(rows)
     seeds = sorted({row['seed'] for row in rows})
@@ -211,7 +219,7 @@ def block(out: Path, rows: list[dict], record: dict | None) -> str:
                 f"{record.get('machine', 'machine not recorded')}. {subject}, held-out randomised episodes "
                 f"of `{record.get('randomization', '?')}`, seed {', '.join(seeds)} (scenarios {scenarios}, the same "
                 f"for every driver){partial}, each through the ROS graph (`robotsim launch sim` with the driver node "
-                f"as deployed). Command: `{record.get('command', '?')}`.")
+                f"as deployed{_lockstep(rows)}). Command: `{record.get('command', '?')}`.")
     else:
         from bench_sim import machine
         lead = (f"From `{_shown_path(str(out / 'episodes.csv'))}` of a `robotsim policy eval` run by hand (no "

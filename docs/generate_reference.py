@@ -217,7 +217,7 @@ SHIPPED_ROBOTS = ('rover', 'racer', 'scout')
 
 
 def topics_page() -> str:
-    from robotsim_core.contract import WORLD_TOPICS, robot_contract
+    from robotsim_core.contract import LOCKSTEP, WORLD_TOPICS, robot_contract
     from robotsim_core.description import load_robot
 
     def qos(spec) -> str:
@@ -234,6 +234,11 @@ def topics_page() -> str:
     for topic in WORLD_TOPICS:
         lines.append(f'| `/{topic.name}` | `{topic.type}` | {f"`{topic.frame_id}`" if topic.frame_id else ""} | '
                      f'{qos(topic.qos)} | {topic.rate:g} |')
+    lines += ['', '## With `lockstep:=true`', '',
+              'Per robot (under its namespace), only while the simulator waits for a driver\'s decisions: '
+              f'`{LOCKSTEP.name}` (`{LOCKSTEP.type}`, {qos(LOCKSTEP.qos)}) at each decision, answered by a',
+              '`geometry_msgs/msg/TwistStamped` on `cmd_vel` with its stamp. The sensor topics are then reliable, and',
+              'every topic but images keeps 1000 messages of history.']
     for name in SHIPPED_ROBOTS:
         contract = robot_contract(load_robot(name))
         lines += ['', f'## {name}', '', '| topic | type | frame | QoS | rate (Hz) | sensor | sim only |',

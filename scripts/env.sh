@@ -47,6 +47,10 @@ fi
 export RMW_IMPLEMENTATION="${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}"
 # Larger shared-memory segment (no best-effort image drops between processes), UDP on loopback only.
 export FASTDDS_DEFAULT_PROFILES_FILE="${FASTDDS_DEFAULT_PROFILES_FILE:-$ROBOTSIM_WS/config/dds/fastdds_localhost.xml}"
+if [[ "$ROBOTSIM_DISTRO" == jazzy ]]; then
+  # Jazzy's Fast DDS 2.14 reads its profile from FASTRTPS_DEFAULT_PROFILES_FILE, in the 2.x dialect.
+  export FASTRTPS_DEFAULT_PROFILES_FILE="${FASTRTPS_DEFAULT_PROFILES_FILE:-$ROBOTSIM_WS/config/dds/fastdds_localhost_v2.xml}"
+fi
 # One domain per workspace by default, so a second clone (CI, a colleague's test run)
 # does not see this one; tests pick their own per-run domain on top of this.
 if [[ -z "${ROS_DOMAIN_ID:-}" ]]; then

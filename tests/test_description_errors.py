@@ -447,6 +447,12 @@ LAUNCH_COMBINATION_CASES = {
                                   'expected driver:=policy with it (driver is expert: only the policy is shielded)'),
     'goal without a driver': (['goal:=1,2'], 'goal', 'expected driver:= one of expert, policy, straight with it '
                                                      '(driver is none: nobody would drive to it)'),
+    'lockstep without a driver': (['lockstep:=true'], 'lockstep', 'expected driver:= one of wander, expert, policy, '
+                                                                  'straight with it (driver is none: nobody would answer '
+                                                                  'the simulator)'),
+    'lockstep with the firmware': (['lockstep:=true', 'driver:=wander', 'firmware:=true'], 'lockstep',
+                                   'expected firmware:=false or auto with it (firmware is true: the firmware is in '
+                                   'lockstep with its motor bridge, not with the driver)'),
     'an argument twice': (['duration:=1', 'duration:=2'], 'duration', 'given twice (duration:=1 and duration:=2)'),
     'a world for the real robot': (['world:=pick'], 'world', 'sim only', 'real'),
     'a world that does not exist': (['world:={tmp}/nope.yaml'], 'world', '{tmp}/nope.yaml: file not found'),

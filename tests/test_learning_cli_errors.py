@@ -57,6 +57,10 @@ TRAIN_CASES = {
                     "--hidden: expected 1 to 8 comma-separated layer widths, each 1 ... 4096, got '100000,100000'"),
     'too many layers': (lambda tmp: ['--out', str(tmp / 'p.onnx'), '--hidden', ','.join(['8'] * 9)],
                         '--hidden: expected 1 to 8 comma-separated layer widths'),
+    'an empty ensemble': (lambda tmp: ['--out', str(tmp / 'p.onnx'), '--ensemble', '0'],
+                          '--ensemble: expected 1 ... 16 networks, got 0'),
+    'weight decay above 1': (lambda tmp: ['--out', str(tmp / 'p.onnx'), '--weight-decay', '2'],
+                             '--weight-decay: expected 0 ... 1, got 2.0'),
 }
 
 

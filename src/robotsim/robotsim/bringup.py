@@ -103,6 +103,11 @@ class BringupConfig:
     shield: bool = True
     """driver:=policy: put every command of the policy through a velocity shield from the scan (it slows or stops the
     base so it can still stop before what the lidar sees; false: the policy's commands as they are)."""
+    lockstep: bool = False
+    """Sim, with driver:= wander, expert, policy or straight: the simulator waits at each of the driver's decisions for
+    its command (sim/lockstep, a TwistStamped on cmd_vel) before stepping on, so the driver decides on the same
+    messages at any real-time factor and machine load: the same run, whatever the pace. Built-in base control (the
+    firmware's own lockstep is with its motor bridge); sensor topics are then published reliably."""
     report: str = ''
     """Sim: path of the run report PNG written at the end ('' = no live summary, no report)."""
     seed: int = 0
@@ -257,9 +262,29 @@ def _check_combinations(config: BringupConfig, given: set[str], source: str) -> 
     if 'shield' in given and driver != 'policy':
         raise DescriptionError(source, 'shield', f'expected driver:=policy with it (driver is '
                                                  f'{driver or "none"}: only the policy is shielded)')
+    if config.lockstep:
+        if not config.use_sim:
+            raise DescriptionError(source, 'lockstep', 'simulation only (the real robot does not wait for its driver)')
+        if driver not in LOCKSTEP_DRIVERS:
+            raise DescriptionError(source, 'lockstep', f'expected driver:= one of {", ".join(LOCKSTEP_DRIVERS)} with it '
+                                                       f'(driver is {driver or "none"}: nobody would answer the simulator)')
+        if config.firmware in ('true', 'qemu'):
+            raise DescriptionError(source, 'lockstep', f'expected firmware:=false or auto with it (firmware is '
+                                                       f'{config.firmware}: the firmware is in lockstep with its motor '
+                                                       'bridge, not with the driver)')
     if config.goal and driver not in GOAL_DRIVERS:
         raise DescriptionError(source, 'goal', f'expected driver:= one of {", ".join(GOAL_DRIVERS)} with it '
                                                f'(driver is {driver or "none"}: nobody would drive to it)')
+
+
+LOCKSTEP_DRIVERS = tuple(name for name, info in DRIVERS.items() if info.node and info.implementation)
+"""The drivers lockstep:=true takes: the generic driver node's (robotsim_learning.ros.driver_node)."""
+
+
+def decision_rate(driver: str) -> float:
+    """Hz (sim time) of a driver's decisions: its class's rate (the driver node's default)."""
+    from robotsim_learning.driving import driver_class
+    return float(driver_class(driver).rate)
 
 
 def driver_of(config: BringupConfig, robot: str | None = None) -> str:
@@ -313,6 +338,8 @@ def fleet_of(config: BringupConfig) -> FleetSpec:
 
 
 def firmware_in_the_loop(config: BringupConfig, fleet: FleetSpec) -> bool:
+    if config.lockstep:
+        return False  # lockstep:=true takes built-in base control (auto; true and qemu are refused with it)
     if config.firmware != 'auto':
         return config.firmware in ('true', 'qemu')
     from robotsim_core.description import load_robot
@@ -394,6 +421,7 @@ def _sim_nodes(config: BringupConfig, fleet: FleetSpec) -> list[NodeSpec]:
         'firmware_build': 'qemu' if config.firmware == 'qemu' else 'host', 'firmware_image': config.firmware_image,
         'power_board': config.power_board,
         'start_paused': config.paused or recorder_holds_start(config),
+        'lockstep_rate': decision_rate(driver_of(config)) if config.lockstep else 0.0,
         'use_sim_time': False,  # the simulator is the clock
     }
     if config.fleet:
@@ -447,6 +475,8 @@ def _driver_nodes(config: BringupConfig, entry) -> list[NodeSpec]:
         if info.argument == 'policy':
             parameters['policy'] = os.path.abspath(config.policy)
             parameters['shield'] = config.shield
+    if config.lockstep:
+        parameters.update(lockstep=True, rate=decision_rate(driver))
     # Required drivers end the bringup with their exit status (the pick demo when done; a policy that stops
     # must not leave the robot undriven unnoticed).
     return [NodeSpec(package, executable, executable, ns, parameters, required=info.required)]

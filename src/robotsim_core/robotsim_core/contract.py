@@ -60,6 +60,10 @@ there is none): what moved besides the robots, for replays and renders."""
 SCENARIO = TopicSpec('sim/scenario', 'std_msgs/msg/String', '', LATCHED_QOS, sim_only=True)
 """The run described, latched: the world and robot files' text and paths, namespaces, seed (YAML; see
 robotsim_sim.scenario), so a recording says what it recorded."""
+LOCKSTEP = TopicSpec('sim/lockstep', 'robotsim_msgs/msg/LockstepTick', '', QosSpec('reliable', 'volatile', 10),
+                     sim_only=True)
+"""Per robot, with the launch argument lockstep:=true only: a driver's decision is due (its sim time, and the stamp of
+the newest message of every topic published by then); the simulator waits for the command stamped with it."""
 WORLD_TOPICS = (ENTITIES, SCENARIO)
 """The simulation's own topics: one per world (not per robot, never under a namespace), not topics of the real
 robot; the simulator publishes them and a recording keeps them."""

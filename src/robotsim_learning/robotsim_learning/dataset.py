@@ -16,6 +16,7 @@ number of workers and either executor.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -256,15 +257,15 @@ def _pool_map(tasks: list[tuple], workers: int):
             raise
 
 
-def _ray_map(tasks: list[tuple], workers: int, address: str | None):
-    """Yield results as Ray tasks finish. Without ``address``: a local Ray instance of ``workers``
-    CPUs on 127.0.0.1 without dashboard; with it, the cluster at that address (DIR must then be on
-    a file system every node mounts at the same path)."""
+@contextlib.contextmanager
+def ray_session(workers: int, address: str | None, option: str = '--executor ray'):
+    """Ray, initialised for the block (and shut down after it when started here): without ``address`` a local
+    instance of ``workers`` CPUs on 127.0.0.1 without dashboard; with it, the cluster at that address. DatasetError
+    naming ``option`` when Ray is not installed."""
     try:
         import ray
     except ImportError:
-        raise DatasetError('--executor ray: Ray is not installed (pip install ray==2.60.0, '
-                           'see requirements/test.txt)') from None
+        raise DatasetError(f'{option}: Ray is not installed (pip install ray==2.60.0, see requirements/test.txt)') from None
     started_here = not ray.is_initialized()
     if started_here:
         if address:
@@ -273,14 +274,21 @@ def _ray_map(tasks: list[tuple], workers: int, address: str | None):
             ray.init(num_cpus=workers, include_dashboard=False, _node_ip_address='127.0.0.1',
                      log_to_driver=False, configure_logging=False)
     try:
+        yield ray
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def _ray_map(tasks: list[tuple], workers: int, address: str | None):
+    """Yield results as Ray tasks finish (DIR must be on a file system every node of a cluster mounts at the same
+    path)."""
+    with ray_session(workers, address) as ray:
         remote = ray.remote(num_cpus=1, max_retries=0)(generate_episode)
         pending = [remote.remote(*task) for task in tasks]
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             yield ray.get(done[0])
-    finally:
-        if started_here:
-            ray.shutdown()
 
 
 # ---------------------------------------------------------------------------------------------- generate

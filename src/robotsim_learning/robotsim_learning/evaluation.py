@@ -28,8 +28,8 @@ from robotsim_core.statistics import wilson_interval
 
 OUTCOMES = ('success', 'collision', 'timeout', 'error')
 CSV_COLUMNS = ('driver', 'seed', 'episode', 'outcome', 'sim_time', 'path_length', 'min_clearance', 'collisions',
-               'final_goal_distance', 'real_time_factor', 'command_rate', 'nominal_command_rate', 'stale_input_ticks',
-               'waiting_ticks', 'wall_seconds')
+               'final_goal_distance', 'real_time_factor', 'lockstep', 'command_rate', 'nominal_command_rate',
+               'stale_input_ticks', 'waiting_ticks', 'lost_poses', 'wall_seconds')
 CONTACT_MARGIN = 0.002
 """Clearance (m) at or below which the footprint counts as touching an obstacle."""
 STEP_HEIGHT = 0.03
@@ -228,17 +228,18 @@ def write_report(path: str, rows: list[dict], drivers: list[str], episodes: dict
             lo, hi = wilson_interval(count, total)
             rate = count / total if total else 0.0
             rates.append(100 * rate)
-            low.append(100 * (rate - lo))
-            high.append(100 * (hi - rate))
+            # Never below 0: at 100/100 the upper bound is 1 - 1e-16 in floating point, and matplotlib refuses it.
+            low.append(max(0.0, 100 * (rate - lo)))
+            high.append(max(0.0, 100 * (hi - rate)))
         positions = np.arange(len(drivers)) + (k - 1) * width
         bars.bar(positions, rates, width, yerr=[low, high], capsize=3, color=OUTCOME_COLOURS[outcome], label=outcome)
         for x, entry in zip(positions, stats):
             bars.text(x, 101, f"{entry[outcome]}/{entry['episodes']}", ha='center', va='bottom', fontsize=8)
     bars.set_xticks(np.arange(len(drivers)), drivers)
-    bars.set_ylim(0, 112)
+    bars.set_ylim(0, 128)  # the legend above the count labels (at 101), never over them
     bars.set_ylabel('episodes (%)')
     bars.set_title('outcome rates per driver, Wilson 95 % intervals', fontsize=10)
-    bars.legend(loc='upper right', fontsize=8, ncols=3)
+    bars.legend(loc='upper center', fontsize=8, ncols=3)
 
     legend = figure.add_subplot(grid[1, :])
     legend.axis('off')

@@ -25,6 +25,8 @@ EVALUATION_DRIVERS = evaluated_drivers()
 DEFAULT_RANDOMIZATION = 'room_obstacles.yaml'
 SLOWEST_PACE = 0.25
 """The slowest real-time factor auto pacing goes down to when a driver's inputs still go stale."""
+LOST_POSE_RUNS = 2
+"""Runs again of an episode whose ground truth came with gaps (its outcome could hang on a missing pose)."""
 SHIELDED = 'policy+shield'
 """The rows of the policy driven through its velocity shield (the node's ``shield:=true``)."""
 SHIELD_CHOICES = ('off', 'on', 'both')
@@ -52,14 +54,22 @@ def add_arguments(parser) -> None:
     parser.add_argument('--baselines', default='expert,straight,wander',
                         help="drivers run on the same episodes, comma-separated ('' for none)")
     parser.add_argument('--real-time-factor', default='auto',
-                        help='auto: as fast as possible while the driver keeps up in sim time on fresh inputs, else '
-                             'again at 1.0, 0.5, 0.25; or a number')
+                        help='auto: as fast as possible (with --no-lockstep: while the driver keeps up in sim time '
+                             'on fresh inputs, else again at 1.0, 0.5, 0.25); or a number')
+    parser.add_argument('--no-lockstep', dest='lockstep', action='store_false',
+                        help="let the simulator run free of the driver's decisions (by default it waits for each: "
+                             'outcomes independent of pace and load)')
     parser.add_argument('--shield', choices=SHIELD_CHOICES, default='both',
                         help="--driver policy: evaluate the policy's own commands (off), through the policy node's "
                              f"velocity shield (on: rows '{SHIELDED}'), or both on the same episodes (default)")
     parser.add_argument('--workers', type=int, default=1,
                         help=f'episodes run in parallel, each worker with its own ROS domain (1 ... {MAX_WORKERS}; '
                              'the rows are the same for any count)')
+    parser.add_argument('--executor', choices=['local', 'ray'], default='local',
+                        help='where the workers run: local processes, or Ray actors (a local Ray instance, or '
+                             '--ray-address), as robotsim dataset generate --executor')
+    parser.add_argument('--ray-address', help='with --executor ray: an existing Ray cluster (--out on a file system '
+                                              'every node mounts at the same path)')
     parser.add_argument('--no-progress', action='store_true', help='no progress bar')
 
 
@@ -189,6 +199,8 @@ def _run(args) -> int:
         raise _Refused(f'--episodes: expected at least 1, got {args.episodes}')
     if not 1 <= args.workers <= MAX_WORKERS:
         raise _Refused(f'--workers: expected a whole number from 1 to {MAX_WORKERS}, got {args.workers}')
+    if args.ray_address is not None and args.executor != 'ray':
+        raise _Refused(f'--ray-address: applies only with --executor ray (got --executor {args.executor})')
     if args.shield != 'both' and args.driver != 'policy':
         raise _Refused(f'--shield: applies only to --driver policy (the policy node\'s shield), not --driver {args.driver}')
     drivers = _drivers(args)
@@ -232,13 +244,13 @@ def _evaluate(args, drivers, pacing, runtime, spec_path, spec, randomizer) -> in
     print(f'evaluating {", ".join(drivers)} on {args.episodes} episodes of {spec_path}, seed {args.seed}'
           + (f', {args.workers} workers' if args.workers > 1 else ''))
     tasks = [EpisodeTask(label, index, args.seed, os.path.abspath(spec_path), os.path.abspath(args.out), pacing,
-                         os.path.abspath(args.policy) if args.policy else '', uses_image)
+                         os.path.abspath(args.policy) if args.policy else '', uses_image, args.lockstep)
              for label in drivers for index in range(args.episodes)]
     order = {(task.label, task.index): k for k, task in enumerate(tasks)}
     rows, shown = [], {}
     bar = tqdm(total=len(tasks), desc='evaluate', unit='episode', file=sys.stderr, disable=args.no_progress)
     try:
-        for done in _episodes(tasks, args.workers):
+        for done in _episodes(tasks, args.workers, args.executor, args.ray_address):
             for line in done['lines']:
                 bar.write(line)
             rows.append(done['row'])
@@ -272,6 +284,8 @@ class EpisodeTask:
     """None: auto (as fast as possible, slower while the driver does not keep up); else the fixed factor."""
     policy: str
     uses_image: bool
+    lockstep: bool = True
+    """The simulator waits for each of the driver's decisions: no re-runs, the outcome is the same at any pace."""
 
 
 _observer = None
@@ -307,18 +321,28 @@ def evaluate_episode(task: EpisodeTask) -> dict:
 
     def run(factor: float):
         return run_graph_episode(_worker_observer(), scenario, spec, driver, folder, factor, task.policy,
-                                 task.uses_image, shield)
+                                 task.uses_image, shield, task.lockstep)
     result = run(real_time_factor)
-    if task.pacing is None and task.index == 0:
+    auto = task.pacing is None and not task.lockstep  # in lockstep nothing needs running again slower
+    if auto and task.index == 0:
         lines.append(f'{task.label}: /cmd_vel at {result.command_rate:.1f} Hz of sim time (nominal '
                      f'{result.nominal_rate:g}) at real_time_factor 0: '
                      + ('keeps up' if result.kept_up else 'falls behind'))
-    while task.pacing is None and not result.kept_up and real_time_factor != SLOWEST_PACE:
+    while auto and not result.kept_up and real_time_factor != SLOWEST_PACE:
         real_time_factor = 1.0 if real_time_factor == 0 else max(SLOWEST_PACE, real_time_factor / 2)
         why = (f'/cmd_vel at {result.command_rate:.1f} of {result.nominal_rate:g} Hz; ticks '
                + (f'stale {result.stale_ticks}, waiting {result.waiting_ticks}' if result.ticks else 'not reported'))
         lines.append(f'{task.label}: episode {task.index} again at real_time_factor {real_time_factor:g} ({why})')
         result = run(real_time_factor)
+    for _ in range(LOST_POSE_RUNS):
+        if not result.lost_poses or result.outcome == 'error':
+            break
+        lines.append(f'{task.label}: episode {task.index} again: {result.lost_poses} gaps in the ground truth received '
+                     '(a loaded machine held the evaluation back; a pose the outcome depends on may be missing)')
+        result = run(real_time_factor)
+    if result.lost_poses:
+        lines.append(f'{task.label} episode {task.index}: {result.lost_poses} gaps in the ground truth after '
+                     f'{LOST_POSE_RUNS + 1} runs; its outcome may have missed a pose')
     if not result.kept_up and result.outcome != 'error':
         lines.append(f'{task.label} episode {task.index}: the driver did not keep up at real_time_factor '
                      f'{real_time_factor:g} (ticks {result.ticks or "not reported"}): this machine\'s load, '
@@ -330,9 +354,9 @@ def evaluate_episode(task: EpisodeTask) -> dict:
     row = {'driver': task.label, 'seed': task.seed, 'episode': task.index, 'outcome': result.outcome,
            'sim_time': tracker.end_time, 'path_length': tracker.path_length, 'min_clearance': tracker.min_clearance,
            'collisions': tracker.collisions, 'final_goal_distance': tracker.final_goal_distance,
-           'real_time_factor': real_time_factor, 'command_rate': result.command_rate,
+           'real_time_factor': real_time_factor, 'lockstep': str(task.lockstep).lower(), 'command_rate': result.command_rate,
            'nominal_command_rate': result.nominal_rate, 'stale_input_ticks': result.stale_ticks,
-           'waiting_ticks': result.waiting_ticks, 'wall_seconds': result.wall_seconds}
+           'waiting_ticks': result.waiting_ticks, 'lost_poses': result.lost_poses, 'wall_seconds': result.wall_seconds}
     trajectory = np.array(tracker.trajectory, dtype=float).reshape(-1, 4)
     np.savetxt(os.path.join(folder, 'trajectory.csv'), trajectory, fmt='%.4f', delimiter=',',
                header='t,x,y,yaw', comments='')
@@ -352,9 +376,52 @@ def _take_domain(domains) -> None:
     os.environ['ROS_DOMAIN_ID'] = str(domains.get())
 
 
-def _episodes(tasks: list[EpisodeTask], workers: int):
-    """Yield evaluate_episode's results as episodes finish: in this process for one worker, else in worker processes
-    (spawned: rclpy and MuJoCo do not survive fork), each on its own ROS domain."""
+class EvaluationWorker:
+    """A Ray actor running episodes on a ROS domain of its own (set before its observer's rclpy context exists, and
+    inherited by the launches it starts); owns that observer and closes it."""
+
+    def __init__(self, domain: int):
+        os.environ['ROS_DOMAIN_ID'] = str(domain)
+
+    def run(self, task: EpisodeTask) -> dict:
+        return evaluate_episode(task)
+
+    def close(self) -> None:
+        global _observer
+        if _observer is not None:
+            _observer.close()
+            _observer = None
+
+
+def _ray_episodes(tasks: list[EpisodeTask], workers: int, address: str | None):
+    """Yield evaluate_episode's results as Ray actors finish them: ``workers`` actors, each on its own ROS domain,
+    each given the next task when it is free."""
+    from .dataset import DatasetError, ray_session
+    try:
+        with ray_session(workers, address) as ray:
+            actor_class = ray.remote(num_cpus=1, max_restarts=0)(EvaluationWorker)
+            actors = [actor_class.remote(domain) for domain in worker_domains(workers)]
+            queue, pending = list(tasks), {}
+            for actor in actors:
+                if queue:
+                    pending[actor.run.remote(queue.pop(0))] = actor
+            while pending:
+                done, _ = ray.wait(list(pending), num_returns=1)
+                actor = pending.pop(done[0])
+                if queue:
+                    pending[actor.run.remote(queue.pop(0))] = actor
+                yield ray.get(done[0])
+            ray.get([actor.close.remote() for actor in actors])
+    except DatasetError as error:  # Ray is not installed: one line
+        raise _Refused(str(error)) from None
+
+
+def _episodes(tasks: list[EpisodeTask], workers: int, executor: str = 'local', address: str | None = None):
+    """Yield evaluate_episode's results as episodes finish: in this process for one local worker, else in worker
+    processes (spawned: rclpy and MuJoCo do not survive fork) or Ray actors, each on its own ROS domain."""
+    if executor == 'ray':
+        yield from _ray_episodes(tasks, workers, address)
+        return
     if workers <= 1:
         try:
             for task in tasks:

@@ -22,6 +22,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--seed', type=int, default=0,
                         help='seed of initialisation, shuffling and validation split: 0 ... 2^32-1')
     parser.add_argument('--no-image', action='store_true', help='observe lidar, odometry and goal only')
+    from .policy_model import MAX_ENSEMBLE, SCHEDULES
+    parser.add_argument('--lr-schedule', choices=SCHEDULES, default='constant',
+                        help="Adam's step size 1e-3 throughout (constant), or decayed along a cosine to 1e-5 at the "
+                             'last step (cosine)')
+    parser.add_argument('--ensemble', type=int, default=1,
+                        help='networks trained from different initialisations; the policy acts on their mean '
+                             f'(1 ... {MAX_ENSEMBLE}, default 1)')
+    parser.add_argument('--weight-decay', type=float, default=0.0,
+                        help='decoupled weight decay of AdamW, 0 ... 1 (default 0: plain Adam)')
     parser.add_argument('--sectors', type=int, default=36,
                         help='the scan is pooled into this many equal sectors, each its nearest range (1 ... the '
                              "scan's samples; default 36)")
@@ -49,7 +58,7 @@ def _out_problem(out: str) -> str:
 
 def _argument_problem(args: argparse.Namespace) -> str:
     """The first bad argument as '--name: what was expected', or ''."""
-    from .policy_model import HIDDEN_EXPECTED, SEED_LIMIT, hidden_fits
+    from .policy_model import HIDDEN_EXPECTED, MAX_ENSEMBLE, SEED_LIMIT, hidden_fits
 
     if args.epochs < 1:
         return f'--epochs: expected a positive integer, got {args.epochs}'
@@ -61,6 +70,10 @@ def _argument_problem(args: argparse.Namespace) -> str:
         return f'--hidden: expected {HIDDEN_EXPECTED}, got {args.hidden!r}'
     if not 0 <= args.seed < SEED_LIMIT:
         return f'--seed: expected 0 ... 2^32-1, got {args.seed}'
+    if not 1 <= args.ensemble <= MAX_ENSEMBLE:
+        return f'--ensemble: expected 1 ... {MAX_ENSEMBLE} networks, got {args.ensemble}'
+    if not 0.0 <= args.weight_decay <= 1.0:
+        return f'--weight-decay: expected 0 ... 1, got {args.weight_decay}'
     if not 1 <= args.sectors <= 4096:
         return f"--sectors: expected 1 ... 4096 (and at most the scan's samples), got {args.sectors}"
     problem = _out_problem(args.out)
@@ -94,7 +107,9 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         report = train_from_dataset(args.datasets, args.out, TrainConfig(hidden=hidden, epochs=args.epochs,
-                                                                        seed=args.seed),
+                                                                        seed=args.seed, schedule=args.lr_schedule,
+                                                                        weight_decay=args.weight_decay,
+                                                                        ensemble=args.ensemble),
                                     image=not args.no_image, progress=progress, heading=args.heading,
                                     sectors=args.sectors,
                                     command=['robotsim', 'policy', 'train', *sys.argv[3:]]

@@ -41,12 +41,22 @@ def hidden_fits(hidden) -> bool:
         isinstance(width, int) and not isinstance(width, bool) and 1 <= width <= MAX_LAYER_WIDTH for width in hidden)
 
 
+MAX_ENSEMBLE = 16
+"""Networks of an ensemble at most."""
+SCHEDULES = ('constant', 'cosine')
+"""The learning-rate schedules of :class:`TrainConfig`."""
+
+
 @dataclass
 class TrainConfig:
     hidden: tuple[int, ...] = (128, 128)
     """Widths of the hidden layers: 1 to :data:`MAX_HIDDEN_LAYERS` layers of 1 ... :data:`MAX_LAYER_WIDTH`."""
     learning_rate: float = 1e-3
-    """Adam step size."""
+    """Adam step size (at the start, with the cosine schedule)."""
+    weight_decay: float = 0.0
+    """Decoupled weight decay (AdamW) per step, relative to the step size; 0: plain Adam."""
+    schedule: str = 'constant'
+    """'constant': the step size throughout; 'cosine': decayed along a cosine to 1 % of it at the last step."""
     epochs: int = 60
     """Passes over the training split."""
     batch_size: int = 256
@@ -55,6 +65,9 @@ class TrainConfig:
     """Share of the samples held out (by episode when episode ids are given) to report the loss on."""
     seed: int = 0
     """Seed of the initialisation, the shuffling and the validation split: 0 ... 2^32-1 (:data:`SEED_LIMIT`)."""
+    ensemble: int = 1
+    """Networks trained on the same samples from different initialisations and orders; the policy's action is their
+    mean (one ONNX graph). 1 ... :data:`MAX_ENSEMBLE`."""
 
 
 @dataclass
@@ -67,15 +80,24 @@ class TrainedPolicy:
     action_scale: np.ndarray
     """(max linear m/s, max angular rad/s): the tanh output is scaled by these."""
     report: dict = field(default_factory=dict)
+    members: list = field(default_factory=list)
+    """The further networks of an ensemble, each a list like ``layers``: the action is the mean of every network's."""
+
+    @property
+    def networks(self) -> list:
+        return [self.layers, *self.members]
 
     def act(self, observations: np.ndarray) -> np.ndarray:
-        """The network in NumPy float32 (the reference the ONNX export is checked against)."""
-        x = (np.asarray(observations, dtype=np.float32) - self.mean) / self.std
-        for index, (weights, bias) in enumerate(self.layers):
-            x = x @ weights + bias
-            if index < len(self.layers) - 1:
-                x = np.maximum(x, 0.0)
-        return (np.tanh(x) * self.action_scale).astype(np.float32)
+        """The network(s) in NumPy float32 (the reference the ONNX export is checked against)."""
+        actions = []
+        for layers in self.networks:
+            x = (np.asarray(observations, dtype=np.float32) - self.mean) / self.std
+            for index, (weights, bias) in enumerate(layers):
+                x = x @ weights + bias
+                if index < len(layers) - 1:
+                    x = np.maximum(x, 0.0)
+            actions.append(np.tanh(x) * self.action_scale)
+        return np.mean(actions, axis=0).astype(np.float32)
 
 
 def act_jax(policy: TrainedPolicy, observations: np.ndarray) -> np.ndarray:
@@ -83,12 +105,15 @@ def act_jax(policy: TrainedPolicy, observations: np.ndarray) -> np.ndarray:
     import jax
     import jax.numpy as jnp
 
-    x = (jnp.asarray(observations, jnp.float32) - policy.mean) / policy.std
-    for index, (weights, bias) in enumerate(policy.layers):
-        x = x @ weights + bias
-        if index < len(policy.layers) - 1:
-            x = jax.nn.relu(x)
-    return np.asarray(jnp.tanh(x) * policy.action_scale)
+    actions = []
+    for layers in policy.networks:
+        x = (jnp.asarray(observations, jnp.float32) - policy.mean) / policy.std
+        for index, (weights, bias) in enumerate(layers):
+            x = x @ weights + bias
+            if index < len(layers) - 1:
+                x = jax.nn.relu(x)
+        actions.append(jnp.tanh(x) * policy.action_scale)
+    return np.asarray(jnp.mean(jnp.stack(actions), axis=0))
 
 
 def _split(count: int, episodes: np.ndarray | None, fraction: float, rng: np.random.Generator):
@@ -130,12 +155,6 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
     scale = np.asarray(action_scale, dtype=np.float32)
 
     sizes = [spec.size, *config.hidden, 2]
-    key = jax.random.PRNGKey(config.seed)
-    params = []
-    for fan_in, fan_out in zip(sizes, sizes[1:]):
-        key, sub = jax.random.split(key)
-        params.append((jax.random.normal(sub, (fan_in, fan_out), jnp.float32) * jnp.sqrt(2.0 / fan_in),
-                       jnp.zeros((fan_out,), jnp.float32)))
 
     def forward(p, x):
         x = (x - mean) / std
@@ -148,8 +167,16 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
     def loss(p, x, y):
         return jnp.mean(((forward(p, x) - y) / scale) ** 2)  # each action relative to its limit
 
-    optimiser = optax.adam(config.learning_rate)
-    state = optimiser.init(params)
+    if config.schedule not in SCHEDULES:
+        raise ValueError(f'schedule: expected one of {", ".join(SCHEDULES)}, got {config.schedule!r}')
+    if not 0.0 <= config.weight_decay <= 1.0:
+        raise ValueError(f'weight_decay: expected 0 ... 1, got {config.weight_decay}')
+    if not 1 <= config.ensemble <= MAX_ENSEMBLE:
+        raise ValueError(f'ensemble: expected 1 ... {MAX_ENSEMBLE} networks, got {config.ensemble}')
+    steps = config.epochs * -(-len(train_index) // config.batch_size)
+    rate = config.learning_rate if config.schedule == 'constant' else \
+        optax.cosine_decay_schedule(config.learning_rate, max(steps, 1), alpha=0.01)
+    optimiser = optax.adamw(rate, weight_decay=config.weight_decay) if config.weight_decay > 0 else optax.adam(rate)
 
     @jax.jit
     def step(p, s, x, y):
@@ -161,25 +188,44 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
     x_val, y_val = observations[validation_index], actions[validation_index]
     started = time.monotonic()
     train_loss = validation_loss = float('nan')
-    for epoch in range(config.epochs):
-        order = train_index[rng.permutation(len(train_index))]
-        losses = []
-        for start in range(0, len(order), config.batch_size):
-            batch = order[start:start + config.batch_size]
-            params, state, value = step(params, state, observations[batch], actions[batch])
-            losses.append(float(value))
-        train_loss = float(np.mean(losses))
-        validation_loss = float(evaluate(params, x_val, y_val))
-        if progress is not None:
-            progress(epoch + 1, config.epochs, train_loss, validation_loss)
+    networks = []
+    for member in range(config.ensemble):
+        # Member 0 is the single network of the same seed; the others start and shuffle from their own streams.
+        key = jax.random.PRNGKey(config.seed) if member == 0 else jax.random.fold_in(jax.random.PRNGKey(config.seed),
+                                                                                   member)
+        order_rng = rng if member == 0 else np.random.default_rng([config.seed, member])
+        params = []
+        for fan_in, fan_out in zip(sizes, sizes[1:]):
+            key, sub = jax.random.split(key)
+            params.append((jax.random.normal(sub, (fan_in, fan_out), jnp.float32) * jnp.sqrt(2.0 / fan_in),
+                           jnp.zeros((fan_out,), jnp.float32)))
+        state = optimiser.init(params)
+        for epoch in range(config.epochs):
+            order = train_index[order_rng.permutation(len(train_index))]
+            losses = []
+            for start in range(0, len(order), config.batch_size):
+                batch = order[start:start + config.batch_size]
+                params, state, value = step(params, state, observations[batch], actions[batch])
+                losses.append(float(value))
+            train_loss = float(np.mean(losses))
+            validation_loss = float(evaluate(params, x_val, y_val))
+            if progress is not None:
+                progress(member * config.epochs + epoch + 1, config.ensemble * config.epochs, train_loss,
+                         validation_loss)
+        networks.append([(np.asarray(w, dtype=np.float32), np.asarray(b, dtype=np.float32)) for w, b in params])
     # The predict-the-mean baseline: what the loss is without looking at the observation.
     baseline = float(np.mean(((actions[train_index].mean(axis=0) - y_val) / scale) ** 2))
-    layers = [(np.asarray(w, dtype=np.float32), np.asarray(b, dtype=np.float32)) for w, b in params]
-    return TrainedPolicy(spec, layers, mean.astype(np.float32), std, scale, report={
+    policy = TrainedPolicy(spec, networks[0], mean.astype(np.float32), std, scale, members=networks[1:])
+    if config.ensemble > 1:  # the ensemble's losses: the mean action of its networks
+        validation_loss = float(np.mean(((policy.act(x_val) - y_val) / scale) ** 2))
+        train_loss = float(np.mean(((policy.act(observations[train_index]) - actions[train_index]) / scale) ** 2))
+    policy.report = {
         'train_loss': train_loss, 'validation_loss': validation_loss, 'mean_baseline_loss': baseline,
         'train_samples': int(len(train_index)), 'validation_samples': int(len(validation_index)),
         'seconds': time.monotonic() - started, 'epochs': config.epochs, 'seed': config.seed,
-        'hidden': list(config.hidden)})
+        'hidden': list(config.hidden), 'schedule': config.schedule, 'weight_decay': config.weight_decay,
+        'ensemble': config.ensemble}
+    return policy
 
 
 WALL_CLOCK_KEYS = ('seconds', 'total_seconds')
@@ -203,14 +249,24 @@ def export_onnx(policy: TrainedPolicy, path: str, description: str = '') -> None
                     numpy_helper.from_array(policy.action_scale, 'action_scale')]
     nodes = [helper.make_node('Sub', [ONNX_INPUT, 'mean'], ['centred']),
              helper.make_node('Div', ['centred', 'std'], ['x0'])]
-    for index, (weights, bias) in enumerate(policy.layers):
-        initializers += [numpy_helper.from_array(weights, f'w{index}'), numpy_helper.from_array(bias, f'b{index}')]
-        nodes.append(helper.make_node('Gemm', [f'x{index}', f'w{index}', f'b{index}'], [f'z{index}']))
-        if index < len(policy.layers) - 1:
-            nodes.append(helper.make_node('Relu', [f'z{index}'], [f'x{index + 1}']))
-    last = len(policy.layers) - 1
-    nodes += [helper.make_node('Tanh', [f'z{last}'], ['unit_action']),
-              helper.make_node('Mul', ['unit_action', 'action_scale'], [ONNX_OUTPUT])]
+    outputs = []
+    for member, layers in enumerate(policy.networks):
+        prefix = f'm{member}_' if member else ''  # a single network keeps the names it always had
+        for index, (weights, bias) in enumerate(layers):
+            initializers += [numpy_helper.from_array(weights, f'{prefix}w{index}'),
+                             numpy_helper.from_array(bias, f'{prefix}b{index}')]
+            source = 'x0' if index == 0 else f'{prefix}x{index}'
+            nodes.append(helper.make_node('Gemm', [source, f'{prefix}w{index}', f'{prefix}b{index}'],
+                                          [f'{prefix}z{index}']))
+            if index < len(layers) - 1:
+                nodes.append(helper.make_node('Relu', [f'{prefix}z{index}'], [f'{prefix}x{index + 1}']))
+        last = len(layers) - 1
+        output = ONNX_OUTPUT if len(policy.networks) == 1 else f'{prefix}action'
+        nodes += [helper.make_node('Tanh', [f'{prefix}z{last}'], [f'{prefix}unit_action']),
+                  helper.make_node('Mul', [f'{prefix}unit_action', 'action_scale'], [output])]
+        outputs.append(output)
+    if len(outputs) > 1:
+        nodes.append(helper.make_node('Mean', outputs, [ONNX_OUTPUT]))
     graph = helper.make_graph(
         nodes, 'robotsim_policy',
         [helper.make_tensor_value_info(ONNX_INPUT, TensorProto.FLOAT, ['batch', policy.spec.size])],

@@ -58,6 +58,44 @@ def test_training_is_seeded_and_beats_the_mean_baseline():
     assert report['validation_loss'] < 0.5 * report['mean_baseline_loss'], report
 
 
+def test_the_cosine_schedule_decays_the_step_and_is_recorded():
+    """The cosine schedule trains to a different, seeded result than the constant step (the schedule is applied),
+    is named in the report, and an unknown schedule is refused naming the field."""
+    x, y = synthetic(600, seed=2)
+    constant = train(x, y, SPEC, (0.4, 1.5), TrainConfig(hidden=(16,), epochs=6, batch_size=64, seed=3))
+    cosine = [train(x, y, SPEC, (0.4, 1.5), TrainConfig(hidden=(16,), epochs=6, batch_size=64, seed=3,
+                                                          schedule='cosine')) for _ in range(2)]
+    assert np.array_equal(cosine[0].layers[0][0], cosine[1].layers[0][0])
+    assert not np.array_equal(constant.layers[0][0], cosine[0].layers[0][0])
+    assert (constant.report['schedule'], cosine[0].report['schedule']) == ('constant', 'cosine')
+    with pytest.raises(ValueError, match="schedule: expected one of constant, cosine, got 'linear'"):
+        train(x, y, SPEC, (0.4, 1.5), TrainConfig(hidden=(16,), epochs=1, schedule='linear'))
+
+
+def test_an_ensemble_acts_on_the_mean_of_its_networks_in_onnx_too(tmp_path):
+    """Three networks from one seed: member 0 is the single network of that seed, the others differ; the ensemble's
+    action is their mean in NumPy, JAX and the exported ONNX graph (onnxruntime) alike."""
+    x, y = synthetic(400, seed=4)
+    config = TrainConfig(hidden=(16, 16), epochs=4, batch_size=64, seed=5)
+    single = train(x, y, SPEC, (0.4, 1.5), config)
+    ensemble = train(x, y, SPEC, (0.4, 1.5), TrainConfig(hidden=(16, 16), epochs=4, batch_size=64, seed=5, ensemble=3))
+    assert len(ensemble.networks) == 3 and ensemble.report['ensemble'] == 3
+    assert np.array_equal(ensemble.layers[0][0], single.layers[0][0])
+    assert not np.array_equal(ensemble.members[0][0][0], ensemble.layers[0][0])
+    parts = [train(x, y, SPEC, (0.4, 1.5), config).act(x[:20])]
+    from robotsim_learning.policy_model import TrainedPolicy
+    for layers in ensemble.members:
+        parts.append(TrainedPolicy(SPEC, layers, ensemble.mean, ensemble.std, ensemble.action_scale).act(x[:20]))
+    assert np.allclose(ensemble.act(x[:20]), np.mean(parts, axis=0), atol=1e-6)
+    assert np.allclose(act_jax(ensemble, x[:20]), ensemble.act(x[:20]), atol=1e-5)
+    path = tmp_path / 'ensemble.onnx'
+    export_onnx(ensemble, str(path))
+    runtime = PolicyRuntime(str(path))
+    np.testing.assert_allclose(runtime.act_batch(x[:20]), ensemble.act(x[:20]), atol=1e-5)
+    with pytest.raises(ValueError, match='ensemble: expected 1 ... 16 networks, got 0'):
+        train(x, y, SPEC, (0.4, 1.5), TrainConfig(hidden=(16,), epochs=1, ensemble=0))
+
+
 def test_onnx_export_equals_the_training_framework(tmp_path):
     x, y = synthetic(600, seed=2)
     policy = train(x, y, SPEC, (0.4, 1.5), TrainConfig(hidden=(32, 32), epochs=5, batch_size=64))

@@ -53,6 +53,9 @@ SIM_NODE_PARAMETERS: tuple[NodeParameter, ...] = (
                   simulation_value=True),
     NodeParameter('cameras', True, 'Render cameras (false: no camera topics; headless runs).'),
     NodeParameter('cmd_vel_stamped', False, 'Take geometry_msgs/TwistStamped on cmd_vel instead of Twist.'),
+    NodeParameter('lockstep_rate', 0.0, "Hz (sim time) of a driver's decisions to wait for (0: none): at each, the node "
+                  'publishes sim/lockstep and steps on only when cmd_vel brings a TwistStamped with its stamp; sensor '
+                  'topics are then reliable.', minimum=0.0, maximum=1000.0),
     NodeParameter('command_timeout', 0.5, 'Seconds of sim time without a base command before the base stops.',
                   minimum=1e-3),
     NodeParameter('clock_rate', 250.0, 'Hz (sim time) of /clock.', minimum=1e-3),
@@ -127,7 +130,8 @@ SIM_NODE_ACTIONS: tuple[NodeEndpoint, ...] = (
 """The node's action servers."""
 
 SIM_NODE_SUBSCRIPTIONS: tuple[NodeEndpoint, ...] = (
-    NodeEndpoint('cmd_vel', 'geometry_msgs/msg/Twist', 'Base command (TwistStamped with cmd_vel_stamped:=true).',
+    NodeEndpoint('cmd_vel', 'geometry_msgs/msg/Twist', 'Base command (TwistStamped with cmd_vel_stamped:=true or '
+                 'lockstep_rate > 0).',
                  per_robot=True),
     NodeEndpoint('arm_controller/joint_trajectory', 'trajectory_msgs/msg/JointTrajectory',
                  "The arm's topic interface (joint_trajectory_controller's): replaces the running trajectory.",

@@ -45,6 +45,11 @@ def stamp_fields(nanoseconds: int) -> tuple[int, int]:
     return nanoseconds // 1_000_000_000, nanoseconds % 1_000_000_000
 
 
+def stamp_nanoseconds(stamp) -> int:
+    """A builtin_interfaces/Time as whole nanoseconds (the inverse of :func:`stamp_msg`)."""
+    return stamp.sec * 1_000_000_000 + stamp.nanosec
+
+
 def stamp_msg(nanoseconds: int) -> Time:
     sec, nanosec = stamp_fields(nanoseconds)
     return Time(sec=sec, nanosec=nanosec)

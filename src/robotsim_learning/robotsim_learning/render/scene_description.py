@@ -34,6 +34,8 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
+from robotsim_core.description.world_geometry import heightfield_samples, heightfield_triangles
+
 from .recording import Recording, RecordingError, interpolate_pose, interpolate_series
 
 VARIETY_STREAM = 0x62707931
@@ -41,7 +43,7 @@ VARIETY_STREAM = 0x62707931
 GEOM_TYPES = {int(mujoco.mjtGeom.mjGEOM_PLANE): 'plane', int(mujoco.mjtGeom.mjGEOM_SPHERE): 'sphere',
               int(mujoco.mjtGeom.mjGEOM_CAPSULE): 'capsule', int(mujoco.mjtGeom.mjGEOM_ELLIPSOID): 'ellipsoid',
               int(mujoco.mjtGeom.mjGEOM_CYLINDER): 'cylinder', int(mujoco.mjtGeom.mjGEOM_BOX): 'box',
-              int(mujoco.mjtGeom.mjGEOM_MESH): 'mesh'}
+              int(mujoco.mjtGeom.mjGEOM_MESH): 'mesh', int(mujoco.mjtGeom.mjGEOM_HFIELD): 'mesh'}
 WORLD_TEXTURES = ('plain', 'noise', 'wave', 'checker', 'brick')
 FLOOR_TEXTURES = ('checker', 'noise', 'brick')
 
@@ -149,8 +151,8 @@ def build_description(recording: Recording, world, robot, stamps: np.ndarray, va
         kind = GEOM_TYPES.get(int(model.geom_type[geom]))
         name = model.geom(geom).name or f'{model.body(model.geom_bodyid[geom]).name}_geom{geom}'
         if kind is None:
-            warn(f'geom {name}: MuJoCo type {int(model.geom_type[geom])} is not drawn in Blender (height fields '
-                 'and SDFs are not supported)')
+            warn(f'geom {name}: MuJoCo type {int(model.geom_type[geom])} is not drawn in Blender (SDF geoms '
+                 'are not supported)')
             continue
         rgba = model.geom_rgba[geom]
         if name == 'floor':
@@ -161,7 +163,13 @@ def build_description(recording: Recording, world, robot, stamps: np.ndarray, va
                  'size': [float(v) for v in model.geom_size[geom]],
                  'rgba': [float(v) for v in rgba], 'label': int(scene.geom_labels[geom]),
                  'robot': bool(model.body_rootid[model.geom_bodyid[geom]] == binding.root_body)}
-        if kind == 'mesh':
+        if kind == 'mesh' and int(model.geom_type[geom]) == mujoco.mjtGeom.mjGEOM_HFIELD:
+            index, terrain = next((i, t) for i, t in enumerate(world.heightfields) if t.name == name)
+            vertices, faces = heightfield_triangles(terrain, heightfield_samples(terrain, f'heightfields[{index}]'))
+            arrays[f'terrain{geom}_vertices'] = vertices - np.asarray(terrain.position)  # in the geom's frame
+            arrays[f'terrain{geom}_faces'] = faces
+            entry['mesh'] = f'terrain{geom}'
+        elif kind == 'mesh':
             mesh = int(model.geom_dataid[geom])
             start, count = model.mesh_vertadr[mesh], model.mesh_vertnum[mesh]
             face_start, face_count = model.mesh_faceadr[mesh], model.mesh_facenum[mesh]

@@ -28,12 +28,12 @@ from collections import deque
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from geometry_msgs.msg import PoseStamped, Twist
+from geometry_msgs.msg import PoseStamped, Twist, TwistStamped
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from sensor_msgs.msg import Image, Imu, LaserScan
 
-from robotsim_core.contract import RELIABLE_QOS, SENSOR_QOS
+from robotsim_core.contract import LOCKSTEP, RELIABLE_QOS, SENSOR_QOS, QosSpec
 from robotsim_core.drivers import DRIVERS
 from robotsim_core.errors import DescriptionError
 from robotsim_core.ros import common as ros_common
@@ -75,6 +75,11 @@ class DriverNode(Node):
             self.driver = make_driver(driver_name, "parameter 'driver'")
         self.goal_driver = info.goal
         rate = ros_common.checked_parameter(self, 'rate', float(self.driver.rate), minimum=0.5, maximum=200.0)
+        self.lockstep = ros_common.checked_parameter(self, 'lockstep', False)
+        """Decide when the simulator says a decision is due (sim/lockstep), on exactly the messages it names, and
+        answer with a TwistStamped carrying its stamp; the simulator waits for it (its lockstep_rate is ``rate``)."""
+        self.pending = None
+        """Lockstep: (stamp ns, {topic: stamp ns of its newest message}) of the decision due, until it is made."""
         self.world = self.spawn = None
         if self.driver.privileged:
             from robotsim_core.description import load_robot  # the simulator's world: privileged drivers only
@@ -99,15 +104,21 @@ class DriverNode(Node):
         """Timer ticks by what happened: the driver decided on fresh inputs; an input was stale; an input had not
         come yet (or no goal); the driver stood still for its own reason (goal reached, gave up). Printed at exit
         (:meth:`tick_report`): an evaluation reads from it whether the driver kept up."""
-        self.publisher = self.create_publisher(Twist, 'cmd_vel', 10)
+        self.publisher = self.create_publisher(TwistStamped if self.lockstep else Twist, 'cmd_vel', 10)
         self.diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         for topic in self.driver.inputs:
             message_type, qos, _ = INPUTS[topic]
+            if self.lockstep:  # the simulator publishes them reliably then: every newest message is waited for
+                qos = QosSpec('reliable', qos.durability, qos.depth)
             self.create_subscription(message_type, topic, lambda m, t=topic: self._received(t, m),
                                      ros_common.qos_profile(qos))
         if self.goal_driver:
             self.create_subscription(PoseStamped, GOAL, self.on_goal, ros_common.qos_profile(RELIABLE_QOS))
-        self.create_timer(1.0 / rate, self.tick)
+        if self.lockstep:
+            from robotsim_msgs.msg import LockstepTick
+            self.create_subscription(LockstepTick, LOCKSTEP.name, self.on_lockstep, ros_common.qos_profile(LOCKSTEP.qos))
+        else:
+            self.create_timer(1.0 / rate, self.tick)
         self.create_timer(1.0, self.report)
         self.get_logger().info(f'driver {driver_name}: {self.driver.describe()} at {rate:g} Hz, reading '
                                f'{", ".join(self.driver.inputs + ((GOAL,) if self.goal_driver else ()))}')
@@ -115,6 +126,28 @@ class DriverNode(Node):
     def _received(self, topic: str, message) -> None:
         self.latest[topic] = message
         self.updated.add(topic)
+        if self.pending is not None:
+            self._decide_pending()
+
+    def on_lockstep(self, message) -> None:
+        stamps = {topic: ros_common.stamp_nanoseconds(stamp) for topic, stamp in zip(message.topics, message.stamps)}
+        self.pending = (ros_common.stamp_nanoseconds(message.stamp), stamps)
+        self._decide_pending()
+
+    def _decide_pending(self) -> None:
+        """Lockstep: decide once the newest message of every input the simulator published has come."""
+        stamp_ns, stamps = self.pending
+        for topic in self.driver.inputs:
+            expected = stamps.get(topic)
+            message = self.latest.get(topic)
+            if expected is not None and (message is None or ros_common.stamp_nanoseconds(message.header.stamp) < expected):
+                return
+        self.pending = None
+        command = self.decide(stamp_ns)
+        message = TwistStamped()
+        message.header.stamp = ros_common.stamp_msg(stamp_ns)
+        message.twist.linear.x, message.twist.angular.z = float(command[0]), float(command[1])
+        self.publisher.publish(message)
 
     def _set_goal(self, x: float, y: float) -> None:
         """A goal (x, y) in odom, as the drivers read it."""
@@ -155,14 +188,21 @@ class DriverNode(Node):
         return ''
 
     def tick(self) -> None:
-        clock = self.get_clock().now()
-        now = clock.nanoseconds * 1e-9
+        command = self.decide(self.get_clock().now().nanoseconds)
+        message = Twist()
+        message.linear.x, message.angular.z = float(command[0]), float(command[1])
+        self.publisher.publish(message)
+
+    def decide(self, now_ns: int) -> tuple[float, float]:
+        """The command at ``now_ns`` (sim or robot time): the driver's, or a stop (no goal, an input missing or stale,
+        the driver standing still); counted in the ticks."""
+        now = now_ns * 1e-9
         problem = self._stale_input(now)
         command = (0.0, 0.0)
         if problem:
             self.ticks['stale' if problem.endswith(' is stale') else 'waiting'] += 1
         else:
-            observation = Observation(clock.nanoseconds, self.latest, set(self.updated))
+            observation = Observation(now_ns, self.latest, set(self.updated))
             if self.driver.privileged:
                 goal = self.latest[GOAL].pose.position if GOAL in self.latest else None
                 observation.ground_truth, observation.world = self.latest.get(GROUND_TRUTH), self.world
@@ -180,9 +220,7 @@ class DriverNode(Node):
                 command = decided
                 self.ticks['decided'] += 1
         self._say(problem)
-        message = Twist()
-        message.linear.x, message.angular.z = float(command[0]), float(command[1])
-        self.publisher.publish(message)
+        return command
 
     def _say(self, problem: str) -> None:
         """Log a change of state once: a stop as a warning; goal reached, waiting to start as information."""

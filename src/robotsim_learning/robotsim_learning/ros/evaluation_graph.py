@@ -3,12 +3,13 @@ launcher started on them (simulator node + the driver node as deployed, built-in
 paused until the driver is listening), ``/sim/ground_truth`` fed to an :class:`EpisodeTracker`, and
 the launch stopped with Ctrl-C when the outcome is decided.
 
-Pacing: ``real_time_factor`` 0 (as fast as possible) is only a fair test when the driver keeps up in sim
-time. Signs that it did not: the ``/cmd_vel`` messages, counted over the episode's sim time, fall short of the
-driver's nominal rate; or the driver node's ticks (its line at exit) include stops for a stale input, or more
-than a moment of waiting for an input's first message (the machine's load held the policy's inputs back; the
-zero commands it sent meanwhile count as /cmd_vel, not as decisions). Either way the caller runs the episode
-again, slower.
+Pacing: in lockstep (the default) the simulator waits for the driver's command at each decision, so the run is the
+same at any real-time factor and load. Without it, ``real_time_factor`` 0 (as fast as possible) is only a fair
+test when the driver keeps up in sim time. Signs that it did not: the ``/cmd_vel`` messages, counted over the
+episode's sim time, fall short of the driver's nominal rate; or the driver node's ticks (its line at exit) include
+stops for a stale input, or more than a moment of waiting for an input's first message (the machine's load held the
+policy's inputs back; the zero commands it sent meanwhile count as /cmd_vel, not as decisions). Either way the
+caller runs the episode again, slower.
 """
 
 from __future__ import annotations
@@ -70,6 +71,10 @@ class GraphEpisode:
     ticks: dict[str, int] | None = None
     """The driver node's ticks: decided on fresh inputs, stopped for a stale input, waiting for an input's first
     message, standing still by its own choice (None: not reported)."""
+    lockstep: bool = False
+    """The simulator waited for the driver's command at each decision (launch argument lockstep:=true)."""
+    lost_poses: int = 0
+    """Gaps in the ground truth received (a pose the outcome might hang on never came): the episode is run again."""
 
     @property
     def stale_ticks(self) -> int:
@@ -83,6 +88,8 @@ class GraphEpisode:
     def kept_up(self) -> bool:
         """The driver decided at its rate on fresh inputs throughout: the outcome is the driver's, not the load's. The
         zero commands a node sends while an input is stale or missing count as /cmd_vel, not as decisions."""
+        if self.lockstep:  # every decision on the messages of its instant, at any pace: nothing to keep up with
+            return self.ticks is not None
         return (self.command_rate >= KEEPS_UP * self.nominal_rate and self.ticks is not None
                 and self.stale_ticks == 0 and self.waiting_ticks <= WAITING_ALLOWANCE)
 
@@ -167,9 +174,12 @@ def _inputs_of(driver: str, uses_image: bool) -> list[tuple[str, int]]:
 
 def run_graph_episode(observer: GraphObserver, scenario: Scenario, spec, driver: str, folder: str,
                       real_time_factor: float, policy: str = '', uses_image: bool = False,
-                      shield: bool = False) -> GraphEpisode:
+                      shield: bool = False, lockstep: bool = True) -> GraphEpisode:
     """Run one episode of ``scenario`` with ``driver`` through ``robotsim launch sim`` (files and the
-    launch log in ``folder``); ``shield``: the policy node's velocity shield on (``shield:=true``)."""
+    launch log in ``folder``); ``shield``: the policy node's velocity shield on (``shield:=true``); ``lockstep``:
+    the simulator waits for each of the driver's decisions (``lockstep:=true``), so the outcome is the same at any
+    real-time factor and load."""
+    from robotsim_core.contract import robot_contract
     from robotsim_core.description import load_robot
     from robotsim_core.processes import die_with_parent  # own session + dies with us: Ctrl-C goes to it once
     from robotsim_sim.scene import load_world
@@ -187,7 +197,7 @@ def run_graph_episode(observer: GraphObserver, scenario: Scenario, spec, driver:
                              footprint(model))
     goal = goal_in_odom(scenario.spawn, scenario.goal)
     arguments = [f'world:={world_path}', f'robot:={robot_path}', 'firmware:=false', f'driver:={driver}',
-                 f'goal:={goal[0]:.4f},{goal[1]:.4f}', f'seed:={scenario.sim_seed}',
+                 f'goal:={goal[0]!r},{goal[1]!r}', f'seed:={scenario.sim_seed}', f'lockstep:={str(lockstep).lower()}',
                  f'real_time_factor:={real_time_factor:g}', f'cameras:={str(driver == "policy" and uses_image).lower()}',
                  # The simulator ends the run itself after the timeout: bounded even if we stall. The margin keeps
                  # it publishing while a loaded evaluator catches up (as fast as possible, it runs far ahead of
@@ -201,19 +211,25 @@ def run_graph_episode(observer: GraphObserver, scenario: Scenario, spec, driver:
         log.flush()
         process = subprocess.Popen([sys.executable, '-m', 'robotsim.cli', 'launch', 'sim', *arguments],
                                    stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
+        period = 1.0 / next(topic.rate for topic in robot_contract(model).topics if topic.name == 'sim/ground_truth')
         try:
-            outcome = _drive(observer, process, tracker, driver, uses_image)
+            outcome, lost = _drive(observer, process, tracker, driver, uses_image, period)
         finally:
             _stop(process)
     elapsed = tracker.end_time
-    rate = observer.commands / elapsed if elapsed > 0 else 0.0
-    return GraphEpisode(tracker, obstacles, outcome, rate, nominal_command_rate(driver, model),
-                        time.monotonic() - started, log_path, driver_ticks(log_path))
+    nominal = nominal_command_rate(driver, model)
+    # In lockstep the simulator does not step past a decision without its command: the rate is the nominal one by
+    # construction (and /cmd_vel carries TwistStamped then, which the observer does not count).
+    rate = nominal if lockstep else observer.commands / elapsed if elapsed > 0 else 0.0
+    return GraphEpisode(tracker, obstacles, outcome, rate, nominal, time.monotonic() - started, log_path,
+                        driver_ticks(log_path), lockstep, lost)
 
 
 def _drive(observer: GraphObserver, process: subprocess.Popen, tracker: EpisodeTracker, driver: str,
-           uses_image: bool) -> str:
+           uses_image: bool, period: float) -> tuple[str, int]:
+    """(outcome, gaps in the ground truth: consecutive poses more than 1.5 ``period`` apart)."""
     from ..observation import stamp_seconds, yaw_of
+    lost, last = 0, None
 
     def alive() -> bool:
         return process.poll() is None
@@ -223,7 +239,7 @@ def _drive(observer: GraphObserver, process: subprocess.Popen, tracker: EpisodeT
     while not (observer.pause.service_is_ready() and node.count_publishers('/cmd_vel') >= 1
                and all(node.count_subscribers(topic) >= count for topic, count in inputs)):
         if not alive() or time.monotonic() > deadline:
-            return 'error'
+            return 'error', lost
         observer.spin(0.1)
     # Discovery has matched the endpoints; give the data connections a moment before time starts.
     settle = time.monotonic() + 1.0
@@ -231,7 +247,7 @@ def _drive(observer: GraphObserver, process: subprocess.Popen, tracker: EpisodeT
         observer.spin(0.05)
     observer.reset()  # the simulator is still paused: whatever came before is the previous episode's
     if not observer.resume(alive):
-        return 'error'
+        return 'error', lost
     taken = 0
     # The simulator stops itself SIMULATION_MARGIN after the timeout: the launch ending is the wall-time bound;
     # this backstop only catches a simulator that hangs (50 wall seconds per sim second is far below any pace seen).
@@ -240,18 +256,20 @@ def _drive(observer: GraphObserver, process: subprocess.Popen, tracker: EpisodeT
         while taken < len(observer.poses):
             message = observer.poses[taken]
             taken += 1
-            pose = message.pose.pose
-            outcome = tracker.update(stamp_seconds(message.header.stamp),
+            pose, stamp = message.pose.pose, stamp_seconds(message.header.stamp)
+            lost += last is not None and stamp - last > 1.5 * period
+            last = stamp
+            outcome = tracker.update(stamp,
                                      (pose.position.x, pose.position.y, yaw_of(pose.orientation)))
             if outcome is not None:
-                return outcome
+                return outcome, lost
         if not alive() and taken == len(observer.poses):
             # The simulator ended (its duration): take what is still queued before calling it an error.
             if not observer.drain():
-                return 'error'
+                return 'error', lost
             continue
         observer.spin(0.05)
-    return 'error'
+    return 'error', lost
 
 
 def _stop(process: subprocess.Popen) -> None:
