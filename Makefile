@@ -124,9 +124,9 @@ test: setup
 # The suite's ROS-facing part on ROS 2 Jazzy (its own venv and trees; .ci/run runs it after `make test`).
 # A subset, because the whole suite takes about 30 minutes a distro on the 2-core CI machines: the files where
 # the distros differ (workspace and set-up, interface type hashes, Humble's API guard, the sim node's topics,
-# services, QoS and /clock, the real `ros2 launch`, the firmware bridge, the contract check, the policy node and
-# the one-line refusals at start). The recorder's tests are left out: on Jazzy it loses best-effort messages
-# (docs/getting-started.md). The whole suite on Jazzy: docs/getting-started.md.
+# services, QoS and /clock, the real `ros2 launch`, the firmware bridge, the contract check, the policy node,
+# the live bringup, the recorder and the one-line refusals at start). The whole suite on Jazzy:
+# docs/getting-started.md.
 JAZZY_TESTS = tests/test_workspace.py tests/test_humble_api.py tests/test_control_msgs.py tests/test_interfaces.py \
 	tests/test_sim_node.py tests/test_sim_node_interface.py tests/test_ros2_launch.py tests/test_firmware_in_the_loop.py \
 	tests/test_contract_check.py tests/test_policy_node.py tests/test_description_errors.py tests/test_bringup_live.py \

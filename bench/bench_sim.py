@@ -56,13 +56,13 @@ def gl_renderer(sim: Simulation) -> str:
         return f'unknown ({error.__class__.__name__})'
 
 
-def simulation(cameras: bool, robot=None, camera_threads: bool = False, fleet: str = '') -> Simulation:
+def simulation(cameras: bool, robot=None, camera_threads: bool = False, fleet: str = '', world: str = 'room') -> Simulation:
     if fleet:
         placements = [RobotPlacement(load_robot(entry.robot), entry.namespace, SpawnSpec(entry.xyz, entry.yaw))
                       for entry in load_fleet(fleet).robots]
     else:
         placements = [RobotPlacement(robot or load_robot('rover'))]
-    return Simulation(load_world(resolve_world_path('room')), placements,
+    return Simulation(load_world(resolve_world_path(world)), placements,
                       SimOptions(seed=0, cameras=cameras, camera_threads=camera_threads))
 
 
@@ -70,11 +70,11 @@ COMMAND_EVERY = 25
 """Physics steps between base commands in the core runs: 20 Hz, as a navigation controller sends them."""
 
 
-def core_rtf(cameras: bool, camera_threads: bool = True, fleet: str = '', robot=None) -> float:
+def core_rtf(cameras: bool, camera_threads: bool = True, fleet: str = '', robot=None, world: str = 'room') -> float:
     """The simulation core alone; ``camera_threads`` as the node runs it (True) or as the dataset
     generator's fast path does (False: every capture in the physics thread). The base drives a
     0.2 m/s, 0.3 rad/s arc, commanded at 20 Hz."""
-    sim = simulation(cameras, robot=robot, camera_threads=camera_threads, fleet=fleet)
+    sim = simulation(cameras, robot=robot, camera_threads=camera_threads, fleet=fleet, world=world)
     steps = round(SIM_SECONDS / sim.model.opt.timestep)
     start = time.perf_counter()
     for step in range(steps):
@@ -271,6 +271,9 @@ def main() -> int:
         'lidar': lambda: core_rtf(False, robot=rover_with_sensors('lidar')),
         'imu': lambda: core_rtf(False, robot=rover_with_sensors('imu')),
         'camera': lambda: core_rtf(True, camera_threads=False, robot=rover_with_sensors('camera')),
+        'bare_yard': lambda: core_rtf(False, robot=rover_with_sensors(), world='yard'),
+        'lidar_yard': lambda: core_rtf(False, robot=rover_with_sensors('lidar'), world='yard'),
+        'camera_yard': lambda: core_rtf(True, camera_threads=False, robot=rover_with_sensors('camera'), world='yard'),
         'core': lambda: core_rtf(True),
         'core_inline': lambda: core_rtf(True, camera_threads=False),
         'core_off': lambda: core_rtf(False),
@@ -291,6 +294,14 @@ def main() -> int:
     for kind in ('lidar', 'imu', 'camera'):
         cost = 1e3 * (1 / median[kind] - 1 / median['bare'])
         row(f'cost of the {kind} (default rate, in the physics thread), wall ms per simulated second', f'{cost:.1f}')
+    # The same sensors in the yard world (an arch, two rocks of 1,280 triangles, 8,000 triangles of terrain).
+    for kind in ('lidar', 'camera'):
+        room = 1 / median[kind] - 1 / median['bare']
+        yard = 1 / median[f'{kind}_yard'] - 1 / median['bare_yard']
+        row(f'cost of the {kind} in the mesh and terrain world `yard` / in the primitive `room`',
+            f'{1e3 * yard:.1f} / {1e3 * room:.1f} ms = {yard / room:.2f}')
+    row('RTF, simulation core, no sensors, `yard` / `room` (contact with meshes and terrain)',
+        f'{median["bare_yard"] / median["bare"]:.2f}')
     row('RTF, default sensors, simulation core (no ROS), cameras in their own threads (as in sim_node)', spread(values['core']))
     row('RTF, default sensors, simulation core, cameras in the physics thread (dataset fast path)',
         spread(values['core_inline']))

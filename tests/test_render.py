@@ -1,6 +1,7 @@
 """``robotsim render``: Blender re-renders of a recording, pixel-aligned with the simulator's camera.
 
-A fixed scene (the rover, walls, boxes yawed and pitched, a cylinder) is simulated for 0.6 s with
+A fixed scene (the rover, walls, boxes yawed and pitched, a cylinder, a mesh rock and a patch of heightfield
+terrain) is simulated for 0.6 s with
 the base driving and the arm moving, its camera mounted behind and above the base looking down over
 the arm, recording RGB, depth and segmentation (no noise) into a bag with the simulator's own
 message code. Blender (bpy, installed on first use into its own environment, then cached) re-renders
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import trimesh
 import yaml
 from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
@@ -58,6 +60,11 @@ WORLD = {
                'rgba': [0.9, 0.8, 0.1, 1]}],
     'cylinders': [{'name': 'pillar', 'position': [2.0, 0.0, 0.35], 'radius': 0.15, 'height': 0.7,
                    'rgba': [0.2, 0.45, 0.7, 1]}],
+    'meshes': [{'name': 'rock', 'file': 'rock.stl', 'position': [1.0, -0.3, 0.0], 'rpy': [0.0, 0.0, 0.7],
+                'collision': 'hull', 'rgba': [0.55, 0.5, 0.45, 1]}],
+    'heightfields': [{'name': 'bumps', 'heights': [[0.0, 0.03, 0.0, 0.05], [0.02, 0.06, 0.01, 0.0],
+                                                   [0.0, 0.04, 0.08, 0.02]],
+                      'size': [0.5, 0.4], 'position': [0.55, 0.45, 0.0], 'rgba': [0.45, 0.55, 0.35, 1]}],
     'spawn': {'xyz': [0.0, 0.0, 0.0], 'yaw': 0.0},
 }
 
@@ -79,6 +86,10 @@ def recording(tmp_path_factory):
     folder = tmp_path_factory.mktemp('render_recording')
     world_path, robot_path = folder / 'world.yaml', folder / 'robot.yaml'
     world_path.write_text(yaml.safe_dump(WORLD))
+    rock = trimesh.creation.icosphere(subdivisions=2, radius=1.0)
+    rock.vertices *= (0.16, 0.12, 0.1)  # an ellipsoid resting on the floor
+    rock.vertices[:, 2] += 0.1
+    rock.export(folder / 'rock.stl')
     robot_path.write_text(yaml.safe_dump(_robot_yaml()))
     bag_path = folder / 'bag'
     world, robot = load_world(str(world_path)), load_robot(str(robot_path))
@@ -112,7 +123,9 @@ def recording(tmp_path_factory):
     finally:
         bag.close()
         sim.close()  # its renderer too
-    return {'bag': bag_path, 'world': world_path, 'robot': robot_path, 'geom_ids': geom_ids, 'labels': sim.labels}
+    geom_names = [sim.model.geom(index).name for index in range(sim.model.ngeom)]
+    return {'bag': bag_path, 'world': world_path, 'robot': robot_path, 'geom_ids': geom_ids, 'labels': sim.labels,
+            'geom_names': geom_names}
 
 
 def _two_publishers(data: bytes) -> list[bytes]:
@@ -153,7 +166,9 @@ def test_the_recording_holds_what_the_renderer_reads(recording):
     assert (read.intrinsics.width, read.intrinsics.height) == (WIDTH, HEIGHT)
     # /joint_states came from two publishers (wheels, arm), merged by joint name.
     assert any('wheel' in name for name in read.joints.names) and any('arm' in name for name in read.joints.names)
-    assert len(np.unique(np.concatenate([g.ravel() for g in recording['geom_ids'].values()]))) >= 8
+    seen = np.unique(np.concatenate([g.ravel() for g in recording['geom_ids'].values()]))
+    assert len(seen) >= 8
+    assert {'rock', 'bumps'} <= {recording['geom_names'][g] for g in seen if g >= 0}  # Blender draws them too
 
 
 def test_the_scene_camera_is_the_simulators_camera(recording):

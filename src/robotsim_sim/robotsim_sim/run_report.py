@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from robotsim_core.description.world_geometry import heightfield_samples, load_entity_mesh
 from robotsim_core.description.world_spec import WorldSpec
+from robotsim_core.geometry import rpy_to_matrix
 
 
 @dataclass
@@ -36,6 +38,7 @@ class RobotTrace:
 
 
 def _world_outline(axes, world: WorldSpec) -> None:
+    from matplotlib.collections import PolyCollection
     from matplotlib.patches import Circle, Polygon
     for wall in world.walls:
         axes.plot([wall.start[0], wall.end[0]], [wall.start[1], wall.end[1]], color='0.35', linewidth=3)
@@ -48,6 +51,17 @@ def _world_outline(axes, world: WorldSpec) -> None:
     for cylinder in world.cylinders:
         axes.add_patch(Circle(cylinder.position[:2], cylinder.radius, facecolor=cylinder.rgba[:3], alpha=0.6,
                               edgecolor='0.2'))
+    for index, terrain in enumerate(world.heightfields):  # shaded by height, under the rest
+        samples = heightfield_samples(terrain, f'heightfields[{index}]')
+        x, y = terrain.position[:2]
+        half_x, half_y = terrain.size[0] / 2, terrain.size[1] / 2
+        axes.imshow(samples, origin='lower', extent=(x - half_x, x + half_x, y - half_y, y + half_y), cmap='terrain',
+                    alpha=0.5, zorder=0)
+    for index, entity in enumerate(world.meshes):  # its footprint: every triangle seen from above
+        mesh = load_entity_mesh(entity, world.source or world.name, f'meshes[{index}]', contact=False)
+        points = mesh.vertices @ rpy_to_matrix(entity.rpy).T + np.asarray(entity.position)
+        axes.add_collection(PolyCollection(points[mesh.faces][:, :, :2], facecolor=entity.rgba[:3], alpha=0.6,
+                                           edgecolor='none'))
 
 
 def _odom_in_world(trace: RobotTrace) -> np.ndarray:

@@ -19,7 +19,9 @@ import numpy as np
 
 from robotsim_core.description.load import parse_world, resolve_world_path  # noqa: F401 (re-exported)
 from robotsim_core.description.model import RobotModel
-from robotsim_core.description.world_spec import SpawnSpec, WorldSpec
+from robotsim_core.description.world_geometry import (TERRAIN_BASE, EntityMesh, heightfield_samples, load_entity_mesh,
+                                                      mass_properties)
+from robotsim_core.description.world_spec import ENTITY_KINDS, HeightfieldSpec, MeshEntitySpec, SpawnSpec, WorldSpec
 from robotsim_core.errors import DescriptionError
 from robotsim_core.geometry import rpy_to_quat
 from robotsim_core.description.mjcf import free_joint_name, robot_to_mjcf
@@ -27,7 +29,11 @@ from robotsim_core.sensor_kinds import sensor_kind
 
 
 WORLD_GROUP = 0
+HIDDEN_COLLISION_GROUP = 1
+"""Group of the world's invisible contact shapes (a mesh entity's convex parts): not ray-cast (lidar sees the
+mesh itself, in WORLD_GROUP) and, fully transparent, not rendered."""
 FIRST_ROBOT_GROUP = 2
+
 MAX_ROBOTS = 4  # MuJoCo has 6 geom groups usable by ray casts: 0 world, 1 visual, 2-5 robots
 
 
@@ -161,6 +167,10 @@ def world_element(world: WorldSpec, offscreen_size: tuple[int, int], near: float
         _add_entity(body, cylinder.name, cylinder.position, (1.0, 0.0, 0.0, 0.0), cylinder.mass, cylinder.rgba,
                     {'type': 'cylinder', 'size': _vec((cylinder.radius, cylinder.height / 2))},
                     _cylinder_inertia(cylinder.mass, cylinder.radius, cylinder.height))
+    for index, entity in enumerate(world.meshes):
+        _add_mesh_entity(asset, body, entity, load_entity_mesh(entity, world.source or world.name, f'meshes[{index}]'))
+    for index, terrain in enumerate(world.heightfields):
+        _add_heightfield(asset, body, terrain, heightfield_samples(terrain, f'heightfields[{index}]'))
     if world.include:
         included = ET.parse(world.include).getroot()
         include_dir = os.path.dirname(world.include)
@@ -198,6 +208,46 @@ def _add_entity(parent, name, position, quat, mass, rgba, shape, inertia):
         ET.SubElement(parent, 'geom', name=name, pos=_vec(position), quat=_vec(quat), **attributes)
 
 
+def _asset_name(entity: str, what: str) -> str:
+    return f'robotsim_world/{entity}/{what}'  # apart from robot assets (a single robot keeps its own names)
+
+
+def _numbers(values: np.ndarray) -> str:
+    return ' '.join(repr(float(v)) for v in np.ravel(values))
+
+
+def _add_mesh_entity(asset, parent, entity: MeshEntitySpec, mesh: EntityMesh) -> None:
+    """A mesh entity as a body of its own (fixed, or free with its mesh's inertia): the mesh itself in the
+    world group, not colliding (what sensors see), and its convex parts hidden (what collides)."""
+    ET.SubElement(asset, 'mesh', name=_asset_name(entity.name, 'visual'), vertex=_numbers(mesh.vertices),
+                  face=' '.join(str(int(v)) for v in mesh.faces.ravel()), inertia='shell')
+    holder = ET.SubElement(parent, 'body', name=entity.name, pos=_vec(entity.position), quat=_vec(rpy_to_quat(entity.rpy)))
+    if entity.mass > 0:
+        centre, inertia = mass_properties(mesh, entity.mass)
+        ET.SubElement(holder, 'freejoint', name=free_joint_name(entity.name))
+        ET.SubElement(holder, 'inertial', pos=_vec(centre), mass=_num(entity.mass),
+                      fullinertia=_vec((inertia[0, 0], inertia[1, 1], inertia[2, 2],
+                                        inertia[0, 1], inertia[0, 2], inertia[1, 2])))
+    ET.SubElement(holder, 'geom', name=entity.name, type='mesh', mesh=_asset_name(entity.name, 'visual'),
+                  group=str(WORLD_GROUP), contype='0', conaffinity='0', rgba=_vec(entity.rgba))
+    for index, (vertices, faces) in enumerate(mesh.parts):
+        part = _asset_name(entity.name, f'part{index}')
+        ET.SubElement(asset, 'mesh', name=part, vertex=_numbers(vertices), face=' '.join(str(int(v)) for v in faces.ravel()))
+        ET.SubElement(holder, 'geom', type='mesh', mesh=part, group=str(HIDDEN_COLLISION_GROUP), rgba='0 0 0 0')
+
+
+def _add_heightfield(asset, parent, terrain: HeightfieldSpec, samples: np.ndarray) -> None:
+    """A heightfield as a static geom: MuJoCo scales its normalised samples by their range."""
+    rise = float(samples.max())
+    rows, columns = samples.shape
+    ET.SubElement(asset, 'hfield', name=_asset_name(terrain.name, 'terrain'), nrow=str(rows), ncol=str(columns),
+                  size=_vec((terrain.size[0] / 2, terrain.size[1] / 2, rise, TERRAIN_BASE)),
+                  elevation=_numbers(np.flipud(samples) / rise))  # MJCF's first row is the +y edge
+    ET.SubElement(parent, 'geom', name=terrain.name, type='hfield', hfield=_asset_name(terrain.name, 'terrain'),
+                  pos=_vec(terrain.position), group=str(WORLD_GROUP), rgba=_vec(terrain.rgba),
+                  friction=_vec((terrain.friction, 0.005, 0.0001)))
+
+
 def _check_robots_fit_world(world: WorldSpec, robots: list[RobotPlacement]) -> None:
     """What neither file can check alone: names shared by an entity and a robot, sensors faster
     than the physics (one reading per step at most)."""
@@ -206,7 +256,7 @@ def _check_robots_fit_world(world: WorldSpec, robots: list[RobotPlacement]) -> N
         model = placement.model
         for name in [model.name, placement.namespace] + ([] if placement.namespace else list(model.tree.links)):
             robot_names.setdefault(name, model)
-    for kind in ('boxes', 'cylinders'):
+    for kind in ENTITY_KINDS:
         for index, entity in enumerate(getattr(world, kind)):
             if entity.name in robot_names:
                 model = robot_names[entity.name]

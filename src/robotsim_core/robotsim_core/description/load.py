@@ -44,12 +44,19 @@ def resolve_world_path(name_or_path: str) -> str:
 
 
 def parse_world(path: str):
-    """A world YAML file -> its checked ``WorldSpec`` (``include`` made absolute, not yet compiled: the
-    simulator's robotsim_sim.scene.load_world also has MuJoCo check the included MJCF)."""
+    """A world YAML file -> its checked ``WorldSpec`` (``include``, mesh files and terrain images made
+    absolute, not yet read: robotsim_core.description.world_geometry reads them, and the simulator's
+    robotsim_sim.scene.load_world also has MuJoCo check the included MJCF)."""
     from .world_spec import WorldSpec
     world = parse_spec(WorldSpec, load_yaml(path), path)
+    here = os.path.dirname(os.path.abspath(path))
     if world.include is not None:
-        world.include = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(path)), world.include))
+        world.include = os.path.normpath(os.path.join(here, world.include))
+    for mesh in world.meshes:
+        mesh.file = os.path.normpath(os.path.join(here, mesh.file))
+    for terrain in world.heightfields:
+        if terrain.image is not None:
+            terrain.image = os.path.normpath(os.path.join(here, terrain.image))
     return world
 
 

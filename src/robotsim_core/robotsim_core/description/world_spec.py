@@ -23,6 +23,16 @@ MIN_TIMESTEP = 1e-4
 MAX_TIMESTEP = 0.05
 MIN_WALL_LENGTH = 1e-3
 RESERVED_NAME = re.compile(r'floor|world|wall_[0-9]+')
+MESH_SUFFIXES = ('.obj', '.stl', '.ply', '.off', '.glb', '.gltf', '.dae')
+"""Mesh files a world may name (read by trimesh; Collada through pycollada)."""
+MAX_MESH_FACES = 200_000
+"""Triangles of one mesh entity at most (MuJoCo's own STL bound)."""
+MAX_CONVEX_PARTS = 64
+"""Convex parts of one mesh entity's collision shape at most."""
+MAX_HEIGHTFIELD_SAMPLES = 1024
+"""Samples along either side of a heightfield at most (an image is refused beyond)."""
+HEIGHTFIELD_IMAGE_SUFFIXES = ('.png', '.jpg', '.jpeg', '.pgm', '.tif', '.tiff')
+"""Images a heightfield may be read from (grey levels; colour images are converted to luminance)."""
 
 
 def _check_entity_mass(mass: float, source: str, path: str) -> None:
@@ -100,6 +110,101 @@ class CylinderSpec:
 
 
 @dataclass
+class MeshEntitySpec:
+    """An obstacle, prop or free body made of a mesh file. Sensors (lidar, depth, segmentation) see the mesh
+    itself; contact uses its convex decomposition (CoACD, cached by content) or its convex hull."""
+
+    name: str = name_field()
+    """Entity name (SetEntityPose, segmentation labels)."""
+    file: str = spec_field()
+    """Mesh file, relative to the world YAML: OBJ, STL, PLY, OFF, glTF/GLB or Collada (DAE), in metres after
+    ``scale``; at most 200,000 triangles."""
+    position: Vec3 = spec_field()
+    """Where the mesh file's origin goes (m)."""
+    rpy: Vec3 = (0.0, 0.0, 0.0)
+    """Fixed-axis roll, pitch, yaw of the mesh (rad), as in URDF."""
+    scale: Vec3 = spec_field((1.0, 1.0, 1.0), positive=True)
+    """Scale of the file's coordinates along x, y, z (e.g. 0.001 for a file in millimetres)."""
+    mass: float = spec_field(0.0, non_negative=True, at_most=MAX_MASS)
+    """0: fixed to the world; > 0: a free body of this mass (kg, at least 1 g), its inertia from the mesh's
+    volume (its convex hull's when the mesh is not closed)."""
+    collision: Literal['decomposition', 'hull', 'none'] = 'decomposition'
+    """Contact shape: ``decomposition`` (convex parts by CoACD: concave shapes such as an arch or a shelf keep
+    their openings), ``hull`` (one convex hull: cheaper, fills the concavities), ``none`` (seen, not touched;
+    a fixed entity only)."""
+    max_convex_parts: int = spec_field(16, at_least=1, at_most=MAX_CONVEX_PARTS)
+    """Upper bound on the convex parts of ``decomposition``."""
+    concavity: float = spec_field(0.05, at_least=0.01, at_most=1.0)
+    """CoACD's concavity threshold: how far (relative to the mesh's size) a part may stray from the mesh;
+    lower is finer and slower."""
+    rgba: RGBA = colour_field((0.62, 0.6, 0.58, 1.0))
+    """Colour."""
+
+    def check(self, source: str, path: str) -> None:
+        _check_entity_mass(self.mass, source, path)
+        if not self.file.lower().endswith(MESH_SUFFIXES):
+            raise DescriptionError(source, f'{path}.file', f'expected a mesh file ({", ".join(MESH_SUFFIXES)}), '
+                                                           f'got {self.file!r}')
+        if self.mass > 0 and self.collision == 'none':
+            raise DescriptionError(source, f'{path}.collision', 'expected decomposition or hull for a free body '
+                                                                f'(mass {self.mass:g} kg): without a contact shape it '
+                                                                'would fall through the floor')
+
+
+@dataclass
+class HeightfieldSpec:
+    """Terrain: a grid of heights over a rectangle, from an image (grey levels) or from a list of rows in
+    metres. Between samples the surface is two triangles a cell, as MuJoCo collides and ray-casts it."""
+
+    name: str = name_field()
+    """Entity name (segmentation label)."""
+    size: tuple[float, float] = size_field()
+    """Extent along x and y (m)."""
+    position: Vec3 = (0.0, 0.0, 0.0)
+    """Centre of the rectangle; z is the height of the lowest sample (m)."""
+    image: str | None = None
+    """Greyscale image relative to the world YAML (PNG, JPEG, PGM, TIFF; colour is converted to luminance):
+    black is the lowest sample, white ``height`` above it; the image's top row is the +y edge and its left
+    column the -x edge (a map seen from above, x to the right). 2 to 1024 pixels a side."""
+    height: float | None = spec_field(None, at_least=1e-3, at_most=100.0)
+    """With ``image``: metres from black to white."""
+    heights: list[list[float]] | None = None
+    """Instead of ``image``: rows of heights (m) above ``position``'s z, first row the +y edge, each row from
+    -x to +x; 2 to 256 rows of 2 to 256 equal-length rows."""
+    friction: float = spec_field(1.0, positive=True)
+    """Sliding friction coefficient."""
+    rgba: RGBA = colour_field((0.5, 0.55, 0.42, 1.0))
+    """Colour."""
+    source: str = field(default='', init=False, compare=False)
+    """The world file (set by the check; the image is relative to it)."""
+
+    def check(self, source: str, path: str) -> None:
+        self.source = source
+        if (self.image is None) == (self.heights is None):
+            raise DescriptionError(source, path, 'expected exactly one of image (a greyscale file) and heights '
+                                                 '(rows of metres)')
+        if self.image is not None:
+            if self.height is None:
+                raise DescriptionError(source, f'{path}.height', 'expected the height (m) of white above black '
+                                                                 'with image')
+            if not self.image.lower().endswith(HEIGHTFIELD_IMAGE_SUFFIXES):
+                raise DescriptionError(source, f'{path}.image', f'expected an image '
+                                                                f'({", ".join(HEIGHTFIELD_IMAGE_SUFFIXES)}), '
+                                                                f'got {self.image!r}')
+            return
+        if self.height is not None:
+            raise DescriptionError(source, f'{path}.height', 'expected no height with heights (they are in metres '
+                                                             'already); height scales an image')
+        rows = self.heights
+        if len(rows) < 2 or any(len(row) != len(rows[0]) for row in rows) or len(rows[0]) < 2:
+            raise DescriptionError(source, f'{path}.heights', 'expected at least 2 rows of the same length, at least '
+                                                              f'2 each; got rows of {sorted({len(r) for r in rows})}')
+        if max(map(max, rows)) - min(map(min, rows)) < 1e-3:
+            raise DescriptionError(source, f'{path}.heights', 'expected heights that vary by at least 1 mm (a flat '
+                                                              'terrain is a box or the floor)')
+
+
+@dataclass
 class LightSpec:
     direction: Vec3 = (0.3, 0.2, -1.0)
     """Direction of the main directional light (any non-zero length)."""
@@ -138,6 +243,10 @@ class SpawnSpec:
     """Heading (rad)."""
 
 
+ENTITY_KINDS = ('boxes', 'cylinders', 'meshes', 'heightfields')
+"""The world's lists of named things (one namespace of names)."""
+
+
 @dataclass
 class WorldSpec:
     name: str = spec_field()
@@ -156,6 +265,10 @@ class WorldSpec:
     """Boxes, ramps and kerbs."""
     cylinders: list[CylinderSpec] = spec_field(default_factory=list)
     """Cylinders (pillars, bins)."""
+    meshes: list[MeshEntitySpec] = spec_field(default_factory=list)
+    """Mesh entities (rocks, furniture, arches): fixed or free."""
+    heightfields: list[HeightfieldSpec] = spec_field(default_factory=list)
+    """Terrain patches (rough floors, hills), fixed."""
     include: str | None = None
     """An MJCF file (relative to this YAML) whose worldbody is added to the world."""
     spawn: SpawnSpec = spec_field(default_factory=SpawnSpec)
@@ -166,7 +279,7 @@ class WorldSpec:
     def check(self, source: str, path: str) -> None:
         self.source = source
         first_index: dict[str, str] = {}
-        for kind in ('boxes', 'cylinders'):
+        for kind in ENTITY_KINDS:
             for index, entity in enumerate(getattr(self, kind)):
                 where = f'{kind}[{index}].name'
                 if RESERVED_NAME.fullmatch(entity.name):
