@@ -37,14 +37,15 @@ for setup_py in "$ws"/src/*/setup.py; do
   printf '%s' "$modules" > "$listing"
 done
 echo "[robotsim build] colcon build, ROS 2 $ROBOTSIM_DISTRO (log: $ROBOTSIM_LOG/latest_build)" >&2
-# --paths compat/...: tf2_msgs, composition_interfaces (launch_ros needs it) and control_msgs (the arm's
-#   FollowJointTrajectory and GripperCommand actions) are not on PyPI;
+# --paths compat/...: tf2_msgs, composition_interfaces (launch_ros needs it), control_msgs (the arm's
+#   FollowJointTrajectory and GripperCommand actions) and ros_gz_interfaces (contact sensors) are not on PyPI;
 #   compat/ carries COLCON_IGNORE so a crawl (the default on a full ROS install) skips them, while
 #   these explicit paths build them here.
 # CMAKE_PROJECT_TOP_LEVEL_INCLUDES: repairs the wheels' hard-coded /opt/python include paths,
 #   see cmake/ros_wheels_fixup.cmake.
 if ! colcon --log-base "$ROBOTSIM_LOG" build \
       --base-paths src --paths compat/tf2_msgs compat/composition_interfaces compat/control_msgs \
+        compat/ros_gz_interfaces \
       --build-base "$ROBOTSIM_BUILD" --install-base "$ROBOTSIM_INSTALL" \
       --event-handlers console_direct- console_stderr- summary+ \
       --cmake-args -DBUILD_TESTING=OFF \

@@ -57,7 +57,7 @@ YAML_CASES = {
                                "expected an existing link (one of base_footprint, base_link"),
     'missing required key': (rover, lambda d: d['base'].pop('mass'), 'base.mass', 'missing required key'),
     'wrong sensor type': (rover, lambda d: d['sensors'][0].update(type='sonar'), 'sensors[0].type',
-                          "expected one of 'camera', 'force_torque', 'imu', 'lidar', 'navsat', 'range'"),
+                          "expected one of 'camera', 'contact', 'force_torque', 'imu', 'lidar', 'navsat', 'range'"),
     'too few wheels': (rover, lambda d: d['wheels'].update(count=2), 'wheels.count', 'expected an integer >= 3, got 2'),
     'wheels wrong shape': (rover, lambda d: d.update(wheels=4), 'wheels', 'expected a mapping or a list'),
 }
@@ -242,7 +242,7 @@ BOUND_CASES = {
     'sensor name that is no ROS name': (lambda d: d['sensors'][0].update(name='front laser'), 'sensors[0].name',
                                         'expected a name of letters, digits and _ starting with a letter'),
     'sensor type that is a mapping': (lambda d: d['sensors'][0].update(type={}), 'sensors[0].type',
-                                      "expected one of 'camera', 'force_torque', 'imu', 'lidar', 'navsat', 'range'"),
+                                      "expected one of 'camera', 'contact', 'force_torque', 'imu', 'lidar', 'navsat', 'range'"),
 }
 
 

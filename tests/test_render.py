@@ -1,7 +1,7 @@
 """``robotsim render``: Blender re-renders of a recording, pixel-aligned with the simulator's camera.
 
 A fixed scene (the rover, walls, boxes yawed and pitched, a cylinder, a mesh rock and a patch of heightfield
-terrain) is simulated for 0.6 s with
+terrain raised on its 5 cm base, so that its rim is an edge the line art can draw) is simulated for 0.6 s with
 the base driving and the arm moving, its camera mounted behind and above the base looking down over
 the arm, recording RGB, depth and segmentation (no noise) into a bag with the simulator's own
 message code. Blender (bpy, installed on first use into its own environment, then cached) re-renders
@@ -64,7 +64,7 @@ WORLD = {
                 'collision': 'hull', 'rgba': [0.55, 0.5, 0.45, 1]}],
     'heightfields': [{'name': 'bumps', 'heights': [[0.0, 0.03, 0.0, 0.05], [0.02, 0.06, 0.01, 0.0],
                                                    [0.0, 0.04, 0.08, 0.02]],
-                      'size': [0.5, 0.4], 'position': [0.55, 0.45, 0.0], 'rgba': [0.45, 0.55, 0.35, 1]}],
+                      'size': [0.5, 0.4], 'position': [0.55, 0.45, 0.05], 'rgba': [0.45, 0.55, 0.35, 1]}],
     'spawn': {'xyz': [0.0, 0.0, 0.0], 'yaw': 0.0},
 }
 

@@ -228,3 +228,22 @@ def test_bad_mesh_and_terrain_entries_get_one_line(tmp_path, entry, key, says):
         world_element(load_world(str(path)), (64, 64), 0.05, 40.0)
     message = str(caught.value)
     assert str(path) in message and key in message and says in message and '\n' not in message, message
+
+
+def test_the_shipped_yard_world_runs_with_the_rover():
+    from robotsim_core.description import load_robot
+    from robotsim_sim.scene import RobotPlacement, resolve_world_path
+    from robotsim_sim.simulation import SimOptions, Simulation
+
+    sim = Simulation(load_world(resolve_world_path('yard')), [RobotPlacement(load_robot('rover'))],
+                     SimOptions(seed=0, cameras=False))
+    try:
+        start = sim.data.body('pebble').xpos.copy()
+        while sim.time_ns < 1_000_000_000:
+            sim.command_base(0, 0.2, 0.0)
+            sim.step()
+        assert {'arch', 'rock', 'pebble', 'rough_ground'} <= set(sim.labels.values())
+        assert np.abs(sim.data.body('pebble').xpos - start).max() < 0.01  # resting on the floor
+        assert sim.take_instabilities() == []
+    finally:
+        sim.close()

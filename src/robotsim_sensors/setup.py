@@ -26,6 +26,7 @@ setup(
             'range = robotsim_sensors.range_sensor:KIND',
             'navsat = robotsim_sensors.navsat:KIND',
             'force_torque = robotsim_sensors.force_torque:KIND',
+            'contact = robotsim_sensors.contact:KIND',
         ],
     },
 )

@@ -2,6 +2,7 @@
 
     robotsim describe ROBOT [--urdf OUT] [--mjcf OUT] [--gltf OUT.glb [--world W]] [--strict]
     robotsim import ROBOT.urdf --out OVERLAY.yaml   (a starting overlay for an existing URDF)
+    robotsim import WORLD.sdf --out WORLD.yaml     (a world file from a Gazebo SDF world)
     robotsim contract check [--robot ROBOT] [--duration S] [--namespace NS] [--real]
     robotsim launch sim|real|robot [name:=value ...]   (the launch files' arguments)
     robotsim bag repair BAG   (make an interrupted MCAP recording readable again)
@@ -107,9 +108,41 @@ def _load_world(name_or_path: str):
     return load_world(resolve_world_path(name_or_path))
 
 
+def import_command(args: argparse.Namespace) -> int:
+    """A URDF -> a starting overlay; an SDF world -> a world file."""
+    if args.source.lower().endswith(('.sdf', '.world')):
+        return import_sdf_command(args)
+    if args.model_path:
+        raise DescriptionError('command line', '--model-path', 'expected an SDF world to import (a URDF\'s meshes are '
+                                                               'found through its package:// paths)')
+    return import_urdf_command(args)
+
+
+def import_sdf_command(args: argparse.Namespace) -> int:
+    from robotsim_core.description.sdf_world import import_sdf_world
+
+    check_output_file(args.out, '--out')
+    if not args.out.lower().endswith(('.yaml', '.yml')):
+        raise DescriptionError('command line', '--out', f'expected a world YAML file (.yaml), got {args.out!r}')
+    for folder in args.model_path:
+        if not os.path.isdir(folder):
+            raise DescriptionError('command line', '--model-path', f'expected a folder of models, got {folder!r}')
+    imported = import_sdf_world(args.source, args.out, args.model_path)
+    _write(args.out, imported.yaml_text(args.source), '--out')
+    world = _load_world(args.out)  # what the simulator reads: meshes, images and sizes checked now
+    counts = ', '.join(f'{len(getattr(world, kind))} {kind}' for kind in ('boxes', 'cylinders', 'spheres', 'meshes',
+                                                                           'heightfields') if getattr(world, kind))
+    print(f'wrote {args.out}: world {world.name} ({counts or "no entities"}); '
+          f'{len(imported.untranslated)} element(s) not translated (listed at the top of the file)')
+    for line in imported.untranslated:
+        print(f'  not translated: {line}')
+    return 0
+
+
 def import_urdf_command(args: argparse.Namespace) -> int:
     from robotsim_core.description.overlay_draft import draft_overlay
 
+    args.urdf = args.source
     check_output_file(args.out, '--out')
     text = draft_overlay(args.urdf, args.out)
     _write(args.out, text, '--out')
@@ -348,10 +381,14 @@ def build_parser() -> argparse.ArgumentParser:
     describe_parser.add_argument('--strict', action='store_true',
                                  help='refuse URDF inertials that need repair (overlay strict: true)')
     describe_parser.set_defaults(handler=describe)
-    import_parser = commands.add_parser('import', help='write a starting overlay YAML for an existing URDF')
-    import_parser.add_argument('urdf', help='the robot\'s URDF file')
-    import_parser.add_argument('--out', required=True, help='the overlay YAML to write')
-    import_parser.set_defaults(handler=import_urdf_command)
+    import_parser = commands.add_parser('import', help='write a starting overlay YAML for an existing URDF, or a world '
+                                                       'file for a Gazebo SDF world')
+    import_parser.add_argument('source', metavar='FILE', help="the robot's URDF, or an SDF world (.sdf, .world)")
+    import_parser.add_argument('--out', required=True, help='the overlay or world YAML to write')
+    import_parser.add_argument('--model-path', action='append', default=[], metavar='DIR',
+                               help='SDF: a folder of models searched for model:// URIs before GZ_SIM_RESOURCE_PATH '
+                                    '(repeatable)')
+    import_parser.set_defaults(handler=import_command)
     contract_parser = commands.add_parser('contract', help="the robot's topic contract")
     contract_check_parser = contract_parser.add_subparsers(dest='contract_action', required=True).add_parser(
         'check', help="check a live ROS graph against a robot's topic contract; exit 0 all rows pass, 1 not")

@@ -51,6 +51,8 @@ def _world_outline(axes, world: WorldSpec) -> None:
     for cylinder in world.cylinders:
         axes.add_patch(Circle(cylinder.position[:2], cylinder.radius, facecolor=cylinder.rgba[:3], alpha=0.6,
                               edgecolor='0.2'))
+    for sphere in world.spheres:
+        axes.add_patch(Circle(sphere.position[:2], sphere.radius, facecolor=sphere.rgba[:3], alpha=0.6, edgecolor='0.2'))
     for index, terrain in enumerate(world.heightfields):  # shaded by height, under the rest
         samples = heightfield_samples(terrain, f'heightfields[{index}]')
         x, y = terrain.position[:2]

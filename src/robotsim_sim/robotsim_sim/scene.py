@@ -167,6 +167,10 @@ def world_element(world: WorldSpec, offscreen_size: tuple[int, int], near: float
         _add_entity(body, cylinder.name, cylinder.position, (1.0, 0.0, 0.0, 0.0), cylinder.mass, cylinder.rgba,
                     {'type': 'cylinder', 'size': _vec((cylinder.radius, cylinder.height / 2))},
                     _cylinder_inertia(cylinder.mass, cylinder.radius, cylinder.height))
+    for sphere in world.spheres:
+        inertia = 0.4 * sphere.mass * sphere.radius ** 2
+        _add_entity(body, sphere.name, sphere.position, (1.0, 0.0, 0.0, 0.0), sphere.mass, sphere.rgba,
+                    {'type': 'sphere', 'size': _num(sphere.radius)}, (inertia, inertia, inertia))
     for index, entity in enumerate(world.meshes):
         _add_mesh_entity(asset, body, entity, load_entity_mesh(entity, world.source or world.name, f'meshes[{index}]'))
     for index, terrain in enumerate(world.heightfields):

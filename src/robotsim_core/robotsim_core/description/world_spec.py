@@ -110,6 +110,23 @@ class CylinderSpec:
 
 
 @dataclass
+class SphereSpec:
+    name: str = name_field()
+    """Entity name."""
+    position: Vec3 = spec_field()
+    """Centre (m)."""
+    radius: float = size_field()
+    """Radius (m)."""
+    mass: float = spec_field(0.0, non_negative=True, at_most=MAX_MASS)
+    """0: fixed; > 0: free body (kg, at least 1 g): a ball that rolls."""
+    rgba: RGBA = colour_field((0.8, 0.3, 0.3, 1.0))
+    """Colour."""
+
+    def check(self, source: str, path: str) -> None:
+        _check_entity_mass(self.mass, source, path)
+
+
+@dataclass
 class MeshEntitySpec:
     """An obstacle, prop or free body made of a mesh file. Sensors (lidar, depth, segmentation) see the mesh
     itself; contact uses its convex decomposition (CoACD, cached by content) or its convex hull."""
@@ -243,7 +260,7 @@ class SpawnSpec:
     """Heading (rad)."""
 
 
-ENTITY_KINDS = ('boxes', 'cylinders', 'meshes', 'heightfields')
+ENTITY_KINDS = ('boxes', 'cylinders', 'spheres', 'meshes', 'heightfields')
 """The world's lists of named things (one namespace of names)."""
 
 
@@ -265,6 +282,8 @@ class WorldSpec:
     """Boxes, ramps and kerbs."""
     cylinders: list[CylinderSpec] = spec_field(default_factory=list)
     """Cylinders (pillars, bins)."""
+    spheres: list[SphereSpec] = spec_field(default_factory=list)
+    """Spheres (balls)."""
     meshes: list[MeshEntitySpec] = spec_field(default_factory=list)
     """Mesh entities (rocks, furniture, arches): fixed or free."""
     heightfields: list[HeightfieldSpec] = spec_field(default_factory=list)

@@ -6,7 +6,7 @@ Layout of the node tree (what the replay page and ``robotsim describe --gltf`` r
   this one node carries the rotation -90 deg about x (ROS x, y, z -> glTF x, -z, y); everything below it
   is in ROS coordinates, metres.
 - ``world_static`` (:data:`WORLD_NODE`, only with a world): ``floor``, ``wall_<n>`` and each box,
-  cylinder, mesh entity and heightfield under its entity name (a heightfield as the closed solid of
+  cylinder, sphere, mesh entity and heightfield under its entity name (a heightfield as the closed solid of
   robotsim_core.description.world_geometry, the triangles MuJoCo collides with and ray-casts).
 - the robot's root link, placed at the spawn pose (free base) or its mount (fixed base), then one node
   per URDF link named exactly like the link, each child link's local transform being its joint's origin
@@ -127,7 +127,7 @@ def _yaw_pitch(yaw: float, pitch: float = 0.0) -> np.ndarray:
 
 
 def add_world(scene, world, parent: str = ROOT_NODE) -> None:
-    """Add the world's floor, walls, boxes, cylinders, mesh entities and heightfields (a ``WorldSpec``)."""
+    """Add the world's floor, walls, boxes, cylinders, spheres, mesh entities and heightfields (a ``WorldSpec``)."""
     trimesh = _trimesh()
     scene.graph.update(frame_from=parent, frame_to=WORLD_NODE, matrix=np.eye(4))
 
@@ -150,12 +150,15 @@ def add_world(scene, world, parent: str = ROOT_NODE) -> None:
         add(cylinder.name, trimesh.creation.cylinder(radius=cylinder.radius, height=cylinder.height,
                                                      sections=CYLINDER_SECTIONS),
             cylinder.rgba, homogeneous(np.eye(3), cylinder.position))
+    for sphere in world.spheres:
+        add(sphere.name, trimesh.creation.icosphere(subdivisions=SPHERE_SUBDIVISIONS, radius=sphere.radius), sphere.rgba,
+            homogeneous(np.eye(3), sphere.position))
     source = world.source or world.name
-    for index, entity in enumerate(getattr(world, 'meshes', [])):
+    for index, entity in enumerate(world.meshes):
         mesh = load_entity_mesh(entity, source, f'meshes[{index}]', contact=False)
         add(entity.name, trimesh.Trimesh(mesh.vertices, mesh.faces, process=False), entity.rgba,
             homogeneous(rpy_to_matrix(entity.rpy), entity.position))
-    for index, terrain in enumerate(getattr(world, 'heightfields', [])):
+    for index, terrain in enumerate(world.heightfields):
         vertices, faces = heightfield_triangles(terrain, heightfield_samples(terrain, f'heightfields[{index}]'))
         add(terrain.name, trimesh.Trimesh(vertices, faces, process=False), terrain.rgba, np.eye(4))
 

@@ -7,7 +7,7 @@ called per reading with the stamp as a builtin_interfaces/Time. The core's table
 
 from __future__ import annotations
 
-from . import camera, force_torque, imu, lidar, navsat, range_sensor
+from . import camera, contact, force_torque, imu, lidar, navsat, range_sensor
 
 CONVERTERS = {
     'lidar': lidar.converter,
@@ -16,6 +16,7 @@ CONVERTERS = {
     'range': range_sensor.converter,
     'navsat': navsat.converter,
     'force_torque': force_torque.converter,
+    'contact': contact.converter,
 }
 
 
