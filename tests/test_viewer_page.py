@@ -21,7 +21,7 @@ import transforms3d.quaternions as t3q
 import yaml
 from rosbags.highlevel import AnyReader
 
-from browser_helpers import chromium, open_viewer
+from browser_helpers import READY_TIMEOUT_MS, VIEWPORT, PageLog, chromium, open_viewer
 from robotsim_core.description import load_robot
 from robotsim_core.description.kinematics import forward_kinematics
 from robotsim_core.viewer.page import ENTRY_MODULES, VENDOR, import_map, vendor_record
@@ -329,3 +329,35 @@ def test_render_of_a_dataset_episode(episode, tmp_path):
                                capture_output=True, text=True, timeout=900)
     assert completed.returncode == 0, completed.stderr
     assert len(json.loads((out / 'render.json').read_text())['frames']) == 2
+
+
+def test_the_replay_page_inline_in_a_jupyter_notebook(episode, tmp_path):
+    """A real Jupyter kernel (nbclient + ipykernel) runs ``replay(BAG)`` in a cell; the cell's HTML output, placed
+    in a page as a notebook front end shows it, draws the run offline: the base follows the ground truth."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        f'from robotsim_learning.notebook import replay\nreplay({str(episode)!r}, height=600)')])
+    NotebookClient(notebook, timeout=600, kernel_name='python3').execute()
+    (result,) = [output for output in notebook.cells[0].outputs if output.output_type == 'execute_result']
+    assert result.data['text/plain'].startswith('<robotsim replay: ') and 'world room' in result.data['text/plain']
+    host = tmp_path / 'notebook.html'
+    host.write_text('<!doctype html><html><head><meta charset="utf-8"><title>notebook</title></head><body>'
+                    f'<div class="jp-OutputArea-output">{result.data["text/html"]}</div></body></html>',
+                    encoding='utf-8')
+    with chromium() as browser:
+        page = browser.new_page(viewport=VIEWPORT)
+        log = PageLog()
+        page.on('console', lambda message: log.console.append((message.type, message.text)))
+        page.on('pageerror', lambda error: log.console.append(('pageerror', str(error))))
+        page.on('request', lambda request: log.requests.append(request.url))
+        page.goto(host.as_uri())
+        (frame,) = [frame for frame in page.frames if frame != page.main_frame]
+        frame.wait_for_function('window.robotsimViewer && (window.robotsimViewer.ready || '
+                                'window.robotsimViewer.errors.length > 0)', timeout=READY_TIMEOUT_MS)
+        assert frame.evaluate('robotsimViewer.errors') == []
+        assert_base_follows_truth(frame, episode)
+        page.screenshot(path=str(tmp_path / 'notebook.png'))
+        assert log.errors == [], log.errors
+        assert_offline(log)

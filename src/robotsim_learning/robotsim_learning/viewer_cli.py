@@ -48,6 +48,26 @@ def load_world_arg(name_or_path: str):
     return load_world(resolve_world_path(name_or_path))
 
 
+def recorded_world(bag, world: str | None = None, namespace: str = ''):
+    """The world to draw a recording in: ``world`` (a name or YAML) when given, else the ``world.yaml`` a dataset
+    episode keeps beside its bag, else the world the recording carries (``/sim/scenario``); None when there is
+    none. Raises the scenario's ScenarioError (one line) for an unreadable scenario."""
+    from robotsim_core.viewer.replay import bag_folder
+    from robotsim_sim.scenario import ScenarioError, read_scenario, scenario_files
+
+    if world:
+        return load_world_arg(world)
+    if (bag_folder(bag) / 'world.yaml').is_file():
+        return load_world_arg(str(bag_folder(bag) / 'world.yaml'))
+    try:
+        recorded = read_scenario(bag_folder(bag))
+    except ScenarioError:
+        raise
+    except Exception:  # not a readable bag: the page says so in its own words
+        return None
+    return None if recorded is None else load_world_arg(scenario_files(recorded, bag_folder(bag), namespace)[0])
+
+
 def _error(text: str) -> int:
     print(f'robotsim: error: {text}', file=sys.stderr)
     return 2
@@ -70,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     from robotsim_core.output_files import check_output_file
     from robotsim_core.description import load_robot
     from robotsim_core.errors import DescriptionError
-    from robotsim_core.viewer.replay import bag_folder, write_replay
+    from robotsim_core.viewer.replay import write_replay
 
     try:
         for path, option in ((args.out, '--out'), (args.usd, '--usd')):
@@ -79,25 +99,13 @@ def run(args: argparse.Namespace) -> int:
     except DescriptionError as error:
         return _error(str(error))
 
-    from robotsim_sim.scenario import ScenarioError, read_scenario, scenario_files
+    from robotsim_sim.scenario import ScenarioError
 
     robot = load_robot(args.robot) if args.robot else None
-    world = None
-    if args.world:
-        world = load_world_arg(args.world)
-    elif (bag_folder(args.bag) / 'world.yaml').is_file():
-        world = load_world_arg(str(bag_folder(args.bag) / 'world.yaml'))
-    if world is None:
-        # A recording carries its world (/sim/scenario): no --world needed. (Its robot is drawn from the
-        # bag's own /robot_description, as before.)
-        try:
-            recorded = read_scenario(bag_folder(args.bag))
-        except ScenarioError as error:
-            return _error(str(error))
-        except Exception:  # not a readable bag: write_replay says so in its own words
-            recorded = None
-        if recorded is not None:
-            world = load_world_arg(scenario_files(recorded, bag_folder(args.bag), args.namespace or '')[0])
+    try:
+        world = recorded_world(args.bag, args.world, args.namespace or '')
+    except ScenarioError as error:
+        return _error(str(error))
     try:
         if args.out:
             print(write_replay(args.bag, Path(args.out), robot, world, args.namespace, args.image_rate))

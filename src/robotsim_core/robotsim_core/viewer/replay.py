@@ -57,6 +57,16 @@ def write_replay(bag: str | os.PathLike, out: str | os.PathLike, robot: RobotMod
                  namespace: str = '', image_rate: float = MAX_IMAGE_RATE) -> str:
     """Write the replay page of ``bag`` to ``out`` (``world``: a ``robotsim_sim`` WorldSpec or None);
     returns a one-line summary."""
+    html, summary = replay_page(bag, robot, world, namespace, image_rate)
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(html, encoding='utf-8')
+    size = len(html.encode('utf-8'))
+    return f'wrote {out} ({size / 1e6:.1f} MB): {summary}'
+
+
+def replay_page(bag: str | os.PathLike, robot: RobotModel | None = None, world=None, namespace: str = '',
+                image_rate: float = MAX_IMAGE_RATE) -> tuple[str, str]:
+    """(the replay page of ``bag`` as one offline HTML document, a one-line summary of what it shows)."""
     early_notes: list[str] = []
     model = robot or robot_beside(bag, early_notes)
     scene = read_bag(bag, model, namespace, max_image_rate=image_rate)
@@ -76,8 +86,5 @@ def write_replay(bag: str | os.PathLike, out: str | os.PathLike, robot: RobotMod
     title = f'{Path(bag).name}: {model.name if model else "robot"}' + (f' in {world.name}' if world else '')
     glb = scene_glb(build_scene(model, world)) if model is not None or world is not None else None
     html = render_page(scene_json(scene, model, world, title), glb, title)
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    Path(out).write_text(html, encoding='utf-8')
-    size = len(html.encode('utf-8'))
-    return (f'wrote {out} ({size / 1e6:.1f} MB): {summary_line(scene)}; robot '
-            f'{model.name + " from " + source if model else "none"}; world {world.name if world else "none"}')
+    return html, (f'{summary_line(scene)}; robot {model.name + " from " + source if model else "none"}; '
+                  f'world {world.name if world else "none"}')
