@@ -361,3 +361,118 @@ def test_the_replay_page_inline_in_a_jupyter_notebook(episode, tmp_path):
         page.screenshot(path=str(tmp_path / 'notebook.png'))
         assert log.errors == [], log.errors
         assert_offline(log)
+
+
+def bag_series(bag: Path, topic: str, value) -> list[tuple[float, np.ndarray]]:
+    """(seconds since the bag's start, value(message)) of every message on ``topic``; a message without a header
+    is placed at its bag time (as /cmd_vel's Twist)."""
+    rows = []
+    with AnyReader([bag]) as reader:
+        start = reader.start_time * 1e-9
+        connections = [c for c in reader.connections if c.topic == topic]
+        for connection, bag_time, raw in reader.messages(connections=connections):
+            message = reader.deserialize(raw, connection.msgtype)
+            header = getattr(message, 'header', None)
+            t = header.stamp.sec + header.stamp.nanosec * 1e-9 if header is not None else bag_time * 1e-9
+            rows.append((t - start, np.asarray(value(message), dtype=float)))
+    return rows
+
+
+def drawn_vector(arrow: dict) -> np.ndarray:
+    return np.asarray(arrow['direction']) * arrow['length'] / arrow['scale']
+
+
+def test_velocities_are_drawn_as_arrows_at_the_base(episode, tmp_path):
+    """The commanded (/cmd_vel) and actual (/odom twist) velocities of a dataset episode drawn as arrows on the
+    base, equal to the bag's vectors, and each hidden by its legend checkbox."""
+    page_file = tmp_path / 'episode.html'
+    assert view(str(episode), '--out', str(page_file)).returncode == 0
+    commands = bag_series(episode, '/cmd_vel', lambda m: (m.linear.x, m.linear.y, m.linear.z))
+    actual = bag_series(episode, '/odom', lambda m: (m.twist.twist.linear.x, m.twist.twist.linear.y,
+                                                     m.twist.twist.linear.z))
+    assert max(np.linalg.norm(v) for _, v in commands) > 0.1, 'the episode hardly moved: the check would be weak'
+    with chromium() as browser:
+        page, log = open_viewer(browser, page_file.as_uri())
+        for name, rows, tolerance in (('commanded velocity', commands, 1e-4), ('actual velocity', actual, 0.02)):
+            for fraction in (0.25, 0.5, 0.75):
+                t, expected = rows[int(fraction * (len(rows) - 1))]
+                arrow = page.evaluate(f'robotsimViewer.arrowAt({name!r}, {t!r})')
+                assert arrow['parent'] in ('base_footprint', 'base_link'), arrow
+                if np.linalg.norm(expected) > 0.02:
+                    assert arrow['visible']
+                    assert np.linalg.norm(drawn_vector(arrow) - expected) < tolerance + 0.01 * np.linalg.norm(expected), \
+                        (name, t, arrow, expected)
+            assert page.evaluate(f'robotsimViewer.setArrowShown({name!r}, false)') is False
+            assert page.evaluate(f'robotsimViewer.arrowAt({name!r}, {rows[len(rows) // 2][0]!r})')['visible'] is False
+        assert page.locator('#legend').inner_text().count('1 m = ') == 2
+        page.screenshot(path=str(tmp_path / 'arrows_hidden.png'))
+        assert log.errors == [], log.errors
+
+
+@pytest.fixture(scope='module')
+def bumper_bag(tmp_path_factory) -> tuple[Path, Path]:
+    """3 s of the racer with a contact sensor carrying a box into a crate, recorded with the simulator's own message
+    code (ground truth, odometry, TF, contacts); returns (bag, robot file)."""
+    from rclpy.serialization import serialize_message
+
+    from robotsim_learning.bag_writer import BagWriter
+    from robotsim_sim.ros.robot_messages import RobotMessages
+    from robotsim_sim.scene import RobotPlacement, load_world
+    from robotsim_sim.simulation import SimOptions, Simulation
+
+    folder = tmp_path_factory.mktemp('bumper')
+    robot = yaml.safe_load((WORKSPACE / 'config' / 'robots' / 'racer.yaml').read_text())
+    robot['sensors'] = [{'type': 'contact', 'name': 'bumper', 'parent': 'base_link', 'rate': 20}]
+    (folder / 'robot.yaml').write_text(yaml.safe_dump(robot))
+    (folder / 'world.yaml').write_text(yaml.safe_dump({
+        'name': 'bumper_view', 'floor': {'size': [6, 6]},
+        'boxes': [{'name': 'load', 'position': [0.0, 0.0, 0.4], 'size': [0.12, 0.12, 0.1], 'mass': 1.5},
+                  {'name': 'crate', 'position': [0.9, 0.0, 0.25], 'size': [0.3, 1.0, 0.5]}]}))
+    sim = Simulation(load_world(str(folder / 'world.yaml')), [RobotPlacement(load_robot(str(folder / 'robot.yaml')))],
+                     SimOptions(seed=0, cameras=False))
+    messages = RobotMessages(sim.robots[0], '', True, sim.labels)
+    bag = BagWriter(str(folder / 'bag'))
+    for topic in messages.topics:
+        if topic.name != 'sim/status':
+            bag.add_topic(f'/{topic.name}', topic.type)
+    try:
+        for name, message in messages.latched():
+            bag.write(f'/{name}', 0, serialize_message(message))
+        while sim.time_ns < 3_000_000_000:
+            if sim.time_ns > 1_000_000_000:
+                sim.command_base(0, 0.4, 0.0)
+            for event in sim.step():
+                for name, message in messages.build(event.channel, event.reading, event.reading.stamp):
+                    bag.write(f'/{name}', event.reading.stamp,
+                              message if type(message) is bytes else serialize_message(message))
+    finally:
+        bag.close()
+        sim.close()
+    return folder / 'bag', folder / 'robot.yaml'
+
+
+def test_contact_forces_are_drawn_at_the_contact_point(bumper_bag, tmp_path):
+    bag, robot = bumper_bag
+    page_file = tmp_path / 'bumper.html'
+    completed = view(str(bag), '--out', str(page_file), '--robot', str(robot))
+    assert completed.returncode == 0, completed.stderr
+
+    def total(message):
+        forces = [w.body_1_wrench.force for c in message.contacts for w in c.wrenches]
+        points = [p for c in message.contacts for p in c.positions]
+        return [*(sum(getattr(f, a) for f in forces) for a in 'xyz'),
+                *((sum(getattr(p, a) for p in points) / len(points)) if points else 0.0 for a in 'xyz')]
+    rows = bag_series(bag, '/bumper/contacts', total)
+    carrying = [(t, v) for t, v in rows if 0.5 < t < 1.0]
+    pushing = [(t, v) for t, v in rows if v[0] < -1.0]
+    assert carrying and pushing, 'the run neither carried the box nor pushed the crate: the check would be weak'
+    with chromium() as browser:
+        page, log = open_viewer(browser, page_file.as_uri())
+        for t, expected in (carrying[-1], pushing[-1]):
+            arrow = page.evaluate(f"robotsimViewer.arrowAt('/bumper/contacts', {t!r})")
+            assert arrow['visible'] and arrow['parent'] == 'bumper_link', arrow
+            assert np.allclose(drawn_vector(arrow), expected[:3], atol=1e-3), (arrow, expected)
+            assert np.allclose(arrow['origin'], expected[3:], atol=1e-4), (arrow, expected)  # the mean contact point
+        page.evaluate(f"robotsimViewer.seek({pushing[-1][0]!r})")
+        page.screenshot(path=str(tmp_path / 'bumper.png'))
+        assert log.errors == [], log.errors

@@ -16,6 +16,7 @@ describe exactly what is on disk. A killed recording then loses at most the last
 from __future__ import annotations
 
 import os
+import re
 import struct
 import time
 import weakref
@@ -91,6 +92,33 @@ def write_metadata(bag: Path, document: dict) -> None:
     temporary = bag / 'metadata.yaml.tmp'
     temporary.write_text(yaml.safe_dump(document, sort_keys=False), encoding='utf-8')
     temporary.replace(bag / 'metadata.yaml')
+
+
+MAX_NESTED_TYPES = 64
+"""Message types one topic's type may pull in from the ament index at most (its nested messages)."""
+
+
+def _register_type(typestore, topic: str, msg_type: str) -> None:
+    """Register ``msg_type`` and every message it nests (not in rosbags' Kilted store: robotsim_msgs,
+    control_msgs, ros_gz_interfaces, ...) from the .msg files under AMENT_PREFIX_PATH."""
+    from rosbags.typesys.base import TypesysError
+
+    wanted = msg_type
+    for _ in range(MAX_NESTED_TYPES):
+        if wanted not in typestore.fielddefs:
+            definition = _message_definition_file(wanted)
+            if definition is None:
+                raise BagError(f'{topic}: no message definition for {wanted} (package not found under AMENT_PREFIX_PATH)')
+            typestore.register(get_types_from_msg(definition.read_text(), wanted))
+        try:
+            typestore.generate_msgdef(msg_type)  # every nested type known: done
+            return
+        except TypesysError as error:
+            unknown = re.search(r"Type '([^']+)' is unknown", str(error))
+            if unknown is None:
+                raise BagError(f'{topic}: message definition of {msg_type}: {error}') from None
+            wanted = unknown.group(1)
+    raise BagError(f'{topic}: {msg_type} nests more than {MAX_NESTED_TYPES} message types')
 
 
 def canonical_cdr(typestore, msg_type: str, data: bytes) -> bytes:
@@ -263,11 +291,7 @@ class BagWriter:
 
     def add_topic(self, topic: str, msg_type: str, offered_qos: list[Qos] | tuple = ()) -> None:
         """``offered_qos``: the publishers' QoS profiles, stored as rosbag2 stores them (for playback)."""
-        if msg_type not in self.typestore.fielddefs:
-            definition = _message_definition_file(msg_type)
-            if definition is None:
-                raise BagError(f'{topic}: no message definition for {msg_type} (package not found under AMENT_PREFIX_PATH)')
-            self.typestore.register(get_types_from_msg(definition.read_text(), msg_type))
+        _register_type(self.typestore, topic, msg_type)
         self.connections[topic] = self.writer.add_connection(topic, msg_type, typestore=self.typestore,
                                                              offered_qos_profiles=list(offered_qos))
         self.counts[topic] = 0

@@ -12,7 +12,11 @@ removed):
 - ``/scan`` (LaserScan ranges as 16-bit integers, ``range_max / 65534`` per step, 65535 = no return);
 - ``/camera/image_raw`` (or ``.../compressed``), thinned to ``max_image_rate`` and re-encoded as JPEG;
 - ``/goal_pose`` (the episode goal, PoseStamped in ``odom``) as a marker;
-- ``/sim/entities`` (the world's free bodies, ``world`` -> body) moving the world's nodes of those names.
+- ``/sim/entities`` (the world's free bodies, ``world`` -> body) moving the world's nodes of those names;
+- vectors drawn as arrows at their frames (:data:`VECTOR_SOURCES`): the commanded velocity ``/cmd_vel``
+  (Twist or TwistStamped) and the actual one (``/odom``'s twist) at the base, every
+  ``geometry_msgs/WrenchStamped`` topic's force (a wrist force-torque sensor) and every
+  ``ros_gz_interfaces/Contacts`` topic's total force on its link (a bumper), at the mean contact point.
 
 What is missing (no TF, no robot description, no pose of the robot, ...) becomes a line in ``notes``
 that the page shows; only a path that is no bag at all is an error (:class:`BagSceneError`).
@@ -44,6 +48,15 @@ DIGITS = 5
 """Decimals kept for positions (m) and quaternion components: 10 um, far below what the eye sees."""
 SCAN_NO_RETURN = 65535
 """Encoded range meaning no return (inf, NaN, below range_min or above range_max)."""
+ARROW_LENGTH = 0.5
+"""Metres the longest arrow of a vector series is drawn (each series is scaled to it; its legend says the scale)."""
+VECTOR_SOURCES = {
+    'commanded velocity': ('cmd_vel', 'm/s', '#ffd23f'),
+    'actual velocity': ('odom', 'm/s', '#3ddc84'),
+    'geometry_msgs/msg/WrenchStamped': (None, 'N', '#c77dff'),
+    'ros_gz_interfaces/msg/Contacts': (None, 'N', '#ff6b35'),
+}
+"""Vector series: (topic, unit, colour) by name, or by message type for every topic of that type."""
 
 
 class BagSceneError(ValueError):
@@ -77,6 +90,7 @@ class SceneData:
     scan: dict | None = None
     camera: dict | None = None
     goal: dict | None = None
+    vectors: list = field(default_factory=list)
     topics: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     robot_description: str | None = None
@@ -213,9 +227,13 @@ def _read(reader, bag: Path, model, topic, prefix, max_pose_rate, max_image_rate
     data.start = start
     data.duration = max(0.0, (reader.end_time - reader.start_time) * 1e-9)
     camera_names = [topic(camera_topic), topic(camera_topic) + '/compressed']
+    vector_types = {kind for kind, (name, _, _) in VECTOR_SOURCES.items() if name is None}
+    vector_topics = {c.topic for c in reader.connections if c.msgtype in vector_types} | {topic('cmd_vel')}
     wanted = {topic('sim/ground_truth'), topic('odom'), topic('tf'), topic('tf_static'), topic('joint_states'),
-              topic('scan'), topic('robot_description'), topic('goal_pose'), ENTITIES_TOPIC, *camera_names}
+              topic('scan'), topic('robot_description'), topic('goal_pose'), ENTITIES_TOPIC, *camera_names,
+              *vector_topics}
     present = [connections[name] for name in wanted if name in connections]
+    vectors: dict[str, dict] = {}
     camera_name = next((name for name in camera_names if name in connections), None)
 
     truth, odom, tf_base = [], [], []
@@ -240,8 +258,29 @@ def _read(reader, bag: Path, model, topic, prefix, max_pose_rate, max_image_rate
                                                                   message.pose.pose.orientation),
                           strip_prefix(message.child_frame_id, prefix)))
         elif name == topic('odom'):
-            odom.append((stamp_seconds(message.header) - start, pose7(message.pose.pose.position,
-                                                                 message.pose.pose.orientation)))
+            t = stamp_seconds(message.header) - start
+            odom.append((t, pose7(message.pose.pose.position, message.pose.pose.orientation)))
+            if thin.keep('actual velocity', t):
+                _add_vector(vectors, 'actual velocity', name, strip_prefix(message.child_frame_id, prefix), t,
+                            message.twist.twist.linear)
+        elif name in vector_topics:
+            header = getattr(message, 'header', None)
+            t = (stamp_seconds(header) if header is not None else bag_time * 1e-9) - start
+            if not thin.keep(('vector', name), t):
+                continue
+            if name == topic('cmd_vel'):
+                twist = getattr(message, 'twist', message)  # TwistStamped or Twist
+                _add_vector(vectors, 'commanded velocity', name, root, t, twist.linear)
+            elif connection.msgtype == 'geometry_msgs/msg/WrenchStamped':
+                _add_vector(vectors, name, name, strip_prefix(header.frame_id, prefix), t, message.wrench.force,
+                            kind=connection.msgtype)
+            else:  # ros_gz_interfaces/Contacts: the total force on the sensed link, at the mean contact point
+                wrenches = [w.body_1_wrench.force for c in message.contacts for w in c.wrenches]
+                points = [p for c in message.contacts for p in c.positions]
+                total = [sum(getattr(f, axis) for f in wrenches) for axis in 'xyz']
+                at = [sum(getattr(p, axis) for p in points) / len(points) for axis in 'xyz'] if points else None
+                _add_vector(vectors, name, name, strip_prefix(header.frame_id, prefix), t, total,
+                            kind=connection.msgtype, at=at)
         elif name == ENTITIES_TOPIC:
             # The world's free bodies (world -> body): drawn as TF edges of the world's nodes of that name.
             for transform in message.transforms:
@@ -306,8 +345,31 @@ def _read(reader, bag: Path, model, topic, prefix, max_pose_rate, max_image_rate
         data.camera = {'topic': camera_name, 't': [round(t, 6) for t, _ in images], 'frames': [f for _, f in images]}
     if goal is not None:
         data.goal = _goal_in_fixed_frame(goal, data)
+    data.vectors = [_scaled(series) for series in vectors.values()]
     _missing_notes(data, topic, model, camera_names)
     return data
+
+
+def _add_vector(vectors: dict, name: str, topic_name: str, frame: str, t: float, vector, kind: str | None = None,
+                at=None) -> None:
+    """One sample of a vector series (``vector``: a Vector3 or three numbers; ``at``: where it starts in its
+    frame, default the frame's origin)."""
+    values = [float(getattr(vector, axis)) for axis in 'xyz'] if hasattr(vector, 'x') else [float(v) for v in vector]
+    _, unit, colour = VECTOR_SOURCES[kind or name]
+    series = vectors.setdefault(name, {'name': name, 'topic': topic_name, 'frame': frame, 'unit': unit,
+                                       'colour': colour, 't': [], 'v': [], 'at': []})
+    series['t'].append(round(t, 6))
+    series['v'].append([_r(v) for v in values])
+    series['at'].append([_r(v) for v in (at or (0.0, 0.0, 0.0))])
+
+
+def _scaled(series: dict) -> dict:
+    """The series with its drawing scale (m of arrow per unit): the longest arrow :data:`ARROW_LENGTH`."""
+    longest = max((float(np.linalg.norm(v)) for v in series['v']), default=0.0)
+    series['scale'] = ARROW_LENGTH / longest if longest > 1e-9 else 1.0
+    if not any(any(row) for row in series['at']):
+        del series['at']  # every arrow starts at its frame's origin
+    return series
 
 
 def _base_and_trails(data: SceneData, truth, odom, tf_base, root: str, topic) -> None:

@@ -163,6 +163,53 @@ function buildOverlays() {
     overlays.scanIndex = -2;
   }
   ensureGoal();
+  buildArrows();
+}
+
+// ------------------------------------------------------------------ vectors as arrows (bag_scene: vectors)
+function formatScale(series) {  // '1 m = 20 N' from the series' metres of arrow per unit
+  const perMetre = 1 / series.scale;
+  return `1 m = ${perMetre >= 100 ? perMetre.toFixed(0) : perMetre.toPrecision(2)} ${series.unit}`;
+}
+
+function buildArrows() {
+  overlays.arrows = {};
+  const legend = document.getElementById('legend');
+  for (const series of DATA.vectors || []) {
+    const arrow = new THREE.ArrowHelper(new THREE.Vector3(1, 0, 0), new THREE.Vector3(), 1, series.colour);
+    arrow.visible = false;
+    const frame = links[series.frame];
+    if (frame) frame.add(arrow);
+    else { rosWorld.add(arrow); note(`${series.name}: frame ${series.frame} is not a link of the robot: its arrow is drawn at the origin`); }
+    overlays.arrows[series.name] = { series, arrow, shown: true };
+    const label = document.createElement('label');
+    label.className = 'arrow-toggle';
+    const box = document.createElement('input');
+    box.type = 'checkbox'; box.checked = true; box.dataset.vector = series.name;
+    box.addEventListener('change', () => { overlays.arrows[series.name].shown = box.checked; applyTime(viewer.time); });
+    const swatch = document.createElement('span');
+    swatch.className = 'swatch'; swatch.style.background = series.colour;
+    label.append(box, swatch, ` ${series.name} (${formatScale(series)})`);
+    legend.append(document.createElement('br'), label);
+  }
+}
+
+const _dir = new THREE.Vector3();
+function applyArrows(t) {
+  for (const entry of Object.values(overlays.arrows || {})) {
+    const { series, arrow } = entry;
+    const i = lowerIndex(series.t, t);
+    const v = i >= 0 ? sampleVector(series.t, series.v, t) : null;
+    const length = v ? Math.hypot(v[0], v[1], v[2]) * series.scale : 0;
+    entry.vector = v;
+    arrow.visible = entry.shown && length > 1e-4;
+    if (!arrow.visible) continue;
+    const at = series.at ? sampleVector(series.t, series.at, t) : [0, 0, 0];
+    arrow.position.set(at[0], at[1], at[2]);
+    _dir.set(v[0], v[1], v[2]).normalize();
+    arrow.setDirection(_dir);
+    arrow.setLength(length, Math.min(0.2 * length, 0.08), Math.min(0.1 * length, 0.04));
+  }
 }
 
 function ensureGoal() {
@@ -222,6 +269,7 @@ function applyTime(t) {
     const node = links[child];
     if (node) samplePose(edge, t, node.position, node.quaternion);
   }
+  applyArrows(t);
   if (DATA.base) overlays.truth.geometry.setDrawRange(0, lowerIndex(DATA.base.t, t) + 1);
   if (DATA.odom_trail) overlays.odom.geometry.setDrawRange(0, lowerIndex(DATA.odom_trail.t, t) + 1);
   if (DATA.scan && overlays.scan) {
@@ -469,6 +517,22 @@ function drawnPose(node) {
 viewer.poseAt = (t) => { viewer.seek(t); return drawnPose(baseNode); };
 viewer.nodePose = (name, t) => { viewer.seek(t); return links[name] ? drawnPose(links[name]) : null; };
 viewer.linkNames = () => Object.keys(links);
+viewer.arrowAt = (name, t) => {  // the arrow as drawn, in its parent's frame (ROS coordinates of that link)
+  viewer.seek(t);
+  const entry = (overlays.arrows || {})[name];
+  if (!entry) return null;
+  const { arrow } = entry;
+  const direction = new THREE.Vector3(0, 1, 0).applyQuaternion(arrow.quaternion);  // ArrowHelper points along +y
+  const length = arrow.line.scale.y + arrow.cone.scale.y;
+  return { visible: arrow.visible, parent: arrow.parent === links[entry.series.frame] ? entry.series.frame : null,
+           origin: arrow.position.toArray(), direction: direction.toArray(), length, vector: entry.vector,
+           scale: entry.series.scale };
+};
+viewer.setArrowShown = (name, shown) => {
+  const box = document.querySelector(`input[data-vector="${CSS.escape(name)}"]`);
+  if (box && box.checked !== shown) box.click();
+  return box ? box.checked : null;
+};
 viewer.baseTimes = () => (DATA.base ? DATA.base.t.slice() : []);
 viewer.visiblePoints = () => (overlays.scan ? overlays.scan.geometry.drawRange.count : 0);
 viewer.renderInfo = () => ({ renderer: GL_RENDERER, pixelRatio: renderer.getPixelRatio(), renders: viewer.renders,
