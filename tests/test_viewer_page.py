@@ -476,3 +476,18 @@ def test_contact_forces_are_drawn_at_the_contact_point(bumper_bag, tmp_path):
         page.evaluate(f"robotsimViewer.seek({pushing[-1][0]!r})")
         page.screenshot(path=str(tmp_path / 'bumper.png'))
         assert log.errors == [], log.errors
+    # The same arrow in the USD stage, read back with pxr: the vector, the shaft from the contact point.
+    from pxr import Usd
+    stage_file = tmp_path / 'bumper.usda'
+    completed = view(str(bag), '--usd', str(stage_file), '--robot', str(robot))
+    assert completed.returncode == 0 and '2 vectors' in completed.stdout, completed
+    stage = Usd.Stage.Open(str(stage_file))
+    arrow = stage.GetPrimAtPath('/World/robot/bumper_link/vectors/_bumper_contacts')
+    assert arrow.IsValid() and arrow.GetAttribute('robotsim:unit').Get() == 'N'
+    scale = arrow.GetAttribute('robotsim:scale').Get()
+    shaft = stage.GetPrimAtPath('/World/robot/bumper_link/vectors/_bumper_contacts/shaft').GetAttribute('points')
+    for t, expected in (carrying[-1], pushing[-1]):
+        code = round(t * 1000.0, 6)
+        assert np.allclose(arrow.GetAttribute('robotsim:vector').Get(code), expected[:3], atol=1e-3)
+        start, tip = (np.array(p) for p in shaft.Get(code))
+        assert np.allclose(start, expected[3:], atol=1e-4) and np.allclose(tip - start, expected[:3] * scale, atol=1e-3)

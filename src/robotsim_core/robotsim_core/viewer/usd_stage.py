@@ -13,7 +13,12 @@ millisecond of the bag from its first message):
   shapes are child meshes at their URDF origins;
 - ``/World/robot/<optical frame>/camera``: a ``UsdGeom.Camera`` per camera sensor, looking along the optical
   frame's +z (USD cameras look along their -z: the prim turns half a turn about x), with the horizontal
-  field of view of the sensor's spec.
+  field of view of the sensor's spec;
+- ``/World/robot/<frame>/vectors/<name>``: the vectors the replay page draws as arrows (velocities, forces:
+  robotsim_core.viewer.bag_scene), each a shaft (``BasisCurves``, two time-sampled points in the frame, from
+  the vector's start to start + vector x scale) and a head (``Cone``, time-sampled), with the vector itself
+  time-sampled in ``robotsim:vector`` and ``robotsim:unit`` / ``robotsim:scale`` (m per unit) beside it;
+  hide one with its ``visibility``.
 
 Every triangle is written into the stage itself, so the file stays valid when moved to another machine
 (no asset paths). Time samples are the ground-truth stamps (50 Hz in the simulator's recordings).
@@ -207,10 +212,66 @@ def write_usd(bag, out, model: RobotModel | None = None, world=None, namespace: 
             camera.CreateFocalLengthAttr(aperture * height / width / (2.0 * math.tan(sensor.spec.vertical_fov / 2.0)))
             camera.CreateClippingRangeAttr(Gf.Vec2f(0.01, 100.0))
             cameras += 1
+    arrows = _vectors(stage, bag, model, namespace) if model is not None else 0
     stage.GetRootLayer().Save()
     size = out.stat().st_size
     return (f'wrote {out} ({size / 1e6:.1f} MB): {len(truth)} time samples over '
             f'{(truth[-1][0] - truth[0][0]) if truth else 0.0:.1f} s; robot {model.name if model else "none"} '
-            f'({len(model.tree.links) if model else 0} links, {cameras} cameras); world '
+            f'({len(model.tree.links) if model else 0} links, {cameras} cameras, {arrows} vectors); world '
             f'{world.name if world else "none"} ({moved} moving bodies)')
+
+
+def _vectors(stage, bag, model: RobotModel, namespace: str) -> int:
+    """The bag's vector series as arrows under their frames' prims (see the module docstring); returns how many."""
+    Gf, Sdf, _, UsdGeom, Vt = _pxr()
+    from .bag_scene import read_bag
+    series_list = read_bag(bag, model, namespace, max_image_rate=1e-3).vectors
+    written = 0
+    for series in series_list:
+        if series['frame'] not in model.tree.links:
+            continue  # not a link of the robot: the replay page says so; the stage leaves it out
+        base = f'/World/robot/{_prim_name(series["frame"])}/vectors/{_prim_name(series["name"])}'
+        UsdGeom.Xform.Define(stage, base)
+        shaft = UsdGeom.BasisCurves.Define(stage, f'{base}/shaft')
+        shaft.CreateTypeAttr(UsdGeom.Tokens.linear)
+        shaft.CreateCurveVertexCountsAttr(Vt.IntArray([2]))
+        shaft.CreateWidthsAttr(Vt.FloatArray([0.01]))
+        colour = [int(series['colour'][i:i + 2], 16) / 255.0 for i in (1, 3, 5)]
+        shaft.CreateDisplayColorAttr(Vt.Vec3fArray([Gf.Vec3f(*colour)]))
+        head = UsdGeom.Cone.Define(stage, f'{base}/head')
+        head.CreateDisplayColorAttr(Vt.Vec3fArray([Gf.Vec3f(*colour)]))
+        head_op = head.AddTransformOp(precision=UsdGeom.XformOp.PrecisionDouble)
+        prim = stage.GetPrimAtPath(base)
+        prim.CreateAttribute('robotsim:unit', Sdf.ValueTypeNames.String).Set(series['unit'])
+        prim.CreateAttribute('robotsim:scale', Sdf.ValueTypeNames.Double).Set(float(series['scale']))
+        prim.CreateAttribute('robotsim:topic', Sdf.ValueTypeNames.String).Set(series['topic'])
+        vector_attribute = prim.CreateAttribute('robotsim:vector', Sdf.ValueTypeNames.Double3)
+        points = shaft.CreatePointsAttr()
+        starts = series.get('at') or [[0.0, 0.0, 0.0]] * len(series['t'])
+        for t, vector, start in list(zip(series['t'], series['v'], starts))[:MAX_SAMPLES]:
+            code = round(t * TIME_CODES_PER_SECOND, 6)
+            vector, start = np.asarray(vector, dtype=float), np.asarray(start, dtype=float)
+            tip = start + vector * series['scale']
+            vector_attribute.Set(Gf.Vec3d(*vector), code)
+            points.Set(Vt.Vec3fArray([Gf.Vec3f(*start), Gf.Vec3f(*tip)]), code)
+            head_op.Set(_matrix(Gf, _cone_pose(start, tip)), code)
+        written += 1
+    return written
+
+
+def _cone_pose(start: np.ndarray, tip: np.ndarray) -> np.ndarray:
+    """A USD cone's transform (its axis z, height 2 and radius 1 by default) as an arrowhead ending at ``tip``,
+    a fifth of the arrow long (at most 8 cm); scaled to nothing for a zero vector."""
+    direction = tip - start
+    length = float(np.linalg.norm(direction))
+    if length < 1e-9:
+        return homogeneous(np.zeros((3, 3)), start)
+    z = direction / length
+    helper = np.array([1.0, 0.0, 0.0]) if abs(z[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    x = np.cross(helper, z)
+    x /= np.linalg.norm(x)
+    rotation = np.column_stack([x, np.cross(z, x), z])
+    height = min(0.2 * length, 0.08)
+    scale = np.diag([height / 4, height / 4, height / 2])  # radius half the height
+    return homogeneous(rotation @ scale, tip - z * height / 2)
 
