@@ -21,7 +21,7 @@ ROSDEP_KEYS = {
 PIP_ONLY = {
     'mujoco': 'mujoco', 'ruckig': 'ruckig', 'rosbags': 'rosbags', 'jax': 'jax', 'optax': 'optax', 'onnx': 'onnx',
     'onnxruntime': 'onnxruntime', 'ray': 'ray', 'pyarrow': 'pyarrow', 'foxglove': 'foxglove-sdk', 'mcap': 'mcap',
-    'pxr': 'usd-core',
+    'pxr': 'usd-core', 'coacd': 'coacd',
 }
 """Import name -> PyPI distribution of libraries without a rosdep key: pinned in requirements/ (bare.txt; train.txt
 for training and inference; test.txt for Ray, an optional engine its users already have)."""
