@@ -422,7 +422,9 @@ def bumper_bag(tmp_path_factory) -> tuple[Path, Path]:
 
     folder = tmp_path_factory.mktemp('bumper')
     robot = yaml.safe_load((WORKSPACE / 'config' / 'robots' / 'racer.yaml').read_text())
-    robot['sensors'] = [{'type': 'contact', 'name': 'bumper', 'parent': 'base_link', 'rate': 20}]
+    # A contact sensor on the chassis and a force-torque sensor on a rear wheel (the wheel's load on its axle).
+    robot['sensors'] = [{'type': 'contact', 'name': 'bumper', 'parent': 'base_link', 'rate': 20},
+                        {'type': 'force_torque', 'name': 'axle', 'parent': 'rear_left_wheel_link', 'rate': 20}]
     (folder / 'robot.yaml').write_text(yaml.safe_dump(robot))
     (folder / 'world.yaml').write_text(yaml.safe_dump({
         'name': 'bumper_view', 'floor': {'size': [6, 6]},
@@ -451,7 +453,7 @@ def bumper_bag(tmp_path_factory) -> tuple[Path, Path]:
     return folder / 'bag', folder / 'robot.yaml'
 
 
-def test_contact_forces_are_drawn_at_the_contact_point(bumper_bag, tmp_path):
+def test_contact_and_wrench_forces_are_drawn_as_arrows(bumper_bag, tmp_path):
     bag, robot = bumper_bag
     page_file = tmp_path / 'bumper.html'
     completed = view(str(bag), '--out', str(page_file), '--robot', str(robot))
@@ -473,6 +475,12 @@ def test_contact_forces_are_drawn_at_the_contact_point(bumper_bag, tmp_path):
             assert arrow['visible'] and arrow['parent'] == 'bumper_link', arrow
             assert np.allclose(drawn_vector(arrow), expected[:3], atol=1e-3), (arrow, expected)
             assert np.allclose(arrow['origin'], expected[3:], atol=1e-4), (arrow, expected)  # the mean contact point
+        # The force-torque sensor's force (WrenchStamped) at its frame.
+        wrenches = bag_series(bag, '/axle/wrench', lambda m: (m.wrench.force.x, m.wrench.force.y, m.wrench.force.z))
+        t, expected = wrenches[len(wrenches) // 2]
+        arrow = page.evaluate(f"robotsimViewer.arrowAt('/axle/wrench', {t!r})")
+        assert arrow['visible'] and arrow['parent'] == 'axle_link', arrow
+        assert np.linalg.norm(expected) > 1.0 and np.allclose(drawn_vector(arrow), expected, atol=1e-3), (arrow, expected)
         page.evaluate(f"robotsimViewer.seek({pushing[-1][0]!r})")
         page.screenshot(path=str(tmp_path / 'bumper.png'))
         assert log.errors == [], log.errors
@@ -480,7 +488,7 @@ def test_contact_forces_are_drawn_at_the_contact_point(bumper_bag, tmp_path):
     from pxr import Usd
     stage_file = tmp_path / 'bumper.usda'
     completed = view(str(bag), '--usd', str(stage_file), '--robot', str(robot))
-    assert completed.returncode == 0 and '2 vectors' in completed.stdout, completed
+    assert completed.returncode == 0 and '3 vectors' in completed.stdout, completed
     stage = Usd.Stage.Open(str(stage_file))
     arrow = stage.GetPrimAtPath('/World/robot/bumper_link/vectors/_bumper_contacts')
     assert arrow.IsValid() and arrow.GetAttribute('robotsim:unit').Get() == 'N'
