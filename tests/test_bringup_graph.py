@@ -205,3 +205,32 @@ def test_real_drivers_stamp_the_contract_frames(real_file, namespace):
             checked += 1
     framed = [t for t in contract.topics if t.frame_id and not t.sim_only]
     assert checked == len(framed), f'{real_file}: frames of {len(framed) - checked} contract topics not checked'
+
+
+def test_state_publisher_choice(tmp_path, monkeypatch):
+    """state_publisher:= picks ROS's robot_state_publisher (the generated URDF as its robot_description) or the
+    stand-in; auto follows what AMENT_PREFIX_PATH holds; ros without it installed is refused in one line."""
+    from robotsim_core.errors import DescriptionError
+    without = os.pathsep.join(prefix for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep)
+                              if prefix and not os.path.exists(os.path.join(prefix, 'lib', 'robot_state_publisher')))
+    monkeypatch.setenv('AMENT_PREFIX_PATH', without)
+    standin = {spec.label: spec for spec in graph_for('sim', {})}['robot_state_publisher']
+    assert (standin.package, standin.executable) == ('robotsim_sim', 'state_publisher')
+    with pytest.raises(DescriptionError, match='state_publisher.*robot_state_publisher.*not found'):
+        graph_for('sim', {'state_publisher': 'ros'})
+    with pytest.raises(DescriptionError, match="state_publisher.*expected auto, ros or standin, got 'cpp'"):
+        graph_for('sim', {'state_publisher': 'cpp'})
+    executable = tmp_path / 'tools' / 'lib' / 'robot_state_publisher' / 'robot_state_publisher'
+    executable.parent.mkdir(parents=True)
+    executable.write_text('#!/bin/sh\n')
+    executable.chmod(0o755)
+    monkeypatch.setenv('AMENT_PREFIX_PATH', f'{without}{os.pathsep}{tmp_path / "tools"}')
+    for arguments in ({}, {'state_publisher': 'ros'}, {'fleet': 'two_rovers'}):
+        nodes = [spec for spec in graph_for('sim', arguments) if spec.name == 'robot_state_publisher']
+        assert nodes and all((n.package, n.executable) == ('robot_state_publisher', 'robot_state_publisher')
+                             for n in nodes)
+        for node in nodes:
+            assert node.parameters['robot_description'].lstrip().startswith('<?xml')
+            assert node.parameters['use_sim_time'] is True
+    forced = {spec.label: spec for spec in graph_for('sim', {'state_publisher': 'standin'})}['robot_state_publisher']
+    assert forced.package == 'robotsim_sim'

@@ -123,11 +123,33 @@ class BringupConfig:
     has subscribed, then the recorder resumes it."""
     real_config: str = ''
     """Real mode: the driver configuration ('' = config/real/<robot>.yaml)."""
+    state_publisher: str = 'auto'
+    """Sim: the node publishing the robot's TF from joint_states and robot_description: ros (ROS's
+    robot_state_publisher, C++, with the URDF generated from the robot description), standin (robotsim's Python
+    stand-in: the same topics, frames and QoS), auto (ros when robot_state_publisher is installed, else standin)."""
 
     @property
     def use_sim_time(self) -> bool:
         """Derived from the mode: every node of a sim bringup runs on /clock."""
         return self.use_sim
+
+
+def find_executable(package: str, executable: str) -> str | None:
+    """``<prefix>/lib/<package>/<executable>`` of the first AMENT_PREFIX_PATH prefix that has it (as ``ros2 run``)."""
+    for prefix in filter(None, os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep)):
+        candidate = os.path.join(prefix, 'lib', package, executable)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+STATE_PUBLISHERS = ('auto', 'ros', 'standin')
+
+
+def ros_state_publisher_installed() -> bool:
+    """ROS's own robot_state_publisher (C++) is installed: a full ROS install, or the bare machine's tools prefix
+    (scripts/build-ros-tools.sh) sourced."""
+    return find_executable('robot_state_publisher', 'robot_state_publisher') is not None
 
 
 def config_from_arguments(arguments: dict[str, str], source: str = 'launch arguments', **overrides) -> BringupConfig:
@@ -164,6 +186,12 @@ def config_from_arguments(arguments: dict[str, str], source: str = 'launch argum
     config = BringupConfig(**values)
     if config.firmware not in ('auto', 'true', 'false', 'qemu'):
         raise DescriptionError(source, 'firmware', f'expected true, false, auto or qemu, got {config.firmware!r}')
+    if config.state_publisher not in STATE_PUBLISHERS:
+        raise DescriptionError(source, 'state_publisher', f'expected auto, ros or standin, got {config.state_publisher!r}')
+    if config.state_publisher == 'ros' and not ros_state_publisher_installed():
+        raise DescriptionError(source, 'state_publisher', 'ros needs robot_state_publisher/robot_state_publisher under '
+                                                          'AMENT_PREFIX_PATH (a ROS install, or the prefix of '
+                                                          'scripts/build-ros-tools.sh sourced); not found')
     if config.driver not in bringup_drivers():
         raise DescriptionError(source, 'driver', f'expected one of {", ".join(repr(d) for d in bringup_drivers())}, '
                                                  f'got {config.driver!r}')
@@ -431,8 +459,7 @@ def _sim_nodes(config: BringupConfig, fleet: FleetSpec) -> list[NodeSpec]:
     nodes = [NodeSpec('robotsim_sim', 'sim_node', 'robotsim_sim', parameters=sim_parameters, required=True)]
     for entry in fleet.robots:
         ns, prefix = entry.namespace, entry.frame_prefix
-        nodes.append(NodeSpec('robotsim_sim', 'state_publisher', 'robot_state_publisher', ns,
-                              {'robot': entry.robot, 'frame_prefix': prefix, 'use_sim_time': True}, required=True))
+        nodes.append(_state_publisher(config, entry.robot, ns, prefix))
         if firmware:
             nodes.append(NodeSpec('robotsim_firmware', 'motor_bridge', 'motor_bridge', ns,
                                   {'robot': entry.robot, 'device': default_serial_link(ns), 'frame_prefix': prefix,
@@ -444,6 +471,21 @@ def _sim_nodes(config: BringupConfig, fleet: FleetSpec) -> list[NodeSpec]:
             'namespaces': [entry.namespace or '/' for entry in fleet.robots],
             'robots': [entry.robot for entry in fleet.robots], 'use_sim_time': True}))
     return nodes
+
+
+def _state_publisher(config: BringupConfig, robot: str, namespace: str, frame_prefix: str) -> NodeSpec:
+    """The robot's TF from its joint states: ROS's robot_state_publisher or the stand-in (state_publisher:=)."""
+    ros = config.state_publisher == 'ros' or (config.state_publisher == 'auto' and ros_state_publisher_installed())
+    if not ros:
+        return NodeSpec('robotsim_sim', 'state_publisher', 'robot_state_publisher', namespace,
+                        {'robot': robot, 'frame_prefix': frame_prefix, 'use_sim_time': True}, required=True)
+    from robotsim_core.description import load_robot
+    from robotsim_core.description.urdf import tree_to_urdf
+    # publish_frequency: its cap on /tf per joint_states message (20 Hz by default) raised above the simulator's
+    # joint-state rate, so every joint state gives its transforms, as the stand-in does.
+    return NodeSpec('robot_state_publisher', 'robot_state_publisher', 'robot_state_publisher', namespace,
+                    {'robot_description': tree_to_urdf(load_robot(robot).tree), 'frame_prefix': frame_prefix,
+                     'publish_frequency': 1000.0, 'use_sim_time': True}, required=True)
 
 
 def _driver_nodes(config: BringupConfig, entry) -> list[NodeSpec]:

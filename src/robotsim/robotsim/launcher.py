@@ -23,19 +23,11 @@ import yaml
 
 from robotsim_core.processes import die_with_parent
 
-from .bringup import NodeSpec
+from .bringup import NodeSpec, find_executable
 
 
 class LaunchError(RuntimeError):
     """A node of the graph cannot be started (executable not installed)."""
-
-
-def find_executable(package: str, executable: str) -> str | None:
-    for prefix in filter(None, os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep)):
-        candidate = os.path.join(prefix, 'lib', package, executable)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
 
 
 def params_document(spec: NodeSpec) -> dict:
