@@ -132,7 +132,7 @@ test: setup
 JAZZY_TESTS = tests/test_workspace.py tests/test_humble_api.py tests/test_control_msgs.py tests/test_interfaces.py \
 	tests/test_sim_node.py tests/test_sim_node_interface.py tests/test_ros2_launch.py tests/test_firmware_in_the_loop.py \
 	tests/test_contract_check.py tests/test_policy_node.py tests/test_bringup_live.py \
-	tests/test_dataset_ros.py tests/test_contact_sensor.py
+	tests/test_dataset_ros.py tests/test_contact_sensor.py tests/test_ros_tools.py
 test-jazzy: export ROBOTSIM_DISTRO = jazzy
 test-jazzy: export ROBOTSIM_TEST_DEPS = 1
 test-jazzy:

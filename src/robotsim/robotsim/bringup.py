@@ -482,10 +482,13 @@ def _state_publisher(config: BringupConfig, robot: str, namespace: str, frame_pr
     from robotsim_core.description import load_robot
     from robotsim_core.description.urdf import tree_to_urdf
     # publish_frequency: its cap on /tf per joint_states message (20 Hz by default) raised above the simulator's
-    # joint-state rate, so every joint state gives its transforms, as the stand-in does.
+    # joint-state rate, so every joint state gives its transforms, as the stand-in does. Its broadcasters publish
+    # on the absolute /tf and /tf_static: remapped to the namespace's tf and tf_static, where the stand-in and the
+    # contract put them for a fleet's robot (the same topics without a namespace).
     return NodeSpec('robot_state_publisher', 'robot_state_publisher', 'robot_state_publisher', namespace,
                     {'robot_description': tree_to_urdf(load_robot(robot).tree), 'frame_prefix': frame_prefix,
-                     'publish_frequency': 1000.0, 'use_sim_time': True}, required=True)
+                     'publish_frequency': 1000.0, 'use_sim_time': True},
+                    remappings=[('/tf', 'tf'), ('/tf_static', 'tf_static')], required=True)
 
 
 def _driver_nodes(config: BringupConfig, entry) -> list[NodeSpec]:
