@@ -32,9 +32,10 @@ from rostest_helpers import DISTRO, LATCHED, RELIABLE, SENSOR, Launch, NodeProce
 PREFIX = Path(os.environ.get('ROBOTSIM_ROS_TOOLS_PREFIX')
               or Path.home() / '.cache' / 'robotsim' / f'ros-tools-{DISTRO}')
 SETUP = PREFIX / 'setup_robotsim.bash'
-BUILT = (PREFIX / 'lib' / 'robot_state_publisher' / 'robot_state_publisher').is_file() and SETUP.is_file()
+BUILT = (PREFIX / '.robotsim-complete').is_file() and SETUP.is_file()
+"""The script marks a prefix complete only when every package it builds was built."""
 
-pytestmark = pytest.mark.skipif(not BUILT, reason=f'ROS 2 {DISTRO} tools not built at {PREFIX} '
+pytestmark = pytest.mark.skipif(not BUILT, reason=f'ROS 2 {DISTRO} tools not built (completely) at {PREFIX} '
                                                   f'(ROBOTSIM_DISTRO={DISTRO} scripts/build-ros-tools.sh builds them)')
 
 
