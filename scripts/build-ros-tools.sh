@@ -6,7 +6,7 @@
 #   rosbag2 with the MCAP storage plugin, rosbag2_py and the `ros2 bag` verb (ros2bag). No sqlite3 storage.
 #
 # Usage:  scripts/build-ros-tools.sh            (ROBOTSIM_DISTRO=jazzy, the default here)
-# Env:    ROBOTSIM_DISTRO            jazzy (works) | kilted (ref table only: rolling branches, untested)
+# Env:    ROBOTSIM_DISTRO            jazzy (works) | kilted (works: rolling branches, + ament_cmake_ros)
 #         ROBOTSIM_ROS_TOOLS_PREFIX  install prefix   (default $HOME/.cache/robotsim/ros-tools-<distro>)
 #         ROBOTSIM_ROS_SOURCES       git mirrors, <owner>+<name>/repo (default /work/.mirror); a repo absent
 #                                    there is cloned bare from https://github.com/<owner>/<name> into
@@ -69,6 +69,12 @@ for _row in "${refs_jazzy[@]}"; do
     ros-tooling/libstatistics_collector|ros-tooling/keyboard_handler|ros/*|ros2/*|ament/*) _ref=rolling ;;
   esac
   refs_kilted+=("$_repo|$_ref|$_pkgs")
+  # The Kilted wheels ship ament_cmake_ros_core only; the 2024 rolling sources still find_package(ament_cmake_ros),
+  # whose extras find_package ament_cmake_gtest/gmock/pytest (not in the wheels either): all CMake-only.
+  if [[ "$_repo" == ament/ament_cmake ]]; then
+    refs_kilted[-1]+=" ament_cmake_gtest ament_cmake_gmock ament_cmake_pytest"
+    refs_kilted+=("ros2/ament_cmake_ros|rolling|ament_cmake_ros")
+  fi
 done
 unset _row _repo _ref _pkgs
 # Build groups, in order: colcon --packages-up-to each group's targets, skipping what earlier groups built.
@@ -82,7 +88,7 @@ debs=(git cmake g++ liburdfdom-dev liburdfdom-headers-dev liborocos-kdl-dev libe
 
 case "$distro" in
   jazzy) refs=("${refs_jazzy[@]}") ;;
-  kilted) refs=("${refs_kilted[@]}"); say "kilted: ref table only (rolling branches), never built yet" ;;
+  kilted) refs=("${refs_kilted[@]}"); say "kilted: rolling branches (late 2024) + ament_cmake_ros (not in the Kilted wheels)" ;;
   *) say "ROBOTSIM_DISTRO=$distro: expected jazzy or kilted"; exit 2 ;;
 esac
 # shellcheck disable=SC1091
