@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rostest_helpers import DISTRO, LATCHED, RELIABLE, SENSOR, Launch, NodeProcess, Observer
+from rostest_helpers import DISTRO, LATCHED, RELIABLE, SENSOR, Launch, NodeProcess, Observer, _die_with_parent
 
 PREFIX = Path(os.environ.get('ROBOTSIM_ROS_TOOLS_PREFIX')
               or Path.home() / '.cache' / 'robotsim' / f'ros-tools-{DISTRO}')
@@ -99,7 +99,7 @@ def test_robot_state_publisher_publishes_the_standins_transforms(robot, tmp_path
     real = subprocess.Popen([str(PREFIX / 'lib' / 'robot_state_publisher' / 'robot_state_publisher'), '--ros-args',
                              '--params-file', str(params), '-r', '__ns:=/real', '-r', '/tf:=tf',
                              '-r', '/tf_static:=tf_static'], env=tools_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                            stderr=subprocess.STDOUT, text=True, preexec_fn=_die_with_parent)  # no orphan, ever
     obs = Observer(f'rsp_compare_{robot}')
     try:
         with NodeProcess('robotsim_sim', 'state_publisher', {'robot': robot}, namespace='standin'):
