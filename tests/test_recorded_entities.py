@@ -26,15 +26,21 @@ TOLERANCE = 0.01  # m
 
 @pytest.fixture(scope='module')
 def pick_recording(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp('pick_recording')
-    bag = folder / 'bag'
-    env = {'DEMO': 'pick', 'FIRMWARE': '0', 'SEED': '2', 'VIEW': '0', 'REPORT': str(folder / 'report.png')}
-    run = Launch([str(WORKSPACE / 'scripts' / 'run-sim.sh'), 'record:=true', f'bag:={bag}'], env=env)
-    try:
-        assert run.finish(timeout=900) == 0, run.text[-4000:]
-    finally:
-        run.stop()
-    return bag
+    # Two attempts: on a loaded machine the pick demo once failed when the gripper's action server did not answer
+    # a goal (its response lost); the recording is what is under test here, so a second run is allowed.
+    for attempt in (1, 2):
+        folder = tmp_path_factory.mktemp('pick_recording')
+        bag = folder / 'bag'
+        env = {'DEMO': 'pick', 'FIRMWARE': '0', 'SEED': '2', 'VIEW': '0', 'REPORT': str(folder / 'report.png')}
+        run = Launch([str(WORKSPACE / 'scripts' / 'run-sim.sh'), 'record:=true', f'bag:={bag}'], env=env)
+        try:
+            status = run.finish(timeout=900)
+        finally:
+            run.stop()
+        if status == 0:
+            return bag
+        print(f'pick demo attempt {attempt} failed (status {status}):\n{run.text[-4000:]}')
+    raise AssertionError(f'the pick demo failed twice; the last run:\n{run.text[-4000:]}')
 
 
 def cube_samples(bag: Path) -> tuple[float, list[tuple[float, np.ndarray]]]:
