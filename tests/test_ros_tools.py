@@ -21,7 +21,6 @@ import shutil
 import signal
 import re
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
@@ -42,9 +41,11 @@ pytestmark = pytest.mark.skipif(not BUILT, reason=f'ROS 2 {DISTRO} tools not bui
 
 @functools.cache
 def tools_env() -> dict[str, str]:
-    """This process's environment with the tools' prefix sourced on top (as a user does after env.sh)."""
+    """This process's environment with the tools' prefix sourced on top (as a user does after env.sh). Without the
+    mark this (bootstrapped) Python process carries: a user's shell has not been through the wheels' bootstrapper."""
+    shell = {k: v for k, v in os.environ.items() if k != '_ROS_WHEELS_BOOTSTRAP_COMPLETE'}
     out = subprocess.run(['bash', '-c', f'source "{SETUP}" >/dev/null && env -0'], capture_output=True, check=True,
-                         env=os.environ, timeout=60)
+                         env=shell, timeout=60)
     env = dict(item.split('=', 1) for item in out.stdout.decode().split('\0') if '=' in item)
     assert str(PREFIX) in env.get('AMENT_PREFIX_PATH', ''), 'the prefix is not on AMENT_PREFIX_PATH after sourcing'
     return env
@@ -79,6 +80,20 @@ def _assert_same_transforms(real: dict, standin: dict) -> None:
         assert parent == other[0], key
         assert max(abs(a - b) for a, b in zip(translation, other[1])) < 1e-9, (key, translation, other[1])
         assert max(abs(a - b) for a, b in zip(rotation, other[2])) < 1e-9, (key, rotation, other[2])
+
+
+def test_every_python_process_loads_the_prefixs_tf2_msgs():
+    """With the prefix sourced, a Python process under any hash seed loads this prefix's full tf2_msgs (the wheels'
+    bootstrapper once rebuilt LD_LIBRARY_PATH from a set, so in some processes the workspace's reduced tf2_msgs
+    library came first and the simulator failed to import TFMessage's type support)."""
+    code = ('from tf2_msgs.msg import TFMessage; from tf2_msgs.action import LookupTransform; '
+            'TFMessage.__class__.__import_type_support__(); LookupTransform.__class__.__import_type_support__(); '
+            'import tf2_msgs; print(tf2_msgs.__file__)')
+    for seed in random.Random().sample(range(10_000), 8):
+        done = subprocess.run([shutil.which('python') or 'python', '-c', code], capture_output=True, text=True,
+                              env={**tools_env(), 'PYTHONHASHSEED': str(seed)}, timeout=120)
+        assert done.returncode == 0, (seed, done.stderr[-2000:])
+        assert done.stdout.strip().startswith(str(PREFIX)), (seed, done.stdout)
 
 
 @pytest.mark.parametrize('robot', ['rover', 'panda'])
@@ -163,7 +178,7 @@ def test_ros2_launch_runs_the_real_robot_state_publisher_and_ros2_bag_record(tmp
     readers, and holds the real node's transforms of the wheels."""
     from robotsim_core.description import load_robot
     from robotsim_core.viewer.bag_scene import read_bag
-    from robotsim_msgs.srv import Pause
+    from robotsim_msgs.srv import Pause, Step
 
     bag = tmp_path / 'bag'
     marker = uuid.uuid4().hex
@@ -173,8 +188,13 @@ def test_ros2_launch_runs_the_real_robot_state_publisher_and_ros2_bag_record(tmp
     obs = Observer('ros_tools_resume')
     try:
         launch.wait_for(r'robot_state_publisher.*Robot initialized', 120)
-        launch.wait_for(r'Subscribed to topic .*/scan|Recording\.\.\.', 120)
-        time.sleep(2.0)  # `ros2 bag record` subscribes to its topics one by one after it starts
+        launch.wait_for(r'waiting for /clock before starting recording', 120)
+        # `ros2 bag record --use-sim-time` creates no subscription before /clock has started (a simulation paused at
+        # time 0 never starts it), then subscribes topic by topic (seconds apart on a loaded machine). One step
+        # starts the clock; resume when it has subscribed to every requested topic: the bag starts at that step.
+        stepped = obs.call(Step, '/sim/step', Step.Request(steps=1), timeout=30)
+        assert stepped.success, stepped.message
+        launch.wait_for(r'All requested topics are subscribed', 180)
         response = obs.call(Pause, '/sim/pause', Pause.Request(paused=False), timeout=30)
         assert response.success, response.message
         assert launch.finish(timeout=240) == 0, launch.text
