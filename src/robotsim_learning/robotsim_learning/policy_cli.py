@@ -31,6 +31,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f'(1 ... {MAX_ENSEMBLE}, default 1)')
     parser.add_argument('--weight-decay', type=float, default=0.0,
                         help='decoupled weight decay of AdamW, 0 ... 1 (default 0: plain Adam)')
+    from .policy_model import HEADS, MAX_BINS
+    parser.add_argument('--head', choices=HEADS, default='tanh',
+                        help='tanh: one command fitted by mean squared error (where demonstrations disagree it learns '
+                             'their average); bins: the best-scoring command of a grid, fitted by cross-entropy (picks '
+                             'one of disagreeing demonstrations)')
+    parser.add_argument('--bins', default='9,15',
+                        help=f'cells of the bins head: linear,angular, each 2 ... {MAX_BINS} (default 9,15)')
     parser.add_argument('--sectors', type=int, default=36,
                         help='the scan is pooled into this many equal sectors, each its nearest range (1 ... the '
                              "scan's samples; default 36)")
@@ -74,6 +81,13 @@ def _argument_problem(args: argparse.Namespace) -> str:
         return f'--ensemble: expected 1 ... {MAX_ENSEMBLE} networks, got {args.ensemble}'
     if not 0.0 <= args.weight_decay <= 1.0:
         return f'--weight-decay: expected 0 ... 1, got {args.weight_decay}'
+    from .policy_model import MAX_BINS
+    try:
+        bins = tuple(int(count) for count in args.bins.split(','))
+    except ValueError:
+        bins = ()
+    if len(bins) != 2 or not all(2 <= count <= MAX_BINS for count in bins):
+        return f'--bins: expected linear,angular cell counts, each 2 ... {MAX_BINS}, got {args.bins!r}'
     if not 1 <= args.sectors <= 4096:
         return f"--sectors: expected 1 ... 4096 (and at most the scan's samples), got {args.sectors}"
     problem = _out_problem(args.out)
@@ -109,7 +123,9 @@ def run(args: argparse.Namespace) -> int:
         report = train_from_dataset(args.datasets, args.out, TrainConfig(hidden=hidden, epochs=args.epochs,
                                                                         seed=args.seed, schedule=args.lr_schedule,
                                                                         weight_decay=args.weight_decay,
-                                                                        ensemble=args.ensemble),
+                                                                        ensemble=args.ensemble, head=args.head,
+                                                                        bins=tuple(int(count) for count in
+                                                                                   args.bins.split(','))),
                                     image=not args.no_image, progress=progress, heading=args.heading,
                                     sectors=args.sectors,
                                     command=['robotsim', 'policy', 'train', *sys.argv[3:]]

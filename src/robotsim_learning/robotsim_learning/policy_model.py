@@ -2,9 +2,13 @@
 CPU, exported as ONNX for onnxruntime (the policy node; TensorRT on the Jetson).
 
 The network: normalise the observation (training-set mean and standard deviation), hidden layers
-with ReLU, a tanh output scaled to the robot's speed limits, so a command never exceeds what the
-robot may do. Training is seeded (parameter initialisation, shuffling, validation split) and runs
-on the CPU, so the same data and seed give the same weights. JAX and optax are imported only here
+with ReLU, and one of two heads. ``tanh``: one command, a tanh output scaled to the robot's speed limits, fitted
+by mean squared error. ``bins``: a score for each command of a grid over the demonstrated range, fitted by
+cross-entropy against the demonstrated command (spread over its neighbouring cells); the policy takes the
+best-scoring command. Where demonstrations disagree from the same observation (around an obstacle on the left or
+on the right) the tanh head learns their average, which can be to stand still; the bins head picks one of them.
+Either way a command never exceeds what the robot may do. Training is seeded (parameter initialisation, shuffling,
+validation split) and runs on the CPU, so the same data and seed give the same weights. JAX and optax are imported only here
 (``requirements/train.txt``); the policy node needs onnxruntime alone.
 """
 
@@ -45,6 +49,10 @@ MAX_ENSEMBLE = 16
 """Networks of an ensemble at most."""
 SCHEDULES = ('constant', 'cosine')
 """The learning-rate schedules of :class:`TrainConfig`."""
+HEADS = ('tanh', 'bins')
+"""The output heads of :class:`TrainConfig` (the module's docstring says how they differ)."""
+MAX_BINS = 64
+"""Most cells per axis of the bins head's grid."""
 
 
 @dataclass
@@ -67,7 +75,12 @@ class TrainConfig:
     """Seed of the initialisation, the shuffling and the validation split: 0 ... 2^32-1 (:data:`SEED_LIMIT`)."""
     ensemble: int = 1
     """Networks trained on the same samples from different initialisations and orders; the policy's action is their
-    mean (one ONNX graph). 1 ... :data:`MAX_ENSEMBLE`."""
+    mean (one ONNX graph; with the bins head, the best command of their mean scores). 1 ... :data:`MAX_ENSEMBLE`."""
+    head: str = 'tanh'
+    """'tanh' (one command, mean squared error) or 'bins' (the best of a grid of commands, cross-entropy)."""
+    bins: tuple[int, int] = (9, 15)
+    """Cells of the bins head's grid: linear speeds x turn rates, each evenly spaced from the smallest to the largest
+    demonstrated value; 2 ... :data:`MAX_BINS` each."""
 
 
 @dataclass
@@ -82,6 +95,8 @@ class TrainedPolicy:
     report: dict = field(default_factory=dict)
     members: list = field(default_factory=list)
     """The further networks of an ensemble, each a list like ``layers``: the action is the mean of every network's."""
+    bin_actions: np.ndarray | None = None
+    """(K, 2) float32 commands of the bins head's grid, in the order of the last layer's outputs; None: tanh head."""
 
     @property
     def networks(self) -> list:
@@ -89,15 +104,24 @@ class TrainedPolicy:
 
     def act(self, observations: np.ndarray) -> np.ndarray:
         """The network(s) in NumPy float32 (the reference the ONNX export is checked against)."""
-        actions = []
+        outputs = []
         for layers in self.networks:
             x = (np.asarray(observations, dtype=np.float32) - self.mean) / self.std
             for index, (weights, bias) in enumerate(layers):
                 x = x @ weights + bias
                 if index < len(layers) - 1:
                     x = np.maximum(x, 0.0)
-            actions.append(np.tanh(x) * self.action_scale)
-        return np.mean(actions, axis=0).astype(np.float32)
+            if self.bin_actions is None:
+                outputs.append(np.tanh(x) * self.action_scale)
+            elif len(self.networks) == 1:
+                outputs.append(x)  # one network: the best score is the best logit
+            else:
+                z = np.exp(x - x.max(axis=-1, keepdims=True))
+                outputs.append(z / z.sum(axis=-1, keepdims=True))
+        combined = np.mean(outputs, axis=0)
+        if self.bin_actions is None:
+            return combined.astype(np.float32)
+        return self.bin_actions[np.argmax(combined, axis=-1)].astype(np.float32)
 
 
 def act_jax(policy: TrainedPolicy, observations: np.ndarray) -> np.ndarray:
@@ -105,15 +129,34 @@ def act_jax(policy: TrainedPolicy, observations: np.ndarray) -> np.ndarray:
     import jax
     import jax.numpy as jnp
 
-    actions = []
+    outputs = []
     for layers in policy.networks:
         x = (jnp.asarray(observations, jnp.float32) - policy.mean) / policy.std
         for index, (weights, bias) in enumerate(layers):
             x = x @ weights + bias
             if index < len(layers) - 1:
                 x = jax.nn.relu(x)
-        actions.append(jnp.tanh(x) * policy.action_scale)
-    return np.asarray(jnp.mean(jnp.stack(actions), axis=0))
+        if policy.bin_actions is None:
+            outputs.append(jnp.tanh(x) * policy.action_scale)
+        else:
+            outputs.append(x if len(policy.networks) == 1 else jax.nn.softmax(x, axis=-1))
+    combined = jnp.mean(jnp.stack(outputs), axis=0)
+    if policy.bin_actions is None:
+        return np.asarray(combined)
+    return policy.bin_actions[np.asarray(jnp.argmax(combined, axis=-1))]
+
+
+def bin_grid(actions: np.ndarray, bins: tuple[int, int], scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(linear centres, angular centres) of the bins head: evenly spaced over the demonstrated range of each command
+    (within the robot's limits; a range of one value is widened to the limits)."""
+    centres = []
+    for axis, count in enumerate(bins):
+        low, high = float(actions[:, axis].min()), float(actions[:, axis].max())
+        low, high = max(low, -float(scale[axis])), min(high, float(scale[axis]))
+        if high - low < 1e-6:
+            low, high = -float(scale[axis]), float(scale[axis])
+        centres.append(np.linspace(low, high, count).astype(np.float32))
+    return centres[0], centres[1]
 
 
 def _split(count: int, episodes: np.ndarray | None, fraction: float, rng: np.random.Generator):
@@ -154,18 +197,49 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
     std = np.maximum(observations[train_index].std(axis=0), 1e-3).astype(np.float32)
     scale = np.asarray(action_scale, dtype=np.float32)
 
-    sizes = [spec.size, *config.hidden, 2]
+    if config.head not in HEADS:
+        raise ValueError(f'head: expected one of {", ".join(HEADS)}, got {config.head!r}')
+    bins = tuple(config.bins)
+    if config.head == 'bins' and not (len(bins) == 2 and all(isinstance(b, int) and 2 <= b <= MAX_BINS
+                                                             for b in bins)):
+        raise ValueError(f'bins: expected 2 cell counts (linear, angular), each 2 ... {MAX_BINS}, got {list(bins)}')
+    bin_actions = None
+    if config.head == 'bins':
+        linear_centres, angular_centres = bin_grid(actions[train_index], bins, scale)
+        bin_actions = np.stack(np.meshgrid(linear_centres, angular_centres, indexing='ij'), axis=-1).reshape(-1, 2)
+        # A demonstrated command counts for the cells around it: a Gaussian of half a cell's width on each axis.
+        widths = [max(float(c[1] - c[0]), 1e-6) * 0.5 for c in (linear_centres, angular_centres)]
+    sizes = [spec.size, *config.hidden, 2 if bin_actions is None else len(bin_actions)]
 
-    def forward(p, x):
+    def logits(p, x):
         x = (x - mean) / std
         for index, (weights, bias) in enumerate(p):
             x = x @ weights + bias
             if index < len(p) - 1:
                 x = jax.nn.relu(x)
-        return jnp.tanh(x) * scale
+        return x
+
+    def forward(p, x):
+        z = logits(p, x)
+        if bin_actions is None:
+            return jnp.tanh(z) * scale
+        return jnp.asarray(bin_actions)[jnp.argmax(z, axis=-1)]
+
+    def targets(y):
+        """(batch, K) probabilities of the grid's cells for demonstrated commands y (batch, 2)."""
+        axes = []
+        for axis, centres in enumerate((linear_centres, angular_centres)):
+            w = jnp.exp(-0.5 * ((y[:, axis:axis + 1] - centres[None, :]) / widths[axis]) ** 2)
+            axes.append(w / jnp.sum(w, axis=-1, keepdims=True))
+        return (axes[0][:, :, None] * axes[1][:, None, :]).reshape(len(y), -1)
 
     def loss(p, x, y):
-        return jnp.mean(((forward(p, x) - y) / scale) ** 2)  # each action relative to its limit
+        if bin_actions is None:
+            return jnp.mean(((forward(p, x) - y) / scale) ** 2)  # each action relative to its limit
+        return -jnp.mean(jnp.sum(targets(y) * jax.nn.log_softmax(logits(p, x), axis=-1), axis=-1))
+
+    def squared_error(p, x, y):
+        return jnp.mean(((forward(p, x) - y) / scale) ** 2)
 
     if config.schedule not in SCHEDULES:
         raise ValueError(f'schedule: expected one of {", ".join(SCHEDULES)}, got {config.schedule!r}')
@@ -185,6 +259,7 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
         return optax.apply_updates(p, updates), s, value
 
     evaluate = jax.jit(loss)
+    command_error = jax.jit(squared_error)
     x_val, y_val = observations[validation_index], actions[validation_index]
     started = time.monotonic()
     train_loss = validation_loss = float('nan')
@@ -215,7 +290,15 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
         networks.append([(np.asarray(w, dtype=np.float32), np.asarray(b, dtype=np.float32)) for w, b in params])
     # The predict-the-mean baseline: what the loss is without looking at the observation.
     baseline = float(np.mean(((actions[train_index].mean(axis=0) - y_val) / scale) ** 2))
-    policy = TrainedPolicy(spec, networks[0], mean.astype(np.float32), std, scale, members=networks[1:])
+    policy = TrainedPolicy(spec, networks[0], mean.astype(np.float32), std, scale, members=networks[1:],
+                           bin_actions=bin_actions)
+    extra = {}
+    if bin_actions is not None:
+        # Reported like the tanh head's: the squared error of the commands taken (cross-entropy kept beside it).
+        extra = {'validation_cross_entropy': validation_loss, 'train_cross_entropy': train_loss,
+                 'bins': list(bins)}
+        validation_loss = float(command_error(networks[0], x_val, y_val))
+        train_loss = float(command_error(networks[0], observations[train_index], actions[train_index]))
     if config.ensemble > 1:  # the ensemble's losses: the mean action of its networks
         validation_loss = float(np.mean(((policy.act(x_val) - y_val) / scale) ** 2))
         train_loss = float(np.mean(((policy.act(observations[train_index]) - actions[train_index]) / scale) ** 2))
@@ -224,7 +307,7 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
         'train_samples': int(len(train_index)), 'validation_samples': int(len(validation_index)),
         'seconds': time.monotonic() - started, 'epochs': config.epochs, 'seed': config.seed,
         'hidden': list(config.hidden), 'schedule': config.schedule, 'weight_decay': config.weight_decay,
-        'ensemble': config.ensemble}
+        'ensemble': config.ensemble, 'head': config.head, **extra}
     return policy
 
 
@@ -247,6 +330,9 @@ def export_onnx(policy: TrainedPolicy, path: str, description: str = '') -> None
 
     initializers = [numpy_helper.from_array(policy.mean, 'mean'), numpy_helper.from_array(policy.std, 'std'),
                     numpy_helper.from_array(policy.action_scale, 'action_scale')]
+    binned = policy.bin_actions is not None
+    if binned:
+        initializers.append(numpy_helper.from_array(np.asarray(policy.bin_actions, np.float32), 'bin_actions'))
     nodes = [helper.make_node('Sub', [ONNX_INPUT, 'mean'], ['centred']),
              helper.make_node('Div', ['centred', 'std'], ['x0'])]
     outputs = []
@@ -261,11 +347,24 @@ def export_onnx(policy: TrainedPolicy, path: str, description: str = '') -> None
             if index < len(layers) - 1:
                 nodes.append(helper.make_node('Relu', [f'{prefix}z{index}'], [f'{prefix}x{index + 1}']))
         last = len(layers) - 1
+        if binned:  # scores: the logits of one network, the softmax of each of an ensemble's
+            output = f'{prefix}z{last}' if len(policy.networks) == 1 else f'{prefix}scores'
+            if len(policy.networks) > 1:
+                nodes.append(helper.make_node('Softmax', [f'{prefix}z{last}'], [output], axis=-1))
+            outputs.append(output)
+            continue
         output = ONNX_OUTPUT if len(policy.networks) == 1 else f'{prefix}action'
         nodes += [helper.make_node('Tanh', [f'{prefix}z{last}'], [f'{prefix}unit_action']),
                   helper.make_node('Mul', [f'{prefix}unit_action', 'action_scale'], [output])]
         outputs.append(output)
-    if len(outputs) > 1:
+    if binned:
+        scores = outputs[0]
+        if len(outputs) > 1:
+            nodes.append(helper.make_node('Mean', outputs, ['mean_scores']))
+            scores = 'mean_scores'
+        nodes += [helper.make_node('ArgMax', [scores], ['best_bin'], axis=1, keepdims=0),
+                  helper.make_node('Gather', ['bin_actions', 'best_bin'], [ONNX_OUTPUT], axis=0)]
+    elif len(outputs) > 1:
         nodes.append(helper.make_node('Mean', outputs, [ONNX_OUTPUT]))
     graph = helper.make_graph(
         nodes, 'robotsim_policy',

@@ -96,6 +96,41 @@ def test_an_ensemble_acts_on_the_mean_of_its_networks_in_onnx_too(tmp_path):
         train(x, y, SPEC, (0.4, 1.5), TrainConfig(hidden=(16,), epochs=1, ensemble=0))
 
 
+def test_the_bins_head_picks_one_of_disagreeing_demonstrations_where_tanh_averages(tmp_path):
+    """Demonstrations that turn left or right at random from the same kind of observation (an obstacle straight
+    ahead, passed on either side): the tanh head learns their average (hardly turning), the bins head turns one
+    way or the other at the demonstrated rate; its command is one of its grid's, seeded, the same in NumPy, JAX and
+    ONNX (one network and an ensemble), and bad grids are refused naming the field."""
+    x, _ = synthetic(1200, seed=6)
+    turn = np.where(np.random.default_rng(7).random(len(x)) < 0.5, 1.2, -1.2)
+    y = np.stack([np.full(len(x), 0.2), turn], axis=1).astype(np.float32)
+    config = dict(hidden=(32, 32), epochs=12, batch_size=64, seed=3)
+    tanh = train(x, y, SPEC, (0.4, 1.5), TrainConfig(**config))
+    bins = train(x, y, SPEC, (0.4, 1.5), TrainConfig(**config, head='bins', bins=(5, 9)))
+    probe, _ = synthetic(200, seed=8)
+    assert np.mean(np.abs(tanh.act(probe)[:, 1])) < 0.6
+    chosen = bins.act(probe)
+    assert np.mean(np.abs(chosen[:, 1]) >= 0.9) >= 0.95, chosen[:10]  # a turn, one way or the other
+    assert (chosen[:, 1] > 0).any() and (chosen[:, 1] < 0).any()
+    assert np.mean(np.abs(chosen[:, 0] - 0.2) < 1e-5) >= 0.9
+    assert bins.report['head'] == 'bins' and bins.report['bins'] == [5, 9]
+    again = train(x, y, SPEC, (0.4, 1.5), TrainConfig(**config, head='bins', bins=(5, 9)))
+    assert np.array_equal(again.layers[-1][0], bins.layers[-1][0])
+    ensemble = train(x, y, SPEC, (0.4, 1.5), TrainConfig(**{**config, 'epochs': 3}, head='bins', bins=(5, 9),
+                                                         ensemble=2))
+    for policy, name in ((bins, 'bins.onnx'), (ensemble, 'bins_ensemble.onnx')):
+        export_onnx(policy, str(tmp_path / name))
+        runtime = PolicyRuntime(str(tmp_path / name))
+        reference = policy.act(probe)
+        assert {tuple(row) for row in reference} <= {tuple(row) for row in policy.bin_actions}
+        np.testing.assert_allclose(runtime.act_batch(probe), reference, atol=1e-6)
+        np.testing.assert_allclose(act_jax(policy, probe), reference, atol=1e-6)
+    with pytest.raises(ValueError, match=r'bins: expected 2 cell counts \(linear, angular\), each 2 ... 64, got \[1, 9\]'):
+        train(x, y, SPEC, (0.4, 1.5), TrainConfig(hidden=(8,), epochs=1, head='bins', bins=(1, 9)))
+    with pytest.raises(ValueError, match="head: expected one of tanh, bins, got 'softmax'"):
+        train(x, y, SPEC, (0.4, 1.5), TrainConfig(hidden=(8,), epochs=1, head='softmax'))
+
+
 def test_onnx_export_equals_the_training_framework(tmp_path):
     x, y = synthetic(600, seed=2)
     policy = train(x, y, SPEC, (0.4, 1.5), TrainConfig(hidden=(32, 32), epochs=5, batch_size=64))
