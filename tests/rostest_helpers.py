@@ -42,6 +42,27 @@ def executable(package: str, name: str) -> str:
 
 
 
+def wait_until_it_catches_sigint(process: subprocess.Popen, timeout: float = 60.0) -> None:
+    """Wait until ``process`` has a handler for SIGINT (/proc/PID/status SigCgt), or has exited. A signal sent
+    earlier is lost without trace on a loaded machine: between fork and exec the child still runs this test
+    process's Python, whose C-level handler only notes the signal for an interpreter that exec then replaces."""
+    deadline = time.monotonic() + timeout
+    bit = 1 << (signal.SIGINT - 1)
+    while process.poll() is None and time.monotonic() < deadline:
+        try:
+            status = Path(f'/proc/{process.pid}/status').read_text()
+        except OSError:
+            return
+        caught = re.search(r'^SigCgt:\s*([0-9a-fA-F]+)', status, re.M)
+        try:  # before exec the child's command line is still this process's
+            exec_done = Path(f'/proc/{process.pid}/cmdline').read_bytes() != Path('/proc/self/cmdline').read_bytes()
+        except OSError:
+            return
+        if exec_done and caught and int(caught.group(1), 16) & bit:
+            return
+        time.sleep(0.02)
+
+
 class NodeProcess:
     """A robotsim node in its own process; stopped with SIGINT (then SIGKILL) on exit."""
 
@@ -68,6 +89,7 @@ class NodeProcess:
         """Ctrl-C; a node still there after 30 s prints its threads' stacks into its log (SIGUSR1,
         see run_node) before it is killed, so a hung stop says where it hung."""
         if self.process.poll() is None:
+            wait_until_it_catches_sigint(self.process)
             self.process.send_signal(signal.SIGINT)
             try:
                 self.process.wait(timeout=30)
@@ -122,6 +144,17 @@ class Observer:
                 return True
             self.executor.spin_once(timeout_sec=0.05)
         return condition()
+
+    def drain(self, quiet: float = 0.5, limit: float = 15.0) -> None:
+        """Take what is still queued (publishers stopped): spin until nothing arrived for ``quiet`` s, at most
+        ``limit`` s. A loaded observer takes queued messages topic by topic, so one topic's newest message can be
+        taken while an older one of another topic still waits."""
+        deadline = time.monotonic() + limit
+        total, since = sum(map(len, self.messages.values())), time.monotonic()
+        while time.monotonic() < min(deadline, since + quiet):
+            self.executor.spin_once(timeout_sec=0.02)
+            if (now := sum(map(len, self.messages.values()))) != total:
+                total, since = now, time.monotonic()
 
     def spin_for(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds
@@ -216,6 +249,7 @@ class Launch:
         return code
 
     def stop(self):
+        wait_until_it_catches_sigint(self.process)
         interrupt(self.process, 30)
 
 
