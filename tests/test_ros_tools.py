@@ -21,6 +21,7 @@ import shutil
 import signal
 import re
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -191,9 +192,14 @@ def test_ros2_launch_runs_the_real_robot_state_publisher_and_ros2_bag_record(tmp
         launch.wait_for(r'waiting for /clock before starting recording', 120)
         # `ros2 bag record --use-sim-time` creates no subscription before /clock has started (a simulation paused at
         # time 0 never starts it), then subscribes topic by topic (seconds apart on a loaded machine). One step
-        # starts the clock; resume when it has subscribed to every requested topic: the bag starts at that step.
-        stepped = obs.call(Step, '/sim/step', Step.Request(steps=1), timeout=30)
-        assert stepped.success, stepped.message
+        # starts the clock; resume when it has subscribed to every requested topic: the bag starts at the steps.
+        # A step's /clock reaches the recorder only once their endpoints have matched: step until it has.
+        deadline = time.monotonic() + 120
+        while not any('Sim time /clock found' in line for line in list(launch.lines)):
+            assert time.monotonic() < deadline, launch.text
+            stepped = obs.call(Step, '/sim/step', Step.Request(steps=1), timeout=30)
+            assert stepped.success, stepped.message
+            obs.spin_for(0.5)
         launch.wait_for(r'All requested topics are subscribed', 180)
         response = obs.call(Pause, '/sim/pause', Pause.Request(paused=False), timeout=30)
         assert response.success, response.message
