@@ -232,6 +232,7 @@ def test_recording_without_rosbag2_writes_a_bag(tmp_path):
 
 
 @needs_ros2
+@pytest.mark.flaky(reruns=1)  # seen twice: `ros2 launch` (and `ros2 topic hz`) did not exit within 30 s of Ctrl-C
 def test_ros2_launch_runs_the_simulator_and_ros2_topic_hz_measures_it():
     launch, marker = ros2_launch('sim.launch.py', 'cameras:=false', 'firmware:=false')
     hz = None
