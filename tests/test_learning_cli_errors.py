@@ -61,6 +61,10 @@ TRAIN_CASES = {
                           '--ensemble: expected 1 ... 16 networks, got 0'),
     'weight decay above 1': (lambda tmp: ['--out', str(tmp / 'p.onnx'), '--weight-decay', '2'],
                              '--weight-decay: expected 0 ... 1, got 2.0'),
+    'a bins grid of one cell': (lambda tmp: ['--out', str(tmp / 'p.onnx'), '--head', 'bins', '--bins', '1,9'],
+                                "--bins: expected linear,angular cell counts, each 2 ... 64, got '1,9'"),
+    'a bins grid that is not numbers': (lambda tmp: ['--out', str(tmp / 'p.onnx'), '--bins', 'nine'],
+                                        "--bins: expected linear,angular cell counts, each 2 ... 64, got 'nine'"),
 }
 
 

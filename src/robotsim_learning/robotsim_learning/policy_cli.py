@@ -63,6 +63,14 @@ def _out_problem(out: str) -> str:
     return ''
 
 
+def _bins(text: str) -> tuple[int, ...]:
+    """``--bins`` as cell counts (empty when it is not comma-separated integers)."""
+    try:
+        return tuple(int(count) for count in text.split(','))
+    except ValueError:
+        return ()
+
+
 def _argument_problem(args: argparse.Namespace) -> str:
     """The first bad argument as '--name: what was expected', or ''."""
     from .policy_model import HIDDEN_EXPECTED, MAX_ENSEMBLE, SEED_LIMIT, hidden_fits
@@ -82,10 +90,7 @@ def _argument_problem(args: argparse.Namespace) -> str:
     if not 0.0 <= args.weight_decay <= 1.0:
         return f'--weight-decay: expected 0 ... 1, got {args.weight_decay}'
     from .policy_model import MAX_BINS
-    try:
-        bins = tuple(int(count) for count in args.bins.split(','))
-    except ValueError:
-        bins = ()
+    bins = _bins(args.bins)
     if len(bins) != 2 or not all(2 <= count <= MAX_BINS for count in bins):
         return f'--bins: expected linear,angular cell counts, each 2 ... {MAX_BINS}, got {args.bins!r}'
     if not 1 <= args.sectors <= 4096:
@@ -124,8 +129,7 @@ def run(args: argparse.Namespace) -> int:
                                                                         seed=args.seed, schedule=args.lr_schedule,
                                                                         weight_decay=args.weight_decay,
                                                                         ensemble=args.ensemble, head=args.head,
-                                                                        bins=tuple(int(count) for count in
-                                                                                   args.bins.split(','))),
+                                                                        bins=_bins(args.bins)),
                                     image=not args.no_image, progress=progress, heading=args.heading,
                                     sectors=args.sectors,
                                     command=['robotsim', 'policy', 'train', *sys.argv[3:]]

@@ -233,13 +233,13 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
             axes.append(w / jnp.sum(w, axis=-1, keepdims=True))
         return (axes[0][:, :, None] * axes[1][:, None, :]).reshape(len(y), -1)
 
+    def squared_error(p, x, y):
+        return jnp.mean(((forward(p, x) - y) / scale) ** 2)  # each action relative to its limit
+
     def loss(p, x, y):
         if bin_actions is None:
-            return jnp.mean(((forward(p, x) - y) / scale) ** 2)  # each action relative to its limit
+            return squared_error(p, x, y)
         return -jnp.mean(jnp.sum(targets(y) * jax.nn.log_softmax(logits(p, x), axis=-1), axis=-1))
-
-    def squared_error(p, x, y):
-        return jnp.mean(((forward(p, x) - y) / scale) ** 2)
 
     if config.schedule not in SCHEDULES:
         raise ValueError(f'schedule: expected one of {", ".join(SCHEDULES)}, got {config.schedule!r}')
