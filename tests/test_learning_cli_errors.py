@@ -65,6 +65,10 @@ TRAIN_CASES = {
                                 "--bins: expected linear,angular cell counts, each 2 ... 64, got '1,9'"),
     'a bins grid that is not numbers': (lambda tmp: ['--out', str(tmp / 'p.onnx'), '--bins', 'nine'],
                                         "--bins: expected linear,angular cell counts, each 2 ... 64, got 'nine'"),
+    'a near weight below 1': (lambda tmp: ['--out', str(tmp / 'p.onnx'), '--near-weight', '0.5'],
+                              '--near-weight: expected 1 ... 100, got 0.5'),
+    'a negative near range': (lambda tmp: ['--out', str(tmp / 'p.onnx'), '--near-range', '-1'],
+                              '--near-range: expected a range in metres, 0 < r <= 100, got -1.0'),
 }
 
 

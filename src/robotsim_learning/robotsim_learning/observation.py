@@ -33,6 +33,21 @@ class ObservationSpec:
     heading: str = 'odometry'
     """Where the robot's heading for the goal's bearing comes from: 'odometry' (the wheel odometry's pose) or
     'imu' (the IMU's orientation, the wheel odometry's travel turned onto it: :class:`ImuHeadingOdometry`)."""
+    corridors: tuple[float, ...] = ()
+    """Bearings (rad) relative to the goal's of the straight corridors whose free length is observed, after the one
+    straight ahead (:func:`corridor_lengths`); () observes none. The pooled sectors say where obstacles are; these
+    say whether one blocks the way to the goal, which a network otherwise has to infer from goal bearing times
+    sector, the interaction it learns worst."""
+    corridor_half_width: float = 0.0
+    """Half the width (m) of a corridor: the radius of the robot's footprint (its collision shapes, arm included)."""
+    corridor_length: float = 3.0
+    """Longest free length (m) reported; a corridor free farther reads this."""
+    scan_angle_min: float = 0.0
+    """Angle (rad) of the scan's first beam in the lidar's frame (for the corridors)."""
+    scan_angle_increment: float = 0.0
+    """Angle (rad) between the scan's beams (for the corridors)."""
+    scan_origin: tuple[float, float] = (0.0, 0.0)
+    """(x, y) of the lidar in the base frame (m; for the corridors; a level lidar facing forward)."""
 
     @property
     def uses_image(self) -> bool:
@@ -41,13 +56,16 @@ class ObservationSpec:
     @property
     def size(self) -> int:
         image = self.image_sectors[0] * self.image_sectors[1] if self.uses_image else 0
-        return self.sectors + image + 2 + 3
+        return self.sectors + image + 2 + 3 + (len(self.corridors) + 1 if self.corridors else 0)
 
     def names(self) -> list[str]:
         names = [f'scan_sector_{i}' for i in range(self.sectors)]
         if self.uses_image:
             names += [f'image_{r}_{c}' for r in range(self.image_sectors[0]) for c in range(self.image_sectors[1])]
-        return names + ['odom_linear_x', 'odom_angular_z', 'goal_distance', 'goal_cos_bearing', 'goal_sin_bearing']
+        names += ['odom_linear_x', 'odom_angular_z', 'goal_distance', 'goal_cos_bearing', 'goal_sin_bearing']
+        if self.corridors:
+            names += ['corridor_ahead'] + [f'corridor_goal_{math.degrees(b):+.0f}deg' for b in self.corridors]
+        return names
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -55,7 +73,9 @@ class ObservationSpec:
     @classmethod
     def from_json(cls, text: str) -> 'ObservationSpec':
         data = json.loads(text)
-        data['image_sectors'] = tuple(data['image_sectors'])
+        for key in ('image_sectors', 'corridors', 'scan_origin'):
+            if key in data:
+                data[key] = tuple(data[key])
         return cls(**data)
 
     @property
@@ -71,9 +91,15 @@ class ObservationSpec:
         return None
 
 
-def spec_for_robot(model, sectors: int = 36, image: bool = True, heading: str = 'odometry') -> ObservationSpec:
+CORRIDORS = (0.0, -0.35, 0.35, -0.7, 0.7)
+"""The corridors (bearings relative to the goal's, rad) of ``--corridors``: toward the goal and 20 and 40 degrees
+either side of it."""
+
+
+def spec_for_robot(model, sectors: int = 36, image: bool = True, heading: str = 'odometry',
+                   corridors: tuple[float, ...] = ()) -> ObservationSpec:
     """The observation of ``model``'s first 1-channel lidar (and first camera, when ``image``; its IMU when
-    ``heading`` is 'imu')."""
+    ``heading`` is 'imu'; the free length of ``corridors`` and straight ahead, when given)."""
     if heading not in ('odometry', 'imu'):
         raise ValueError(f"heading: expected 'odometry' or 'imu', got {heading!r}")
     if heading == 'imu' and not any(s.type == 'imu' for s in model.sensors):
@@ -82,9 +108,23 @@ def spec_for_robot(model, sectors: int = 36, image: bool = True, heading: str = 
     if not lidars:
         raise ValueError(f'robot {model.name} has no 1-channel lidar: the policy observes a LaserScan')
     cameras = [s.spec for s in model.sensors if s.type == 'camera' and 'rgb' in s.spec.images] if image else []
+    geometry = {}
+    if corridors:
+        from robotsim_core.description.kinematics import forward_kinematics
+        from robotsim_sensors.lidar import beam_angles
+
+        from .expert import footprint_radius
+        lidar = next(s for s in model.sensors if s.type == 'lidar' and s.spec.channels == 1)
+        poses = forward_kinematics(model.tree, {})
+        relative = np.linalg.inv(poses[model.base_link]) @ poses[lidar.frame]
+        angles, _ = beam_angles(lidar.spec)
+        geometry = dict(corridors=tuple(float(b) for b in corridors), corridor_half_width=footprint_radius(model),
+                        scan_angle_min=float(angles[0]),
+                        scan_angle_increment=float(angles[1] - angles[0]) if len(angles) > 1 else 0.0,
+                        scan_origin=(float(relative[0, 3]), float(relative[1, 3])))
     return ObservationSpec(scan_samples=lidars[0].samples, scan_range_max=lidars[0].range_max, sectors=sectors,
                            image_width=cameras[0].width if cameras else 0,
-                           image_height=cameras[0].height if cameras else 0, heading=heading)
+                           image_height=cameras[0].height if cameras else 0, heading=heading, **geometry)
 
 
 def pool_scan(spec: ObservationSpec, ranges: np.ndarray) -> np.ndarray:
@@ -111,6 +151,27 @@ def pool_image(spec: ObservationSpec, rgb: np.ndarray) -> np.ndarray:
     column_edges = np.linspace(0, spec.image_width, columns + 1).round().astype(int)
     return np.array([grey[r0:r1, c0:c1].mean() for r0, r1 in zip(row_edges, row_edges[1:])
                      for c0, c1 in zip(column_edges, column_edges[1:])])
+
+
+def corridor_lengths(spec: ObservationSpec, ranges: np.ndarray, goal_base) -> np.ndarray:
+    """Free length (m, 0 ... ``corridor_length``) straight ahead and along each of ``spec.corridors`` (bearings
+    relative to the goal's): how far a disc of ``corridor_half_width`` moves from the base's origin along that line
+    before it touches a scan return (a point behind the origin never blocks)."""
+    ranges = np.asarray(ranges, dtype=np.float64)
+    angles = spec.scan_angle_min + spec.scan_angle_increment * np.arange(len(ranges))
+    hit = np.isfinite(ranges) & (ranges > 0) & (ranges < spec.scan_range_max)
+    points = np.stack([spec.scan_origin[0] + ranges[hit] * np.cos(angles[hit]),
+                       spec.scan_origin[1] + ranges[hit] * np.sin(angles[hit])], axis=1)
+    bearing = math.atan2(goal_base[1], goal_base[0]) if any(goal_base) else 0.0
+    directions = np.array([0.0, *(bearing + b for b in spec.corridors)])
+    units = np.stack([np.cos(directions), np.sin(directions)], axis=1)        # (D, 2)
+    along = points @ units.T                                                   # (P, D)
+    across = np.abs(points @ np.stack([-units[:, 1], units[:, 0]], axis=1).T)
+    width = spec.corridor_half_width
+    blocked = (along > 0) & (across < width)
+    reach = along - np.sqrt(np.maximum(width ** 2 - across ** 2, 0.0))
+    lengths = np.where(blocked, reach, np.inf).min(axis=0, initial=np.inf)
+    return np.clip(lengths, 0.0, spec.corridor_length)
 
 
 def goal_features(goal_in_base: tuple[float, float]) -> np.ndarray:
@@ -149,6 +210,8 @@ def observation(spec: ObservationSpec, ranges, rgb, twist: tuple[float, float], 
     if spec.uses_image:
         parts.append(pool_image(spec, rgb))
     parts += [np.asarray(twist, dtype=np.float64), goal_features(goal_base)]
+    if spec.corridors:
+        parts.append(corridor_lengths(spec, ranges, goal_base))
     return np.concatenate(parts).astype(np.float32)
 
 

@@ -38,6 +38,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'one of disagreeing demonstrations)')
     parser.add_argument('--bins', default='9,15',
                         help=f'cells of the bins head: linear,angular, each 2 ... {MAX_BINS} (default 9,15)')
+    from .policy_model import MAX_NEAR_WEIGHT
+    parser.add_argument('--near-weight', type=float, default=1.0,
+                        help='weight in the loss of the decisions taken with an obstacle closer than --near-range '
+                             f'(1 ... {MAX_NEAR_WEIGHT:g}; default 1: every decision alike)')
+    parser.add_argument('--near-range', type=float, default=0.5,
+                        help="nearest scan sector (m) below which a decision weighs --near-weight (default 0.5)")
+    parser.add_argument('--corridors', action='store_true',
+                        help='also observe how far the way is free straight ahead, toward the goal and 20 and 40 '
+                             "degrees either side of it (a corridor as wide as the robot's footprint, from the scan)")
     parser.add_argument('--sectors', type=int, default=36,
                         help='the scan is pooled into this many equal sectors, each its nearest range (1 ... the '
                              "scan's samples; default 36)")
@@ -93,6 +102,11 @@ def _argument_problem(args: argparse.Namespace) -> str:
     bins = _bins(args.bins)
     if len(bins) != 2 or not all(2 <= count <= MAX_BINS for count in bins):
         return f'--bins: expected linear,angular cell counts, each 2 ... {MAX_BINS}, got {args.bins!r}'
+    from .policy_model import MAX_NEAR_WEIGHT
+    if not 1.0 <= args.near_weight <= MAX_NEAR_WEIGHT:
+        return f'--near-weight: expected 1 ... {MAX_NEAR_WEIGHT:g}, got {args.near_weight}'
+    if not 0.0 < args.near_range <= 100.0:
+        return f'--near-range: expected a range in metres, 0 < r <= 100, got {args.near_range}'
     if not 1 <= args.sectors <= 4096:
         return f"--sectors: expected 1 ... 4096 (and at most the scan's samples), got {args.sectors}"
     problem = _out_problem(args.out)
@@ -103,6 +117,7 @@ def _argument_problem(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     try:
+        from .observation import CORRIDORS
         from .policy_model import TrainConfig
         from .policy_training import TrainingDataError, train_from_dataset
         import jax  # noqa: F401  (present only with requirements/train.txt)
@@ -129,9 +144,11 @@ def run(args: argparse.Namespace) -> int:
                                                                         seed=args.seed, schedule=args.lr_schedule,
                                                                         weight_decay=args.weight_decay,
                                                                         ensemble=args.ensemble, head=args.head,
-                                                                        bins=_bins(args.bins)),
+                                                                        bins=_bins(args.bins),
+                                                                        near_weight=args.near_weight,
+                                                                        near_range=args.near_range),
                                     image=not args.no_image, progress=progress, heading=args.heading,
-                                    sectors=args.sectors,
+                                    sectors=args.sectors, corridors=CORRIDORS if args.corridors else (),
                                     command=['robotsim', 'policy', 'train', *sys.argv[3:]]
                                     if sys.argv[1:3] == ['policy', 'train'] else None)
     except TrainingDataError as error:

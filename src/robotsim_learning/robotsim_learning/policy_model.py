@@ -53,6 +53,8 @@ HEADS = ('tanh', 'bins')
 """The output heads of :class:`TrainConfig` (the module's docstring says how they differ)."""
 MAX_BINS = 64
 """Most cells per axis of the bins head's grid."""
+MAX_NEAR_WEIGHT = 100.0
+"""Largest weight of a sample next to an obstacle (:attr:`TrainConfig.near_weight`)."""
 
 
 @dataclass
@@ -81,6 +83,12 @@ class TrainConfig:
     bins: tuple[int, int] = (9, 15)
     """Cells of the bins head's grid: linear speeds x turn rates, each evenly spaced from the smallest to the largest
     demonstrated value; 2 ... :data:`MAX_BINS` each."""
+    near_weight: float = 1.0
+    """Weight in the loss of a sample whose nearest scan sector is closer than ``near_range`` (others weigh 1):
+    the decisions next to an obstacle, a few in a hundred of the demonstrations, are the ones a collision follows
+    from. 1 ... :data:`MAX_NEAR_WEIGHT`; 1: every sample alike."""
+    near_range: float = 0.5
+    """Range (m) of the nearest scan sector below which a sample weighs ``near_weight``."""
 
 
 @dataclass
@@ -210,6 +218,11 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
         # A demonstrated command counts for the cells around it: a Gaussian of half a cell's width on each axis.
         widths = [max(float(c[1] - c[0]), 1e-6) * 0.5 for c in (linear_centres, angular_centres)]
     sizes = [spec.size, *config.hidden, 2 if bin_actions is None else len(bin_actions)]
+    if not (1.0 <= config.near_weight <= MAX_NEAR_WEIGHT and config.near_range > 0):
+        raise ValueError(f'near_weight: expected 1 ... {MAX_NEAR_WEIGHT:g} and near_range > 0, got '
+                         f'{config.near_weight}, {config.near_range}')
+    nearest = observations[:, :spec.sectors].min(axis=1)  # the pooled scan comes first (ObservationSpec.names)
+    sample_weights = np.where(nearest < config.near_range, config.near_weight, 1.0).astype(np.float32)
 
     def logits(p, x):
         x = (x - mean) / std
@@ -236,10 +249,13 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
     def squared_error(p, x, y):
         return jnp.mean(((forward(p, x) - y) / scale) ** 2)  # each action relative to its limit
 
-    def loss(p, x, y):
+    def loss(p, x, y, w):
+        """The weighted mean over the batch of each sample's squared error (tanh) or cross-entropy (bins)."""
         if bin_actions is None:
-            return squared_error(p, x, y)
-        return -jnp.mean(jnp.sum(targets(y) * jax.nn.log_softmax(logits(p, x), axis=-1), axis=-1))
+            each = jnp.mean(((forward(p, x) - y) / scale) ** 2, axis=-1)
+        else:
+            each = -jnp.sum(targets(y) * jax.nn.log_softmax(logits(p, x), axis=-1), axis=-1)
+        return jnp.sum(w * each) / jnp.sum(w)
 
     if config.schedule not in SCHEDULES:
         raise ValueError(f'schedule: expected one of {", ".join(SCHEDULES)}, got {config.schedule!r}')
@@ -253,14 +269,15 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
     optimiser = optax.adamw(rate, weight_decay=config.weight_decay) if config.weight_decay > 0 else optax.adam(rate)
 
     @jax.jit
-    def step(p, s, x, y):
-        value, grads = jax.value_and_grad(loss)(p, x, y)
+    def step(p, s, x, y, w):
+        value, grads = jax.value_and_grad(loss)(p, x, y, w)
         updates, s = optimiser.update(grads, s, p)
         return optax.apply_updates(p, updates), s, value
 
     evaluate = jax.jit(loss)
     command_error = jax.jit(squared_error)
     x_val, y_val = observations[validation_index], actions[validation_index]
+    w_val = sample_weights[validation_index]
     started = time.monotonic()
     train_loss = validation_loss = float('nan')
     networks = []
@@ -280,10 +297,11 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
             losses = []
             for start in range(0, len(order), config.batch_size):
                 batch = order[start:start + config.batch_size]
-                params, state, value = step(params, state, observations[batch], actions[batch])
+                params, state, value = step(params, state, observations[batch], actions[batch],
+                                            sample_weights[batch])
                 losses.append(float(value))
             train_loss = float(np.mean(losses))
-            validation_loss = float(evaluate(params, x_val, y_val))
+            validation_loss = float(evaluate(params, x_val, y_val, w_val))
             if progress is not None:
                 progress(member * config.epochs + epoch + 1, config.ensemble * config.epochs, train_loss,
                          validation_loss)
@@ -297,6 +315,8 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
         # Reported like the tanh head's: the squared error of the commands taken (cross-entropy kept beside it).
         extra = {'validation_cross_entropy': validation_loss, 'train_cross_entropy': train_loss,
                  'bins': list(bins)}
+    if bin_actions is not None or config.near_weight != 1.0:
+        # Every sample alike, as the predict-the-mean baseline: a weighted loss is not comparable with it.
         validation_loss = float(command_error(networks[0], x_val, y_val))
         train_loss = float(command_error(networks[0], observations[train_index], actions[train_index]))
     if config.ensemble > 1:  # the ensemble's losses: the mean action of its networks
@@ -308,6 +328,9 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
         'seconds': time.monotonic() - started, 'epochs': config.epochs, 'seed': config.seed,
         'hidden': list(config.hidden), 'schedule': config.schedule, 'weight_decay': config.weight_decay,
         'ensemble': config.ensemble, 'head': config.head, **extra}
+    if config.near_weight != 1.0:
+        policy.report.update(near_weight=config.near_weight, near_range=config.near_range,
+                             near_samples=int(np.count_nonzero(sample_weights[train_index] > 1.0)))
     return policy
 
 

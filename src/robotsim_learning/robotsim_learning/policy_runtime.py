@@ -31,6 +31,10 @@ def _integer(value, low: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= low
 
 
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 _SPEC_FIELDS = {  # every ObservationSpec field: (check, what was expected)
     'scan_samples': (lambda v: _integer(v, 1), 'an integer >= 1'),
     'scan_range_max': (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
@@ -41,6 +45,14 @@ _SPEC_FIELDS = {  # every ObservationSpec field: (check, what was expected)
     'image_sectors': (lambda v: isinstance(v, list) and len(v) == 2 and all(_integer(n, 1) for n in v),
                       'a list of 2 integers >= 1 (rows, columns)'),
     'heading': (lambda v: v in ('odometry', 'imu'), "'odometry' or 'imu'"),
+    'corridors': (lambda v: isinstance(v, list) and len(v) <= 64 and all(_finite(b) and abs(b) <= math.pi for b in v),
+                  'a list of at most 64 bearings (rad, -pi ... pi)'),
+    'corridor_half_width': (lambda v: _finite(v) and v >= 0, 'a finite number >= 0'),
+    'corridor_length': (lambda v: _finite(v) and v > 0, 'a finite number > 0'),
+    'scan_angle_min': (_finite, 'a finite number'),
+    'scan_angle_increment': (_finite, 'a finite number'),
+    'scan_origin': (lambda v: isinstance(v, list) and len(v) == 2 and all(_finite(n) for n in v),
+                    'a list of 2 finite numbers (x, y)'),
 }
 assert set(_SPEC_FIELDS) == {f.name for f in dataclasses.fields(ObservationSpec)}, 'a new field needs its check here'
 
@@ -70,8 +82,9 @@ def observation_spec_from_metadata(path: str, text: str) -> ObservationSpec:
         check, expected = _SPEC_FIELDS[name]
         if not check(value):
             raise PolicyFileError(f'{where}: {name}: expected {expected}, got {json.dumps(value)[:80]}')
-    if 'image_sectors' in data:
-        data['image_sectors'] = tuple(data['image_sectors'])
+    for name in ('image_sectors', 'corridors', 'scan_origin'):
+        if name in data:
+            data[name] = tuple(data[name])
     return ObservationSpec(**data)
 
 

@@ -166,7 +166,8 @@ def portable_command(argv: list[str]) -> str:
 
 
 def train_from_dataset(datasets: list[str], out: str, config, image: bool = True, progress=None,
-                       heading: str = 'imu', command: list[str] | None = None, sectors: int = 36) -> dict:
+                       heading: str = 'imu', command: list[str] | None = None, sectors: int = 36,
+                       corridors: tuple[float, ...] = ()) -> dict:
     """Train on ``datasets`` and write the ONNX policy to ``out``; its ``robotsim.training`` metadata holds the
     report: losses, sizes, the training configuration, the datasets' provenance (:func:`dataset_provenance`)
     and ``command`` (:func:`portable_command`)."""
@@ -177,7 +178,7 @@ def train_from_dataset(datasets: list[str], out: str, config, image: bool = True
     bags = [bag for dataset in datasets for bag in demonstration_bags(Path(dataset))]
     model = robot_of(bags[0])
     try:
-        spec = spec_for_robot(model, sectors, image=image, heading=heading)
+        spec = spec_for_robot(model, sectors, image=image, heading=heading, corridors=corridors)
     except ValueError as error:
         raise TrainingDataError(f'{bags[0]}: {error}') from None
     if spec.sectors > spec.scan_samples:

@@ -169,3 +169,55 @@ def test_policy_files_that_cannot_drive_the_robot_are_refused(tmp_path):
     export_onnx(broken, str(tmp_path / 'nan.onnx'))
     with pytest.raises(InferenceError, match='non-finite command'):
         PolicyRuntime(str(tmp_path / 'nan.onnx')).act(x[0])
+
+
+def test_decisions_next_to_an_obstacle_weigh_near_weight():
+    """A rare decision beside an obstacle (5 %: turn on the spot) is fitted far better when it weighs 20."""
+    x, y = synthetic(1000, seed=2)
+    rng = np.random.default_rng(5)
+    x[:, :SPEC.sectors] = rng.uniform(2.0, 12.0, (len(x), SPEC.sectors))  # nothing near ...
+    near = rng.random(len(x)) < 0.05
+    x[near, 3] = 0.3  # ... but an obstacle 0.3 m away in sector 3
+    y[near] = (0.0, 1.2)
+    errors = {}
+    for weight in (1.0, 20.0):
+        policy = train(x, y, SPEC, (0.4, 1.5), TrainConfig(hidden=(16,), epochs=12, batch_size=64, seed=0,
+                                                          near_weight=weight, near_range=0.5))
+        errors[weight] = float(np.mean(((policy.act(x[near]) - y[near]) / (0.4, 1.5)) ** 2))
+    assert errors[20.0] < 0.5 * errors[1.0], errors
+    assert 0.5 * near.sum() < policy.report['near_samples'] <= near.sum()  # those of the training split
+    assert 'near_weight' not in train(x, y, SPEC, (0.4, 1.5), TrainConfig(hidden=(4,), epochs=1)).report
+    with pytest.raises(ValueError, match='near_weight: expected 1 ... 100'):
+        train(x, y, SPEC, (0.4, 1.5), TrainConfig(hidden=(4,), epochs=1, near_weight=0.5))
+
+
+def test_corridors_measure_the_free_way_ahead_and_toward_the_goal(tmp_path):
+    """The rover's spec with corridors: a post 1.5 m ahead of the lidar blocks the corridor ahead (at 1.5 m less the
+    lidar's offset and the footprint's radius) and, with the goal straight ahead, the one toward the goal, not
+    those 20 and 40 degrees beside it; a goal to the left turns the goal's corridors with it; the spec survives the
+    policy file (onnxruntime reads the same spec back, and computes the same actions)."""
+    from robotsim_learning.observation import CORRIDORS, corridor_lengths
+    spec = spec_for_robot(load_robot('rover'), 72, image=False, heading='imu', corridors=CORRIDORS)
+    assert spec.size == 72 + 5 + 6 and spec.names()[-6:] == [
+        'corridor_ahead', 'corridor_goal_+0deg', 'corridor_goal_-20deg', 'corridor_goal_+20deg',
+        'corridor_goal_-40deg', 'corridor_goal_+40deg']
+    angles = spec.scan_angle_min + spec.scan_angle_increment * np.arange(spec.scan_samples)
+    ranges = np.full(spec.scan_samples, np.inf)
+    x, y = spec.scan_origin[0] + 1.5 * np.cos(angles), 1.5 * np.sin(angles)
+    post = np.hypot(x - (spec.scan_origin[0] + 1.5), y) < 0.06
+    ranges[post] = 1.5
+    ahead = 1.5 + spec.scan_origin[0] - spec.corridor_half_width
+    lengths = corridor_lengths(spec, ranges, (4.0, 0.0))
+    assert lengths[0] == pytest.approx(ahead, abs=0.02) and lengths[1] == pytest.approx(ahead, abs=0.02)
+    assert np.all(lengths[2:] == spec.corridor_length)
+    left = corridor_lengths(spec, ranges, (0.0, 4.0))  # goal 90 degrees left: its corridors point away from the post
+    assert left[0] == pytest.approx(ahead, abs=0.02) and np.all(left[1:] == spec.corridor_length)
+    assert np.all(corridor_lengths(spec, np.full(spec.scan_samples, np.inf), (1.0, 1.0)) == spec.corridor_length)
+    rows = np.stack([observation(spec, ranges, None, (0.1, 0.0), goal)
+                     for goal in np.random.default_rng(3).uniform(-3, 3, (300, 2))])
+    actions = np.tile(np.array([[0.2, 0.1]], dtype=np.float32), (len(rows), 1))
+    policy = train(rows, actions, spec, (0.4, 1.5), TrainConfig(hidden=(8,), epochs=1))
+    export_onnx(policy, str(tmp_path / 'corridors.onnx'))
+    runtime = PolicyRuntime(str(tmp_path / 'corridors.onnx'))
+    assert runtime.spec == spec
+    np.testing.assert_allclose(runtime.act_batch(rows[:10]), policy.act(rows[:10]), atol=1e-5)
