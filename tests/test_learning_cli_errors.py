@@ -65,6 +65,9 @@ TRAIN_CASES = {
                                 "--bins: expected linear,angular cell counts, each 2 ... 64, got '1,9'"),
     'a bins grid that is not numbers': (lambda tmp: ['--out', str(tmp / 'p.onnx'), '--bins', 'nine'],
                                         "--bins: expected linear,angular cell counts, each 2 ... 64, got 'nine'"),
+    'neither scan nor image': (lambda tmp: ['--out', str(tmp / 'p.onnx'), '--no-scan', '--no-image'],
+                               '--no-scan: expected the camera image observed with it (not --no-image): a policy '
+                               'must see something'),
     'a near weight below 1': (lambda tmp: ['--out', str(tmp / 'p.onnx'), '--near-weight', '0.5'],
                               '--near-weight: expected 1 ... 100, got 0.5'),
     'a negative near range': (lambda tmp: ['--out', str(tmp / 'p.onnx'), '--near-range', '-1'],
@@ -136,7 +139,8 @@ def _with(**fields):
 
 METADATA_CASES = {
     'invalid JSON': (lambda text: text[:10], 'expected a JSON object, got invalid JSON'),
-    'sectors not a number': (_with(sectors='abc'), 'sectors: expected an integer >= 1, got "abc"'),
+    'sectors not a number': (_with(sectors='abc'),
+                             'sectors: expected an integer >= 0 (0: no scan observed), got "abc"'),
     'unknown field': (_with(beams=360), 'beams: unknown field; expected only scan_samples'),
 }
 

@@ -37,6 +37,14 @@ def wall(x: float, span=(-0.6, 0.6)):
 
 @pytest.fixture(scope='module')
 def shield():
+    """The rover's shield without steering: it only slows and stops."""
+    from robotsim_learning.shield import VelocityShield
+    return VelocityShield.for_robot(load_robot('rover'), rate=10.0, steer=0.0)
+
+
+@pytest.fixture(scope='module')
+def steering():
+    """The rover's shield as the policy node builds it: it may also turn a command."""
     from robotsim_learning.shield import VelocityShield
     return VelocityShield.for_robot(load_robot('rover'), rate=10.0)
 
@@ -69,9 +77,9 @@ def test_a_wall_ahead_slows_then_stops_the_robot(shield):
 
 
 def test_turning_into_something_beside_the_robot_is_refused_driving_past_it_is_not(shield):
-    # A post 5 cm beside the left front wheel (y = 0.13): straight ahead passes it, a tight left turn swings the
-    # front-left corner into it, a right turn swings away.
-    post = [(0.12, 0.18), (0.13, 0.18), (0.14, 0.18)]
+    # A post 7 cm beside the left front wheel (y = 0.13; the margin is 6 cm): straight ahead passes it, a tight left
+    # turn swings the front-left corner into it, a right turn swings away.
+    post = [(0.12, 0.2), (0.13, 0.2), (0.14, 0.2)]
     assert shield.filter((0.3, 0.0), scan(post)) == (0.3, 0.0)
     assert shield.filter((0.0, -1.0), scan(post)) == (0.0, -1.0)
     left = shield.filter((0.0, 2.0), scan(post))
@@ -79,10 +87,39 @@ def test_turning_into_something_beside_the_robot_is_refused_driving_past_it_is_n
     assert shield.limited >= 1 and shield.checked >= 3
 
 
-def test_a_robot_already_too_close_may_only_get_away(shield):
+def test_a_robot_already_too_close_may_only_get_away(shield, steering):
     touching = scan(wall(0.17 + 0.01))
     assert shield.filter((0.3, 0.0), touching) == (0.0, 0.0)
     assert shield.filter((-0.2, 0.0), touching) == (-0.2, 0.0)
+    # A post 5 cm beside the left front wheel, within the margin: driving on past it at the same distance is not
+    # getting away (a scan's noise would let the robot creep closer decision by decision), turning away from it is.
+    post = scan([(0.12, 0.18), (0.13, 0.18), (0.14, 0.18)])
+    assert shield.filter((0.3, 0.0), post) == (0.0, 0.0)
+    linear, angular = steering.filter((0.3, 0.0), post)
+    assert linear == 0.0 or angular < 0.0  # the steering shield may drive on turned away from it
+    for each in (shield, steering):
+        assert each.filter((0.0, -1.0), post) == (0.0, -1.0)
+
+
+def test_a_steering_shield_turns_a_robot_past_a_post_the_plain_one_stops_in_front_of(shield, steering):
+    """A post 0.1 m ahead of the front, its edge 4 cm left of the left wheels (inside the margin of a robot driving
+    straight on), and a command straight ahead: the plain shield halves the speed; the robot's own shield keeps
+    the speed and turns right, and the turned arc keeps the margin from the post all the way to a stop."""
+    from robotsim_learning.shield import STEER
+    assert steering.steer == pytest.approx(STEER * 2.5) and steering.max_yaw_rate == 2.5
+    post = [(0.17 + 0.1 + dx, 0.2 + dy) for dx in (0.0, 0.03, 0.06) for dy in (-0.03, 0.0, 0.03)]
+    plain = shield.filter((0.35, 0.0), scan(post))
+    assert plain[1] == 0.0 and plain[0] <= 0.5 * 0.35 + 1e-9
+    turned = steering.filter((0.35, 0.0), scan(post))
+    assert turned[1] < 0.0 and turned[0] == 0.35, (plain, turned)
+    assert abs(turned[1]) <= steering.steer + 1e-9
+    points = steering.points(**{k: getattr(scan(post), k) for k in ('ranges', 'angle_min', 'angle_increment',
+                                                                        'range_min', 'range_max')})
+    assert steering.clearances(points, steering.path(*turned)).min() >= steering.margin - 1e-3
+    # In free space and where no turn helps (a wide wall close ahead) it does what the plain shield does.
+    assert steering.filter((0.5, 0.3), scan()) == (0.5, 0.3)
+    assert steering.filter((0.8, 0.0), scan(wall(0.17 + 0.05))) == (0.0, 0.0)
+    assert steering.filter((0.3, 2.5), scan(post))[1] <= 2.5  # never beyond the drive's limit
 
 
 # ----------------------------------------------------------------------------- closed loop, fast path

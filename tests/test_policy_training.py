@@ -64,6 +64,30 @@ def test_policy_train_writes_a_policy_that_drives_an_episode(expert_dataset, tmp
     assert result.counts['/cmd_vel'] > 10 and result.travel > 0.05, result
 
 
+def test_a_camera_only_policy_trains_and_drives_without_the_scan(expert_dataset, tmp_path):
+    """`policy train --no-scan`: the observation is the camera image, odometry and goal (no scan sector), the
+    policy driver subscribes to no scan (unless its shield reads one), and the policy drives a fast-path episode."""
+    from robotsim_learning.driving import PolicyDriver
+    policy = tmp_path / 'camera.onnx'
+    completed = robotsim('policy', 'train', str(expert_dataset), '--out', str(policy), '--epochs', '3',
+                         '--hidden', '16', '--seed', '1', '--no-scan')
+    assert completed.returncode == 0, completed.stderr
+    runtime = PolicyRuntime(str(policy))
+    spec = runtime.spec
+    assert not spec.uses_scan and spec.uses_image and spec.size == 12 * 16 + 2 + 3
+    assert not any(name.startswith('scan_') for name in spec.names())
+    assert 'scan' not in PolicyDriver(str(policy)).inputs
+    assert PolicyDriver(str(policy)).inputs[0] == 'camera/image_raw'
+    assert 'scan' in PolicyDriver(str(policy), shield=True).inputs
+    bag = next(p for p in sorted(expert_dataset.iterdir()) if (p / 'robot.yaml').is_file())
+    runtime.check_fits(spec_for_robot(robot_of(bag), 0, image=True, heading=spec.heading))
+    observations, _ = episode_samples(bag, spec)
+    assert len(observations) > 20 and observations.shape[1] == spec.size and np.isfinite(observations).all()
+    randomizer = Randomizer(load_randomization(str(EXPERT_COURSE)), 99)
+    result = run_episode(randomizer, 0, str(tmp_path / 'episode'), f'policy:{policy}', duration=3.0)
+    assert result.counts['/cmd_vel'] > 10, result
+
+
 def test_dagger_episodes_carry_expert_labels_and_train_with_the_demonstrations(expert_dataset, tmp_path):
     from rosbags.highlevel import AnyReader
     policy = tmp_path / 'first.onnx'

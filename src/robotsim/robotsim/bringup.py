@@ -101,8 +101,8 @@ class BringupConfig:
     policy: str = ''
     """driver:=policy: the ONNX policy file (written by robotsim policy train)."""
     shield: bool = True
-    """driver:=policy: put every command of the policy through a velocity shield from the scan (it slows or stops the
-    base so it can still stop before what the lidar sees; false: the policy's commands as they are)."""
+    """driver:=policy: put every command of the policy through a velocity shield from the scan (it slows, turns or stops
+    the base so it can still stop before what the lidar sees; false: the policy's commands as they are)."""
     lockstep: bool = False
     """Sim, with driver:= wander, expert, policy or straight: the simulator waits at each of the driver's decisions for
     its command (sim/lockstep, a TwistStamped on cmd_vel) before stepping on, so the driver decides on the same

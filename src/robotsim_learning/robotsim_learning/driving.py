@@ -183,7 +183,8 @@ class PolicyDriver(Driver):
     @property
     def inputs(self) -> tuple[str, ...]:
         spec = self.runtime.spec
-        return ('scan',) + (('camera/image_raw',) if spec.uses_image else ()) + ('odom',) + \
+        scan = spec.uses_scan or self.use_shield  # the shield reads the scan a camera-only policy does not
+        return (('scan',) if scan else ()) + (('camera/image_raw',) if spec.uses_image else ()) + ('odom',) + \
             (('imu/data',) if spec.uses_imu else ())
 
     def reset(self, context: DriveContext) -> None:
@@ -211,13 +212,14 @@ class PolicyDriver(Driver):
             self.estimate.add_odometry(latest['odom'])
         scan, goal = latest.get('scan'), _goal_xy(observation)
         pose = self.estimate.pose() if self.estimate is not None else None
-        if scan is None or goal is None or not self.odometry or (self.runtime.spec.uses_image and not self.images) \
-                or (self.estimate is not None and pose is None):
+        if (scan is None and 'scan' in self.inputs) or goal is None or not self.odometry \
+                or (self.runtime.spec.uses_image and not self.images) or (self.estimate is not None and pose is None):
             self.status = self.estimate.problem if self.estimate is not None and pose is None else ''
             return 0.0, 0.0
         if self.goal_tolerance > 0:
             if pose is None:
-                odometry = closest_by_stamp(self.odometry, stamp_seconds(scan.header.stamp)).pose.pose
+                decided = scan if self.runtime.spec.uses_scan else self.images[-1]
+                odometry = closest_by_stamp(self.odometry, stamp_seconds(decided.header.stamp)).pose.pose
                 here = (odometry.position.x, odometry.position.y, yaw_of(odometry.orientation))
             else:
                 here = pose

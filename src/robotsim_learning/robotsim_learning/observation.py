@@ -23,7 +23,8 @@ class ObservationSpec:
     scan_range_max: float
     """Range reported for 'no return' (+Inf) and the clip of every range (m)."""
     sectors: int = 36
-    """The scan is pooled into this many equal sectors, each its nearest range (obstacles stay visible)."""
+    """The scan is pooled into this many equal sectors, each its nearest range (obstacles stay visible); 0: the scan
+    is not observed (a camera-only policy, for a robot without lidar)."""
     image_width: int = 0
     """Width of the robot's camera image (px); 0 = no image in the observation."""
     image_height: int = 0
@@ -52,6 +53,10 @@ class ObservationSpec:
     @property
     def uses_image(self) -> bool:
         return self.image_width > 0
+
+    @property
+    def uses_scan(self) -> bool:
+        return self.sectors > 0
 
     @property
     def size(self) -> int:
@@ -85,6 +90,8 @@ class ObservationSpec:
     def mismatch(self, other: 'ObservationSpec') -> str | None:
         """What differs from the robot's own spec (``other``), as 'expected ...', or None when it fits."""
         for name in ('scan_samples', 'image_width', 'image_height'):
+            if name == 'scan_samples' and not self.uses_scan:
+                continue  # a camera-only policy does not read the robot's scan
             if getattr(self, name) != getattr(other, name):
                 return (f'the policy expects {name.replace("_", " ")} {getattr(self, name)}, '
                         f'the robot has {getattr(other, name)}')
@@ -105,9 +112,15 @@ def spec_for_robot(model, sectors: int = 36, image: bool = True, heading: str = 
     if heading == 'imu' and not any(s.type == 'imu' for s in model.sensors):
         raise ValueError(f'robot {model.name} has no IMU: expected one for heading imu')
     lidars = [s.spec for s in model.sensors if s.type == 'lidar' and s.spec.channels == 1]
-    if not lidars:
-        raise ValueError(f'robot {model.name} has no 1-channel lidar: the policy observes a LaserScan')
+    if not lidars and sectors > 0:
+        raise ValueError(f'robot {model.name} has no 1-channel lidar: the policy observes a LaserScan '
+                         '(a camera-only policy observes no scan: --no-scan)')
     cameras = [s.spec for s in model.sensors if s.type == 'camera' and 'rgb' in s.spec.images] if image else []
+    if sectors == 0 and not cameras:
+        raise ValueError(f'robot {model.name}: a policy without the scan observes the camera image; expected an rgb '
+                         f'camera{" and image observed (not --no-image)" if not image else ""}')
+    if sectors == 0 and corridors:
+        raise ValueError('corridors are measured on the scan: expected the scan observed with them')
     geometry = {}
     if corridors:
         from robotsim_core.description.kinematics import forward_kinematics
@@ -122,6 +135,9 @@ def spec_for_robot(model, sectors: int = 36, image: bool = True, heading: str = 
                         scan_angle_min=float(angles[0]),
                         scan_angle_increment=float(angles[1] - angles[0]) if len(angles) > 1 else 0.0,
                         scan_origin=(float(relative[0, 3]), float(relative[1, 3])))
+    if not lidars:  # a camera-only policy for a robot without lidar: nothing of a scan
+        return ObservationSpec(scan_samples=0, scan_range_max=1.0, sectors=0, image_width=cameras[0].width,
+                               image_height=cameras[0].height, heading=heading)
     return ObservationSpec(scan_samples=lidars[0].samples, scan_range_max=lidars[0].range_max, sectors=sectors,
                            image_width=cameras[0].width if cameras else 0,
                            image_height=cameras[0].height if cameras else 0, heading=heading, **geometry)
@@ -205,8 +221,9 @@ def goal_in_base(goal_xy, pose: tuple[float, float, float]) -> tuple[float, floa
 
 
 def observation(spec: ObservationSpec, ranges, rgb, twist: tuple[float, float], goal_base) -> np.ndarray:
-    """The policy's input vector (float32, ``spec.size`` values, in ``spec.names()`` order)."""
-    parts = [pool_scan(spec, ranges)]
+    """The policy's input vector (float32, ``spec.size`` values, in ``spec.names()`` order); ``ranges`` may be None
+    when the spec observes no scan."""
+    parts = [pool_scan(spec, ranges)] if spec.uses_scan else []
     if spec.uses_image:
         parts.append(pool_image(spec, rgb))
     parts += [np.asarray(twist, dtype=np.float64), goal_features(goal_base)]
@@ -294,7 +311,8 @@ def observation_from_messages(spec: ObservationSpec, scan, images, odometries, g
     """The observation at a scan: the image and odometry closest to its stamp, the goal (x, y in odom)
     seen from ``pose`` (heading imu: the :class:`ImuHeadingOdometry` estimate), else from the odometry's
     pose. Shared by the policy node and the training set, so both see the same vector for the same messages."""
-    stamp = stamp_seconds(scan.header.stamp)
+    # The decision's instant: the scan's, or without one (a camera-only policy) the newest image's.
+    stamp = stamp_seconds(scan.header.stamp if spec.uses_scan else images[-1].header.stamp)
     odometry = closest_by_stamp(odometries, stamp)
     if pose is None:
         if spec.uses_imu:
@@ -304,5 +322,5 @@ def observation_from_messages(spec: ObservationSpec, scan, images, odometries, g
     else:
         robot = pose
     rgb = rgb_array(closest_by_stamp(images, stamp)) if spec.uses_image else None
-    return observation(spec, np.asarray(scan.ranges, dtype=np.float64), rgb,
+    return observation(spec, np.asarray(scan.ranges, dtype=np.float64) if spec.uses_scan else None, rgb,
                        (odometry.twist.twist.linear.x, odometry.twist.twist.angular.z), goal_in_base(goal_odom, robot))

@@ -22,6 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--seed', type=int, default=0,
                         help='seed of initialisation, shuffling and validation split: 0 ... 2^32-1')
     parser.add_argument('--no-image', action='store_true', help='observe lidar, odometry and goal only')
+    parser.add_argument('--no-scan', action='store_true',
+                        help='observe the camera image, odometry and goal only: a camera-only policy, for a robot '
+                             'without lidar (datasets with camera images)')
     from .policy_model import MAX_ENSEMBLE, SCHEDULES
     parser.add_argument('--lr-schedule', choices=SCHEDULES, default='constant',
                         help="Adam's step size 1e-3 throughout (constant), or decayed along a cosine to 1e-5 at the "
@@ -102,6 +105,10 @@ def _argument_problem(args: argparse.Namespace) -> str:
     bins = _bins(args.bins)
     if len(bins) != 2 or not all(2 <= count <= MAX_BINS for count in bins):
         return f'--bins: expected linear,angular cell counts, each 2 ... {MAX_BINS}, got {args.bins!r}'
+    if args.no_scan and args.no_image:
+        return '--no-scan: expected the camera image observed with it (not --no-image): a policy must see something'
+    if args.no_scan and args.corridors:
+        return '--corridors: measured on the scan: expected it without --no-scan'
     from .policy_model import MAX_NEAR_WEIGHT
     if not 1.0 <= args.near_weight <= MAX_NEAR_WEIGHT:
         return f'--near-weight: expected 1 ... {MAX_NEAR_WEIGHT:g}, got {args.near_weight}'
@@ -149,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
                                                                         near_range=args.near_range),
                                     image=not args.no_image, progress=progress, heading=args.heading,
                                     sectors=args.sectors, corridors=CORRIDORS if args.corridors else (),
+                                    scan=not args.no_scan,
                                     command=['robotsim', 'policy', 'train', *sys.argv[3:]]
                                     if sys.argv[1:3] == ['policy', 'train'] else None)
     except TrainingDataError as error:

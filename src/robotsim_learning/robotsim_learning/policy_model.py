@@ -221,7 +221,8 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
     if not (1.0 <= config.near_weight <= MAX_NEAR_WEIGHT and config.near_range > 0):
         raise ValueError(f'near_weight: expected 1 ... {MAX_NEAR_WEIGHT:g} and near_range > 0, got '
                          f'{config.near_weight}, {config.near_range}')
-    nearest = observations[:, :spec.sectors].min(axis=1)  # the pooled scan comes first (ObservationSpec.names)
+    # The pooled scan comes first (ObservationSpec.names); without one nothing is near.
+    nearest = observations[:, :spec.sectors].min(axis=1) if spec.uses_scan else np.full(len(observations), np.inf)
     sample_weights = np.where(nearest < config.near_range, config.near_weight, 1.0).astype(np.float32)
 
     def logits(p, x):

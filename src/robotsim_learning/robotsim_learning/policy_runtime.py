@@ -36,10 +36,10 @@ def _finite(value) -> bool:
 
 
 _SPEC_FIELDS = {  # every ObservationSpec field: (check, what was expected)
-    'scan_samples': (lambda v: _integer(v, 1), 'an integer >= 1'),
+    'scan_samples': (lambda v: _integer(v, 0), 'an integer >= 0'),
     'scan_range_max': (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
                        and v > 0, 'a finite number > 0'),
-    'sectors': (lambda v: _integer(v, 1), 'an integer >= 1'),
+    'sectors': (lambda v: _integer(v, 0), 'an integer >= 0 (0: no scan observed)'),
     'image_width': (lambda v: _integer(v, 0), 'an integer >= 0'),
     'image_height': (lambda v: _integer(v, 0), 'an integer >= 0'),
     'image_sectors': (lambda v: isinstance(v, list) and len(v) == 2 and all(_integer(n, 1) for n in v),

@@ -123,7 +123,7 @@ def episode_samples(bag: Path, spec: ObservationSpec) -> tuple[np.ndarray, np.nd
                 estimate.add_imu(message)
             elif topic == '/goal_pose':
                 goal = (message.pose.position.x, message.pose.position.y)
-            elif topic == label_topic and scan is not None and goal is not None and odometry \
+            elif topic == label_topic and (scan is not None or not spec.uses_scan) and goal is not None and odometry \
                     and (images or not spec.uses_image) and (estimate is None or estimate.pose() is not None):
                 rows.append(observation_from_messages(spec, scan, images, odometry, goal,
                                                       estimate.pose() if estimate is not None else None))
@@ -167,7 +167,7 @@ def portable_command(argv: list[str]) -> str:
 
 def train_from_dataset(datasets: list[str], out: str, config, image: bool = True, progress=None,
                        heading: str = 'imu', command: list[str] | None = None, sectors: int = 36,
-                       corridors: tuple[float, ...] = ()) -> dict:
+                       corridors: tuple[float, ...] = (), scan: bool = True) -> dict:
     """Train on ``datasets`` and write the ONNX policy to ``out``; its ``robotsim.training`` metadata holds the
     report: losses, sizes, the training configuration, the datasets' provenance (:func:`dataset_provenance`)
     and ``command`` (:func:`portable_command`)."""
@@ -178,7 +178,7 @@ def train_from_dataset(datasets: list[str], out: str, config, image: bool = True
     bags = [bag for dataset in datasets for bag in demonstration_bags(Path(dataset))]
     model = robot_of(bags[0])
     try:
-        spec = spec_for_robot(model, sectors, image=image, heading=heading, corridors=corridors)
+        spec = spec_for_robot(model, sectors if scan else 0, image=image, heading=heading, corridors=corridors)
     except ValueError as error:
         raise TrainingDataError(f'{bags[0]}: {error}') from None
     if spec.sectors > spec.scan_samples:
@@ -205,7 +205,7 @@ def train_from_dataset(datasets: list[str], out: str, config, image: bool = True
     policy.report.update({'datasets': provenance, 'training_seeds': sorted({d['seed'] for d in provenance
                                                                              if isinstance(d['seed'], int)}),
                           'episodes': len(bags), 'samples': int(len(observations)), 'robot': model.name,
-                          'heading': heading, 'image': image,
+                          'heading': heading, 'image': image, 'scan': scan,
                           'command': portable_command(command) if command else None,
                           'total_seconds': time.monotonic() - started})
     try:
@@ -224,7 +224,8 @@ def _too_few_samples(datasets: list[str], bags: list[Path], spec: ObservationSpe
         with AnyReader([bag]) as reader:
             for connection in reader.connections:
                 counts[connection.topic] = counts.get(connection.topic, 0) + connection.msgcount
-    needed = ['/cmd_vel', '/scan', '/odom', '/goal_pose'] + (['/imu/data'] if spec.uses_imu else []) \
+    needed = ['/cmd_vel'] + (['/scan'] if spec.uses_scan else []) + ['/odom', '/goal_pose'] \
+        + (['/imu/data'] if spec.uses_imu else []) \
         + ([IMAGE_TOPIC] if spec.uses_image else [])
     missing = [topic for topic in needed if not counts.get(topic)]
     line = f'{", ".join(datasets)}: only {count} samples (expected episodes with {", ".join(needed)})'

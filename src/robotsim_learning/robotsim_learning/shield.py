@@ -6,8 +6,10 @@ The policy node (``shield:=true``) and the fast path (``--shield``) put every co
 for one reaction time (a decision period plus a margin for latency) and then while braking at the drive's
 deceleration limit on the same arc (the classic dynamic-window check), against the scan points of the newest
 scan in the base frame. The command passes when the footprint keeps ``margin`` from every point along that
-path (or, already closer, gets no closer); else its speed is scaled down in steps, then its turn, down to
-standing still, which always passes. It never adds speed or turns the robot: what it cannot make safe it stops.
+path (or, already closer, gets no closer); else the nearest command that passes is sent: its speed scaled down in
+steps, its turn changed by up to ``steer`` (so a robot headed at an obstacle is turned past it instead of
+stopped in front of it, where a policy that keeps pushing ahead would stay), down to standing still, which always
+passes. It never adds speed: what it cannot make safe it stops.
 
 What it cannot see, it cannot avoid: obstacles outside the lidar's plane, and slip (a robot sliding on a floor
 less grippy than the deceleration limit assumes stops later than the rollout says).
@@ -21,6 +23,16 @@ import numpy as np
 
 FRACTIONS = (1.0, 0.75, 0.5, 0.3, 0.15, 0.0)
 """Scales tried on the commanded speed, then (at zero speed) on the turn, largest first."""
+STEER_STEPS = (0.0, 0.25, -0.25, 0.5, -0.5, 0.75, -0.75, 1.0, -1.0)
+"""Turns tried on a command, as fractions of :attr:`VelocityShield.steer`."""
+STEER = 0.5
+"""A robot's shield (:meth:`VelocityShield.for_robot`) turns commands by up to this fraction of its drive's yaw-rate
+limit. Measured on the fast path with the shipped policy on room_obstacles_hard: on 100 scenarios a shield that only
+slowed and stopped reached 90 goals and left 10 robots stuck in front of an obstacle (timeouts); turning by up to a
+quarter, a half or all of the limit reached 91-96 of 100 with 0-3 collisions on those and 100 other scenarios, a
+spread no larger than between the two sets of scenarios. The half is kept as a robot's default."""
+AWAY = 0.01
+"""A robot already closer than the margin may only move so that it ends this much farther (m) from what it sees."""
 REACH = 3.0
 """Scan points farther than this (m) from the base cannot be reached within a stopping distance of the drives
 this is made for (0.8 m/s, 1 m/s^2: 0.32 m plus a reaction time); they are skipped."""
@@ -31,7 +43,8 @@ class VelocityShield:
     beyond its counters (:attr:`checked`, :attr:`limited`)."""
 
     def __init__(self, footprint: np.ndarray, sensor_pose: tuple[float, float, float], deceleration: float,
-                 yaw_deceleration: float, reaction_time: float = 0.2, margin: float = 0.06, step: float = 0.05):
+                 yaw_deceleration: float, reaction_time: float = 0.2, margin: float = 0.06, step: float = 0.05,
+                 steer: float = 0.0, max_yaw_rate: float = math.inf):
         rectangles = np.asarray(footprint, dtype=float).reshape(-1, 4, 2)
         self.boxes = np.concatenate([rectangles.min(axis=1), rectangles.max(axis=1)], axis=1)  # (S, 4) x0 y0 x1 y1
         """The footprint's rectangles in the base frame (axis-aligned there: evaluation.footprint)."""
@@ -42,6 +55,13 @@ class VelocityShield:
                              f'and margin, got {deceleration}, {yaw_deceleration}, {reaction_time}, {margin}, {step}')
         self.deceleration, self.yaw_deceleration = float(deceleration), float(yaw_deceleration)
         self.reaction_time, self.margin, self.step = float(reaction_time), float(margin), float(step)
+        if not (steer >= 0 and max_yaw_rate > 0):
+            raise ValueError(f'VelocityShield: expected steer >= 0 and max_yaw_rate > 0, got {steer}, {max_yaw_rate}')
+        self.steer = float(steer)
+        """Most the shield changes a moving command's yaw rate by (rad/s) to keep it moving; 0: it only slows and
+        stops."""
+        self.max_yaw_rate = float(max_yaw_rate)
+        """The drive's yaw-rate limit (rad/s): no turned command exceeds it."""
         self.checked = 0
         """Commands filtered."""
         self.limited = 0
@@ -62,15 +82,19 @@ class VelocityShield:
         yaw = math.atan2(relative[1, 0], relative[0, 0])  # a lidar mounted level (REP 103 axes)
         drive = model.drive
         options.setdefault('reaction_time', 1.0 / rate + 0.1)
+        options.setdefault('steer', STEER * drive.max_yaw_rate)
+        options.setdefault('max_yaw_rate', drive.max_yaw_rate)
         return cls(footprint(model), (relative[0, 3], relative[1, 3], yaw), drive.max_linear_acceleration,
                    options.pop('yaw_deceleration', 2.0 * drive.max_yaw_rate), **options)
 
     def points(self, ranges, angle_min: float, angle_increment: float, range_min: float,
                range_max: float) -> np.ndarray:
-        """The scan's returns within :data:`REACH` as (P, 2) points in the base frame (REP 117: +-Inf and NaN
-        are no return; readings outside [range_min, range_max] are dropped)."""
+        """The scan's returns within :data:`REACH` as (P, 2) points in the base frame (REP 117: +Inf and NaN
+        are no return, -Inf a return at range_min; other readings outside [range_min, range_max] are dropped)."""
         ranges = np.asarray(ranges, dtype=float)
         angles = angle_min + angle_increment * np.arange(len(ranges))
+        # REP 117: -Inf is an object closer than range_min: taken at range_min, where it is at the farthest.
+        ranges = np.where(np.isneginf(ranges), range_min, ranges)
         valid = np.isfinite(ranges) & (ranges >= range_min) & (ranges <= min(range_max, REACH))
         x, y, yaw = self.sensor_pose
         angles, ranges = angles[valid] + yaw, ranges[valid]
@@ -119,12 +143,28 @@ class VelocityShield:
         if not len(points):
             return command
         now = float(self.clearances(points, np.zeros((1, 3)))[0])
-        floor = min(self.margin, now) - 1e-3  # closer than the margin already: allowed only not to get closer
+        # Closer than the margin already: allowed only to get away, by AWAY at the end of the path and never closer
+        # on the way. "No closer than now" was not enough: each scan's noise lets a robot pushed on by its policy
+        # creep by what the noise reads too far, and within seconds it touches (a centimetre's noise per beam).
+        floor, away = min(self.margin, now), now < self.margin
         linear, angular = float(command[0]), float(command[1])
-        candidates = [(f * linear, angular) for f in FRACTIONS] + [(0.0, f * angular) for f in FRACTIONS[1:]]
+        driving = [(f * linear, angular) for f in FRACTIONS[:-1]]
+        if self.steer > 0 and linear != 0.0:
+            # Also turned by up to ``steer``: the moving commands in order of how far they are from the command.
+            limit = max(self.max_yaw_rate, abs(angular))
+            turned = [(f * linear, float(np.clip(angular + d * self.steer, -limit, limit)))
+                      for f in FRACTIONS[:-1] for d in STEER_STEPS]
+            driving = sorted(dict.fromkeys(driving + turned), key=lambda c: (
+                abs(c[0] - linear) / abs(linear) + abs(c[1] - angular) / self.steer, -abs(c[0])))
+        # Then turning on the spot at the commanded rate and less, down to standing still.
+        candidates = driving + [(0.0, f * angular) for f in FRACTIONS]
         for candidate in candidates:
-            if candidate == (0.0, 0.0) or self.clearances(points, self.path(*candidate, moving)).min() >= floor:
+            if candidate == (0.0, 0.0) or self._passes(points, self.path(*candidate, moving), floor, away):
                 if candidate != (linear, angular):
                     self.limited += 1
                 return candidate
         return 0.0, 0.0  # not reached: standing still is always a candidate
+
+    def _passes(self, points: np.ndarray, path: np.ndarray, floor: float, away: bool) -> bool:
+        clearances = self.clearances(points, path)
+        return clearances.min() >= floor and (not away or clearances[-1] >= floor + AWAY)
