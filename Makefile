@@ -4,7 +4,7 @@ SHELL := /bin/bash
 ROBOT ?= rover
 OUT ?= out
 
-.PHONY: help setup build sim test test-jazzy docs describe bench bench-arm evaluate evaluate-table evaluate-fast render-setup lerobot-setup peers-setup bench-peers bench-render clean
+.PHONY: help setup build sim test test-jazzy docs describe bench bench-arm evaluate evaluate-table evaluate-fast perception render-setup lerobot-setup peers-setup bench-peers bench-render clean
 
 help:
 	@echo "make sim      set up if needed, then run the simulator bringup headless (ROBOT= WORLD= FLEET= RTF= DURATION="
@@ -33,6 +33,9 @@ help:
 	@echo "make evaluate-fast  the same held-out scenarios on the fast path (in-process, minutes): 100 episodes per course"
 	@echo "              of the policy alone, through its shield and of the expert, into $(OUT)/fast-evaluation and the"
 	@echo "              table in docs/policies.md (POLICY= EPISODES= SEED= WORKERS= override)"
+	@echo "make perception  train the perception stage (camera frame -> floor/wall/obstacle map, ONNX) on FRAMES= (400)"
+	@echo "              frames of room_obstacles scenarios (SEED=, default 0) into $(OUT)/perception; prints its IoU on"
+	@echo "              HELD_OUT= (100) frames of later scenarios beside the all-background baseline, with a picture"
 	@echo "make render-setup  install Blender (bpy 5.0.1, its own Python 3.11 env under ~/.cache/robotsim) for robotsim render"
 	@echo "make lerobot-setup  install LeRobot 0.4.4 with PyTorch (its own Python 3.11 env under ~/.cache/robotsim, ~6 GB)"
 	@echo "              for robotsim dataset check-lerobot"
@@ -92,6 +95,11 @@ evaluate-fast: setup
 	@source scripts/env.sh && scripts/build.sh && python bench/fast_evaluation.py --write-readme \
 		--policy $(or $(POLICY),config/policies/rover_goal_reaching.onnx) --episodes $(or $(EPISODES),100) \
 		$(if $(SEED),--seed $(SEED)) --workers $(or $(WORKERS),2) --out $(OUT)/fast-evaluation
+
+perception: setup
+	@source scripts/env.sh && scripts/build.sh && mkdir -p $(OUT)/perception && robotsim perception train \
+		--out $(OUT)/perception/perception.onnx --frames $(or $(FRAMES),400) --held-out $(or $(HELD_OUT),100) \
+		--seed $(or $(SEED),0) --epochs $(or $(EPOCHS),30)
 
 evaluate-table: setup
 	@source scripts/env.sh && for course in $(EVALUATION_COURSES); do python bench/evaluation_table.py \

@@ -278,3 +278,24 @@ def test_a_drawn_seed_is_never_a_training_seed(monkeypatch):
     draws = iter([5000, 5263, 77])  # the shipped policy's training seeds come first: redrawn
     monkeypatch.setattr(secrets, 'randbelow', lambda bound: next(draws))
     assert drawn_seed(str(WORKSPACE / 'config' / 'policies' / 'rover_goal_reaching.onnx')) == 77
+
+
+PERCEPTION_CASES = {
+    'no frames': (['--frames', '0'], '--frames: expected 1 ... 20000, got 0'),
+    'a factor too large': (['--factor', '32'], '--factor: expected 1 ... 16, got 32'),
+    'a missing spec': (['--randomization', 'nowhere.yaml'],
+                       '--randomization nowhere.yaml: file not found (expected a randomisation spec YAML)'),
+    'an out folder that does not exist': (['--out', 'no/such/folder/p.onnx'],
+                                          '--out no/such/folder/p.onnx: expected an ONNX file to write in an '
+                                          'existing folder'),
+}
+
+
+@pytest.mark.parametrize('case', sorted(PERCEPTION_CASES))
+def test_perception_train_refuses_bad_arguments_in_one_line(case, tmp_path):
+    arguments, expected = PERCEPTION_CASES[case]
+    if '--out' not in arguments:
+        arguments = ['--out', str(tmp_path / 'p.onnx'), *arguments]
+    line = one_line(robotsim('perception', 'train', *arguments), 'robotsim perception: error: ')
+    assert line.endswith(expected), line
+    assert not (tmp_path / 'p.onnx').exists()

@@ -38,6 +38,7 @@ setup(
             'dataset = robotsim_learning.dataset_cli',
             'policy.train = robotsim_learning.policy_cli',
             'policy.eval = robotsim_learning.evaluation_cli',
+            'perception.train = robotsim_learning.perception_cli',
             'view = robotsim_learning.viewer_cli',
             'render = robotsim_learning.render.cli',
         ],

@@ -204,6 +204,7 @@ COMMANDS_GROUP = 'robotsim.commands'
 command's words joined by dots (``dataset``, ``policy.train``), its value a module with ``HELP`` (one line),
 ``add_arguments(parser)`` and ``run(args) -> exit status`` (robotsim_learning registers its commands so)."""
 GROUP_HELP = {'policy': 'driving policies: train one from datasets, evaluate it in closed loop',
+              'perception': 'perception stages of a chained policy: camera frame -> structural abstraction',
               'bag': 'rosbag2 MCAP bag tools: info, repair'}
 """Help of a command word that only groups registered commands (``robotsim policy train|eval``)."""
 
