@@ -6,7 +6,7 @@ The policy node (``shield:=true``) and the fast path (``--shield``) put every co
 for one reaction time (a decision period plus a margin for latency) and then while braking at the drive's
 deceleration limit on the same arc (the classic dynamic-window check), against the scan points of the newest
 scan in the base frame. The command passes when the footprint keeps ``margin`` from every point along that
-path (or, already closer, gets no closer); else the nearest command that passes is sent: its speed scaled down in
+path (or, already closer than that, ends farther away); else the nearest command that passes is sent: its speed scaled down in
 steps, its turn changed by up to ``steer`` (so a robot headed at an obstacle is turned past it instead of
 stopped in front of it, where a policy that keeps pushing ahead would stay), down to standing still, which always
 passes. It never adds speed: what it cannot make safe it stops.
@@ -30,7 +30,8 @@ STEER = 0.5
 limit. Measured on the fast path with the shipped policy on room_obstacles_hard: on 100 scenarios a shield that only
 slowed and stopped reached 90 goals and left 10 robots stuck in front of an obstacle (timeouts); turning by up to a
 quarter, a half or all of the limit reached 91-96 of 100 with 0-3 collisions on those and 100 other scenarios, a
-spread no larger than between the two sets of scenarios. The half is kept as a robot's default."""
+spread no larger than between the two sets of scenarios (all measured before a robot within the margin was held to
+moving away, :data:`AWAY`). The half is kept as a robot's default."""
 AWAY = 0.01
 """A robot already closer than the margin may only move so that it ends this much farther (m) from what it sees."""
 REACH = 3.0
