@@ -34,6 +34,25 @@ DISTRO = os.environ.get('ROBOTSIM_DISTRO', 'kilted')
 def _die_with_parent() -> None:
     PR_SET_PDEATHSIG = 1
     ctypes.CDLL('libc.so.6', use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    # A child starts with the signal state a user's shell gives it, whatever this test process's threads and
+    # earlier tests left: nothing blocked (a mask survives exec), Ctrl-C and SIGTERM not ignored.
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, signal.SIG_DFL)
+
+
+def signal_state(pid: int) -> str:
+    """What /proc says of a process's signals and threads (for a test whose process did not stop on Ctrl-C)."""
+    try:
+        status = Path(f'/proc/{pid}/status').read_text()
+        lines = [line for line in status.splitlines() if line.startswith(('State', 'Sig', 'Shd', 'Threads'))]
+        for task in sorted(Path(f'/proc/{pid}/task').iterdir()):
+            stat = (task / 'stat').read_text().rsplit(')', 1)[1].split()
+            wchan = (task / 'wchan').read_text() if (task / 'wchan').exists() else '?'
+            lines.append(f'thread {task.name}: state {stat[0]}, wchan {wchan}')
+        return '; '.join(lines)
+    except OSError as error:
+        return f'no /proc state ({error})'
 
 
 def executable(package: str, name: str) -> str:
@@ -250,7 +269,13 @@ class Launch:
 
     def stop(self):
         wait_until_it_catches_sigint(self.process)
-        interrupt(self.process, 30)
+        self.process.send_signal(signal.SIGINT)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # said in self.text: what the process was doing when Ctrl-C did not stop it
+            self.lines.append(f'[test harness] no exit within 30 s of Ctrl-C: {signal_state(self.process.pid)}')
+            self.process.kill()
+            self.process.wait()
 
 
 def published_counts(run: Launch, timeout: float = 5) -> dict[str, int]:

@@ -232,7 +232,7 @@ def test_recording_without_rosbag2_writes_a_bag(tmp_path):
 
 
 @needs_ros2
-@pytest.mark.flaky(reruns=1)  # seen twice: `ros2 launch` (and `ros2 topic hz`) did not exit within 30 s of Ctrl-C
+@pytest.mark.flaky(reruns=1)  # seen: `ros2 launch` did not exit within 30 s of Ctrl-C in full runs (not alone)
 def test_ros2_launch_runs_the_simulator_and_ros2_topic_hz_measures_it():
     launch, marker = ros2_launch('sim.launch.py', 'cameras:=false', 'firmware:=false')
     hz = None
@@ -248,7 +248,8 @@ def test_ros2_launch_runs_the_simulator_and_ros2_topic_hz_measures_it():
                 break
     finally:
         if hz is not None:
-            hz.stop()
+            hz.process.kill()  # what it measured is the point, not how it exits
+            hz.process.wait()
         launch.stop()
         subprocess.run([ROS2, 'daemon', 'stop'], capture_output=True, timeout=60)  # if `ros2 topic` started one
     assert rate > 0  # /scan's nominal 10 Hz in sim time; the wall-clock rate depends on the machine's load
