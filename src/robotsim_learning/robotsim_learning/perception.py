@@ -80,7 +80,6 @@ def shrink(image: np.ndarray, labels: np.ndarray, factor: int) -> tuple[np.ndarr
 def capture(spec_path: str, seed: int, count: int, factor: int = 4, first: int = 0, progress=None) -> FrameSet:
     """One frame of the robot's first RGB camera at the spawn pose of each of scenarios ``first`` ...
     ``first + count - 1`` of ``Randomizer(spec, seed)``, shrunk by ``factor``, with its class map."""
-    import os
     import tempfile
 
     from robotsim_core.description import load_robot
@@ -98,11 +97,7 @@ def capture(spec_path: str, seed: int, count: int, factor: int = 4, first: int =
     with tempfile.TemporaryDirectory(prefix='robotsim-frames-') as folder:
         for index in range(first, first + count):
             scenario = randomizer.scenario(index)
-            world_path, robot_path = os.path.join(folder, 'world.yaml'), os.path.join(folder, 'robot.yaml')
-            with open(world_path, 'w', encoding='utf-8') as stream:
-                stream.write(scenario.world_yaml)
-            with open(robot_path, 'w', encoding='utf-8') as stream:
-                stream.write(scenario.robot_yaml)
+            world_path, robot_path = scenario.write(folder)
             model = load_robot(robot_path)
             camera = next((s for s in model.sensors if s.type == 'camera' and 'rgb' in s.spec.images), None)
             if camera is None:

@@ -215,6 +215,14 @@ class Scenario:
     drawn: dict                           # every drawn value, by name (as in the YAML)
     sim_seed: int                         # the simulation's noise seed
 
+    def write(self, folder: str) -> tuple[str, str]:
+        """Write ``world.yaml`` and ``robot.yaml`` into ``folder``; their paths."""
+        paths = os.path.join(folder, 'world.yaml'), os.path.join(folder, 'robot.yaml')
+        for path, text in zip(paths, (self.world_yaml, self.robot_yaml)):
+            with open(path, 'w', encoding='utf-8') as stream:
+                stream.write(text)
+        return paths
+
 
 def _round(value: float) -> float:
     return round(float(value), DECIMALS)

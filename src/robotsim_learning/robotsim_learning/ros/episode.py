@@ -17,7 +17,6 @@ plus ``goal_pose``; for a privileged driver also ground truth and the world) at 
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field
@@ -194,11 +193,7 @@ def run_episode(randomizer: Randomizer, index: int, folder: str, driver_name: st
     # Per-episode crash safety: an unfinished episode is redone, so nothing is flushed or described early.
     bag = BagWriter(folder, flush_period=math.inf, describe_while_writing=False)
     try:
-        world_path, robot_path = os.path.join(folder, 'world.yaml'), os.path.join(folder, 'robot.yaml')
-        with open(world_path, 'w', encoding='utf-8') as stream:
-            stream.write(scenario.world_yaml)
-        with open(robot_path, 'w', encoding='utf-8') as stream:
-            stream.write(scenario.robot_yaml)
+        world_path, robot_path = scenario.write(folder)
         world = load_world(world_path)
         sim = Simulation(world, [RobotPlacement(load_robot(robot_path))],
                          SimOptions(seed=scenario.sim_seed, cameras=cameras))
