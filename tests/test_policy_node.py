@@ -88,6 +88,110 @@ def test_the_policy_node_drives_from_contract_topics_and_stops_when_the_scan_sto
         sim.stop()
 
 
+@pytest.fixture(scope='module')
+def chained_policy(tmp_path_factory) -> Path:
+    """A tiny chained policy for the rover: a perception model (untrained) and a control stage that sees its abstraction, the odometry and the goal (no scan), trained to drive toward
+    the goal."""
+    import dataclasses
+
+    from robotsim_learning.perception import CLASSES, PerceptionNet, export_onnx as export_perception
+    from robotsim_learning.policy_runtime import PerceptionStage, file_sha256, perception_path
+    folder = tmp_path_factory.mktemp('chained')
+    path = folder / 'chained.onnx'
+    rng = np.random.default_rng(3)
+    sizes = [3, 4, 4, 4, 4]
+    layers = [(rng.normal(0, 0.3, (3, 3, a, b)).astype(np.float32), np.zeros(b, np.float32))
+              for a, b in zip(sizes, sizes[1:])]
+    # Its last layer paints every pixel floor, whatever the image: the control stage sees on the simulator's frames the
+    # abstraction it was trained on (the test is of the chain, not of what perception gets right).
+    layers.append((np.zeros((1, 1, 4, len(CLASSES)), np.float32), np.array([1.0, 0.0, 0.0], np.float32)))
+    export_perception(PerceptionNet(layers, np.full(3, 0.5, np.float32), np.full(3, 0.2, np.float32), factor=4),
+                      perception_path(str(path)))
+    stage = PerceptionStage(perception_path(str(path)))
+    spec = dataclasses.replace(spec_for_robot(load_robot('rover'), 0, image=True),
+                               perception=file_sha256(perception_path(str(path))), perception_classes=CLASSES)
+    rows, actions = [], []
+    for _ in range(300):
+        goal = rng.uniform(0.5, 3.0), rng.uniform(-1.0, 1.0)
+        rgb = rng.integers(0, 256, (spec.image_height, spec.image_width, 3), dtype=np.uint8)
+        rows.append(observation(spec, None, rgb, (0.0, 0.0), goal, stage))
+        actions.append([0.25, 0.8 * np.arctan2(goal[1], goal[0])])
+    policy = train(np.array(rows), np.array(actions), spec, (0.4, 1.5), TrainConfig(hidden=(16,), epochs=20))
+    export_onnx(policy, str(path))
+    return path
+
+
+def test_the_chained_policy_node_drives_from_the_camera_and_stops_when_the_image_stops(chained_policy):
+    """Perception -> control in the policy node: it reads /camera/image_raw (no scan), drives, reports each stage's
+    inference time on /diagnostics, and stops the robot when the image stops."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    from sensor_msgs.msg import Image
+    sim = Launch(['robotsim', 'launch', 'sim', 'firmware:=false'])
+    node = Launch(policy_command(chained_policy, '-p', 'shield:=false', '-r', 'camera/image_raw:=relayed_image'))
+    observer = Observer('chained_test')
+    try:
+        relay = observer.node.create_publisher(Image, '/relayed_image', SENSOR)
+        relaying = [True]
+        observer.node.create_subscription(Image, '/camera/image_raw', lambda m: relaying[0] and relay.publish(m),
+                                          SENSOR)
+        observer.watch('/cmd_vel', Twist, RELIABLE)
+        observer.watch('/diagnostics', DiagnosticArray, RELIABLE)
+        goals = observer.node.create_publisher(PoseStamped, '/goal_pose', RELIABLE)
+        node.wait_for(r'policy .* inputs\) on CPUExecutionProvider', timeout=120)
+        goal = PoseStamped()
+        goal.header.frame_id = 'odom'
+        goal.pose.position.x, goal.pose.position.y = 2.0, 0.5
+        moving = lambda: any(m.linear.x > 0.05 for m in observer.messages['/cmd_vel'][-5:])  # noqa: E731
+        for _ in range(60):
+            goals.publish(goal)
+            if observer.spin_until(moving, 2.0):
+                break
+        assert moving(), node.text
+
+        def stage_times() -> dict:
+            values = {}
+            for array in observer.messages['/diagnostics']:
+                for status in array.status:
+                    if status.name.startswith('policy'):
+                        values.update({kv.key: kv.value for kv in status.values})
+            return values
+        assert observer.spin_until(lambda: 'perception_ms_p50' in stage_times(), 30), stage_times()
+        times = stage_times()
+        assert float(times['perception_ms_p50']) > 0 and float(times['control_ms_p99']) > 0, times
+        relaying[0] = False
+        node.wait_for(r'stopping the robot: camera image is stale', timeout=60)
+        observer.spin_for(1.0)
+        observer.messages['/cmd_vel'].clear()
+        assert observer.spin_until(lambda: len(observer.messages['/cmd_vel']) >= 5, 30)
+        assert all(m.linear.x == 0.0 and m.angular.z == 0.0 for m in observer.messages['/cmd_vel'])
+        subscribed = dict(observer.node.get_subscriber_names_and_types_by_node('policy', '/'))
+        assert '/relayed_image' in subscribed and '/scan' not in subscribed, subscribed
+    finally:
+        observer.close()
+        node.stop()
+        sim.stop()
+
+
+def test_a_chained_policy_refuses_a_missing_or_other_perception_model(chained_policy, tmp_path):
+    """The control stage was trained on one perception model's abstraction: the node refuses to start without it
+    or with another one, with one line."""
+    import shutil
+
+    from robotsim_learning.policy_runtime import perception_path
+    copy = tmp_path / 'copy.onnx'
+    shutil.copyfile(chained_policy, copy)
+    for problem, expected in (('missing', 'perception model not found'), ('other', 'not the perception model')):
+        if problem == 'other':
+            data = bytearray(Path(perception_path(str(chained_policy))).read_bytes())
+            data[-1] ^= 1
+            Path(perception_path(str(copy))).write_bytes(bytes(data))
+        completed = subprocess.run([executable('robotsim_learning', 'policy'), '--ros-args', '-p', f'policy:={copy}',
+                                    '-p', 'shield:=false'], capture_output=True, text=True, timeout=120)
+        assert completed.returncode == 2, completed
+        lines = completed.stderr.strip().splitlines()
+        assert len(lines) == 1 and expected in lines[0], completed.stderr
+
+
 def test_the_policy_driver_imports_nothing_of_the_simulator(rover_policy):
     """The node runs on the robot: building its policy driver loads no module of the simulator or the expert."""
     script = f"""

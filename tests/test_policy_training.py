@@ -88,6 +88,42 @@ def test_a_camera_only_policy_trains_and_drives_without_the_scan(expert_dataset,
     assert result.counts['/cmd_vel'] > 10, result
 
 
+def test_both_stages_of_a_chained_policy_train_export_and_drive(expert_dataset, tmp_path):
+    """`robotsim perception train` (stage 1) then `policy train --no-scan --perception` (stage 2): the control stage
+    observes the perception model's abstraction (class fractions and free floor, no grey level, no scan), the model
+    is copied beside the policy and recorded by its hash, and the chain drives a fast-path episode."""
+    from robotsim_learning.perception import CLASSES
+    from robotsim_learning.policy_runtime import file_sha256, perception_path
+    perception = tmp_path / 'stage1.onnx'
+    completed = robotsim('perception', 'train', '--out', str(perception), '--randomization', str(EXPERT_COURSE),
+                         '--frames', '4', '--held-out', '2', '--epochs', '1', '--channels', '4', '--factor', '2')
+    assert completed.returncode == 0, completed.stderr
+    policy = tmp_path / 'chained.onnx'
+    completed = robotsim('policy', 'train', str(expert_dataset), '--out', str(policy), '--epochs', '3',
+                         '--hidden', '16', '--seed', '1', '--no-scan', '--perception', str(perception))
+    assert completed.returncode == 0, completed.stderr
+    runtime = PolicyRuntime(str(policy))
+    spec = runtime.spec
+    assert spec.perception == file_sha256(str(perception)) == file_sha256(perception_path(str(policy)))
+    assert spec.perception_classes == CLASSES and not spec.uses_scan
+    assert spec.size == 12 * 16 * 3 + 16 + 2 + 3
+    assert not any(name.startswith(('scan_', 'image_')) for name in spec.names())
+    bag = next(p for p in sorted(expert_dataset.iterdir()) if (p / 'robot.yaml').is_file())
+    observations, _ = episode_samples(bag, spec, str(perception))
+    assert len(observations) > 20 and observations.shape[1] == spec.size and np.isfinite(observations).all()
+    fractions = observations[:, :12 * 16 * 3].reshape(len(observations), 12 * 16, 3)
+    assert np.allclose(fractions.sum(axis=2), 1.0, atol=1e-5)   # every cell's classes add up
+    report = json.loads(runtime.session.get_modelmeta().custom_metadata_map['robotsim.training'])
+    assert report['perception'] == {'name': 'stage1.onnx', 'sha256': spec.perception}
+    randomizer = Randomizer(load_randomization(str(EXPERT_COURSE)), 99)
+    result = run_episode(randomizer, 0, str(tmp_path / 'episode'), f'policy:{policy}', duration=3.0)
+    assert result.counts['/cmd_vel'] > 10, result
+    assert len(runtime.perceive.seconds) == 0  # the episode ran its own runtime: this one never perceived
+    refused = robotsim('policy', 'train', str(expert_dataset), '--out', str(tmp_path / 'x.onnx'), '--no-scan',
+                       '--perception', str(tmp_path / 'none.onnx'))
+    assert refused.returncode == 2 and '--perception' in refused.stderr and 'file not found' in refused.stderr
+
+
 def test_dagger_episodes_carry_expert_labels_and_train_with_the_demonstrations(expert_dataset, tmp_path):
     from rosbags.highlevel import AnyReader
     policy = tmp_path / 'first.onnx'

@@ -228,7 +228,7 @@ class PolicyDriver(Driver):
                 return 0.0, 0.0
         try:
             command = self.runtime.act(observation_from_messages(self.runtime.spec, scan, self.images, self.odometry,
-                                                                 goal, pose))
+                                                                 goal, pose, self.runtime.perceive))
         except (InferenceError, ValueError) as error:
             self.status = f'inference failed: {error}'
             return 0.0, 0.0  # a failed inference stops the robot

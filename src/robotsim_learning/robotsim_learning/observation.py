@@ -49,6 +49,13 @@ class ObservationSpec:
     """Angle (rad) between the scan's beams (for the corridors)."""
     scan_origin: tuple[float, float] = (0.0, 0.0)
     """(x, y) of the lidar in the base frame (m; for the corridors; a level lidar facing forward)."""
+    perception: str = ''
+    """sha256 of the perception model (stage 1 of a chained policy, ``robotsim perception train``) the camera image
+    passes through first; '' observes the grey-scale copy of the image instead. With it the observation holds, in
+    place of the grey levels, the abstraction: per cell of ``image_sectors`` the fraction of each of
+    ``perception_classes``, and per column of cells the free floor ahead (:func:`pool_abstraction`)."""
+    perception_classes: tuple[str, ...] = ()
+    """The perception model's classes, in its output order (the first is the drivable floor)."""
 
     @property
     def uses_image(self) -> bool:
@@ -59,13 +66,30 @@ class ObservationSpec:
         return self.sectors > 0
 
     @property
+    def uses_perception(self) -> bool:
+        return bool(self.perception)
+
+    @property
+    def image_size(self) -> int:
+        """Values the image contributes: a grey level per cell, or the abstraction's class fractions per cell
+        and the free floor per column of cells."""
+        rows, columns = self.image_sectors
+        if not self.uses_image:
+            return 0
+        return rows * columns * len(self.perception_classes) + columns if self.uses_perception else rows * columns
+
+    @property
     def size(self) -> int:
-        image = self.image_sectors[0] * self.image_sectors[1] if self.uses_image else 0
+        image = self.image_size
         return self.sectors + image + 2 + 3 + (len(self.corridors) + 1 if self.corridors else 0)
 
     def names(self) -> list[str]:
         names = [f'scan_sector_{i}' for i in range(self.sectors)]
-        if self.uses_image:
+        if self.uses_perception:
+            names += [f'{name}_{r}_{c}' for r in range(self.image_sectors[0]) for c in range(self.image_sectors[1])
+                      for name in self.perception_classes]
+            names += [f'free_floor_{c}' for c in range(self.image_sectors[1])]
+        elif self.uses_image:
             names += [f'image_{r}_{c}' for r in range(self.image_sectors[0]) for c in range(self.image_sectors[1])]
         names += ['odom_linear_x', 'odom_angular_z', 'goal_distance', 'goal_cos_bearing', 'goal_sin_bearing']
         if self.corridors:
@@ -78,7 +102,7 @@ class ObservationSpec:
     @classmethod
     def from_json(cls, text: str) -> 'ObservationSpec':
         data = json.loads(text)
-        for key in ('image_sectors', 'corridors', 'scan_origin'):
+        for key in ('image_sectors', 'corridors', 'scan_origin', 'perception_classes'):
             if key in data:
                 data[key] = tuple(data[key])
         return cls(**data)
@@ -169,6 +193,28 @@ def pool_image(spec: ObservationSpec, rgb: np.ndarray) -> np.ndarray:
                      for c0, c1 in zip(column_edges, column_edges[1:])])
 
 
+def pool_abstraction(spec: ObservationSpec, classes: np.ndarray) -> np.ndarray:
+    """The observation of a perception model's class map (h, w; class indices): per cell of ``spec.image_sectors``
+    (row-major) the fraction of its pixels of each class, then per column of cells the free floor ahead: the
+    shortest run of floor pixels (class 0) from the bottom row up, over the cell's pixel columns, as a fraction of
+    the map's height (the camera's pseudo-scan: the nearer a wall or an obstacle, the lower it meets the floor)."""
+    classes = np.asarray(classes)
+    count = len(spec.perception_classes)
+    if classes.ndim != 2 or classes.shape[0] < spec.image_sectors[0] or classes.shape[1] < spec.image_sectors[1]:
+        raise ValueError(f'expected a class map of at least {spec.image_sectors} pixels, got shape {classes.shape}')
+    height, width = classes.shape
+    rows, columns = spec.image_sectors
+    row_edges = np.linspace(0, height, rows + 1).round().astype(int)
+    column_edges = np.linspace(0, width, columns + 1).round().astype(int)
+    one_hot = np.eye(count, dtype=np.float64)[np.clip(classes, 0, count - 1)]
+    fractions = [one_hot[r0:r1, c0:c1].mean(axis=(0, 1)) for r0, r1 in zip(row_edges, row_edges[1:])
+                 for c0, c1 in zip(column_edges, column_edges[1:])]
+    not_floor = classes[::-1] != 0                      # bottom row first
+    run = np.where(not_floor.any(axis=0), not_floor.argmax(axis=0), height) / height
+    free = [run[c0:c1].min() for c0, c1 in zip(column_edges, column_edges[1:])]
+    return np.concatenate([np.concatenate(fractions), np.array(free)])
+
+
 def corridor_lengths(spec: ObservationSpec, ranges: np.ndarray, goal_base) -> np.ndarray:
     """Free length (m, 0 ... ``corridor_length``) straight ahead and along each of ``spec.corridors`` (bearings
     relative to the goal's): how far a disc of ``corridor_half_width`` moves from the base's origin along that line
@@ -220,11 +266,17 @@ def goal_in_base(goal_xy, pose: tuple[float, float, float]) -> tuple[float, floa
     return c * dx + s * dy, -s * dx + c * dy
 
 
-def observation(spec: ObservationSpec, ranges, rgb, twist: tuple[float, float], goal_base) -> np.ndarray:
+def observation(spec: ObservationSpec, ranges, rgb, twist: tuple[float, float], goal_base,
+                perceive=None) -> np.ndarray:
     """The policy's input vector (float32, ``spec.size`` values, in ``spec.names()`` order); ``ranges`` may be None
-    when the spec observes no scan."""
+    when the spec observes no scan. ``perceive`` (a chained policy's: ``spec.perception``) turns the rgb image into
+    its class map."""
     parts = [pool_scan(spec, ranges)] if spec.uses_scan else []
-    if spec.uses_image:
+    if spec.uses_perception:
+        if perceive is None:
+            raise ValueError('the policy observes the perception stage\'s abstraction: expected its model')
+        parts.append(pool_abstraction(spec, perceive(rgb)))
+    elif spec.uses_image:
         parts.append(pool_image(spec, rgb))
     parts += [np.asarray(twist, dtype=np.float64), goal_features(goal_base)]
     if spec.corridors:
@@ -307,10 +359,11 @@ class ImuHeadingOdometry:
 
 
 def observation_from_messages(spec: ObservationSpec, scan, images, odometries, goal_odom,
-                              pose: tuple[float, float, float] | None = None) -> np.ndarray:
+                              pose: tuple[float, float, float] | None = None, perceive=None) -> np.ndarray:
     """The observation at a scan: the image and odometry closest to its stamp, the goal (x, y in odom)
     seen from ``pose`` (heading imu: the :class:`ImuHeadingOdometry` estimate), else from the odometry's
-    pose. Shared by the policy node and the training set, so both see the same vector for the same messages."""
+    pose. Shared by the policy node and the training set, so both see the same vector for the same messages
+    (``perceive``: a chained policy's perception stage, as :func:`observation`)."""
     # The decision's instant: the scan's, or without one (a camera-only policy) the newest image's.
     stamp = stamp_seconds(scan.header.stamp if spec.uses_scan else images[-1].header.stamp)
     odometry = closest_by_stamp(odometries, stamp)
@@ -323,4 +376,5 @@ def observation_from_messages(spec: ObservationSpec, scan, images, odometries, g
         robot = pose
     rgb = rgb_array(closest_by_stamp(images, stamp)) if spec.uses_image else None
     return observation(spec, np.asarray(scan.ranges, dtype=np.float64) if spec.uses_scan else None, rgb,
-                       (odometry.twist.twist.linear.x, odometry.twist.twist.angular.z), goal_in_base(goal_odom, robot))
+                       (odometry.twist.twist.linear.x, odometry.twist.twist.angular.z), goal_in_base(goal_odom, robot),
+                       perceive)

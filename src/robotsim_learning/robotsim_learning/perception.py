@@ -34,6 +34,8 @@ FLOOR_HEIGHT = 0.03
 MAX_FRAMES = 20000
 """Most frames :func:`capture` takes in one call."""
 ONNX_INPUT, ONNX_OUTPUT, ONNX_SCORES = 'image', 'classes', 'scores'
+CLASSES_KEY, FACTOR_KEY = 'robotsim.perception_classes', 'robotsim.perception_factor'
+"""Metadata of a perception model: its classes (comma-separated, output order) and the shrink factor of its input."""
 
 
 @dataclass
@@ -45,6 +47,8 @@ class FrameSet:
     """(N, H, W) int8: index into :data:`CLASSES`, or :data:`IGNORED`."""
     scenarios: list[int] = field(default_factory=list)
     """The scenario index of each frame."""
+    factor: int = 1
+    """The camera frames were shrunk by this factor (:func:`shrink_image`)."""
 
 
 def class_map(entity_labels: np.ndarray, depth: np.ndarray, names: dict[int, str], fx: float, fy: float,
@@ -69,12 +73,18 @@ def class_map(entity_labels: np.ndarray, depth: np.ndarray, names: dict[int, str
     return out
 
 
+def shrink_image(image: np.ndarray, factor: int) -> np.ndarray:
+    """An (H, W, 3) uint8 image block-averaged by ``factor`` (rounded; rows and columns past the last whole block
+    dropped): what the perception network sees, in training and on the robot."""
+    height, width = image.shape[0] // factor * factor, image.shape[1] // factor * factor
+    blocks = image[:height, :width].reshape(height // factor, factor, width // factor, factor, 3)
+    return np.round(blocks.astype(np.float64).mean(axis=(1, 3))).astype(np.uint8)
+
+
 def shrink(image: np.ndarray, labels: np.ndarray, factor: int) -> tuple[np.ndarray, np.ndarray]:
     """The image block-averaged by ``factor`` and the labels sampled at each block's centre."""
     height, width = labels.shape[0] // factor * factor, labels.shape[1] // factor * factor
-    blocks = image[:height, :width].reshape(height // factor, factor, width // factor, factor, 3)
-    small = np.round(blocks.astype(np.float64).mean(axis=(1, 3))).astype(np.uint8)
-    return small, labels[factor // 2:height:factor, factor // 2:width:factor]
+    return shrink_image(image, factor), labels[factor // 2:height:factor, factor // 2:width:factor]
 
 
 def capture(spec_path: str, seed: int, count: int, factor: int = 4, first: int = 0, progress=None) -> FrameSet:
@@ -130,7 +140,7 @@ def capture(spec_path: str, seed: int, count: int, factor: int = 4, first: int =
             scenarios.append(index)
             if progress is not None:
                 progress(index - first + 1, count)
-    return FrameSet(np.stack(images), np.stack(labels), scenarios)
+    return FrameSet(np.stack(images), np.stack(labels), scenarios, factor)
 
 
 # ----------------------------------------------------------------------------------------------------- network
@@ -161,6 +171,8 @@ class PerceptionNet:
     std: np.ndarray
     """(3,) their standard deviation."""
     report: dict = field(default_factory=dict)
+    factor: int = 1
+    """Camera frames are shrunk by this factor before the network (:func:`shrink_image`)."""
 
     def predict(self, images: np.ndarray) -> np.ndarray:
         """Class maps (N, H, W) of (N, H, W, 3) uint8 frames (NumPy, through JAX's forward pass)."""
@@ -240,12 +252,12 @@ def train(frames: FrameSet, config: PerceptionConfig | None = None, progress=Non
     layers = [(np.asarray(w, dtype=np.float32), np.asarray(b, dtype=np.float32)) for w, b in params]
     return PerceptionNet(layers, mean.astype(np.float32), std, {
         'train_loss': value, 'frames': int(len(frames.images)), 'epochs': config.epochs, 'seed': config.seed,
-        'channels': config.channels, 'seconds': time.monotonic() - started})
+        'channels': config.channels, 'seconds': time.monotonic() - started}, frames.factor)
 
 
 def export_onnx(net: PerceptionNet, path: str) -> None:
-    """The network as one ONNX graph: ``image`` (N, H, W, 3) uint8 in, ``classes`` (N, H, W) int64 and ``scores``
-    (N, H, W, classes) float out."""
+    """The network as one ONNX graph: ``image`` (N, H, W, 3) uint8 in (frames shrunk by the net's factor, which
+    :data:`FACTOR_KEY` records), ``classes`` (N, H, W) int64 and ``scores`` (N, H, W, classes) float out."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -275,7 +287,7 @@ def export_onnx(net: PerceptionNet, path: str) -> None:
         initializers)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17)], ir_version=9,
                               producer_name='robotsim')
-    for key, value in (('robotsim.perception_classes', ','.join(CLASSES)),
+    for key, value in ((CLASSES_KEY, ','.join(CLASSES)), (FACTOR_KEY, str(net.factor)),
                        ('robotsim.perception_report', repr({k: v for k, v in net.report.items()
                                                              if k != 'seconds'}))):
         entry = model.metadata_props.add()

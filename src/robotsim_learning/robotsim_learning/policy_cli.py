@@ -50,6 +50,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--corridors', action='store_true',
                         help='also observe how far the way is free straight ahead, toward the goal and 20 and 40 '
                              "degrees either side of it (a corridor as wide as the robot's footprint, from the scan)")
+    parser.add_argument('--perception', default='', metavar='FILE',
+                        help='train the control stage of a chained policy: the camera image is observed through this '
+                             'perception model (robotsim perception train) as its floor/wall/obstacle abstraction; '
+                             'the model is copied beside --out as NAME.perception.onnx (with --no-scan: no lidar)')
     parser.add_argument('--sectors', type=int, default=36,
                         help='the scan is pooled into this many equal sectors, each its nearest range (1 ... the '
                              "scan's samples; default 36)")
@@ -109,6 +113,10 @@ def _argument_problem(args: argparse.Namespace) -> str:
         return '--no-scan: expected the camera image observed with it (not --no-image): a policy must see something'
     if args.no_scan and args.corridors:
         return '--corridors: measured on the scan: expected it without --no-scan'
+    if args.perception and args.no_image:
+        return '--perception: the perception stage sees the camera image: expected it without --no-image'
+    if args.perception and not os.path.isfile(args.perception):
+        return f'--perception: {args.perception}: file not found (expected an ONNX file of robotsim perception train)'
     from .policy_model import MAX_NEAR_WEIGHT
     if not 1.0 <= args.near_weight <= MAX_NEAR_WEIGHT:
         return f'--near-weight: expected 1 ... {MAX_NEAR_WEIGHT:g}, got {args.near_weight}'
@@ -156,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
                                                                         near_range=args.near_range),
                                     image=not args.no_image, progress=progress, heading=args.heading,
                                     sectors=args.sectors, corridors=CORRIDORS if args.corridors else (),
-                                    scan=not args.no_scan,
+                                    scan=not args.no_scan, perception=args.perception,
                                     command=['robotsim', 'policy', 'train', *sys.argv[3:]]
                                     if sys.argv[1:3] == ['policy', 'train'] else None)
     except TrainingDataError as error:

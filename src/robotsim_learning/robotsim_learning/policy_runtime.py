@@ -9,9 +9,12 @@ size and a non-finite command (NaN must never reach /cmd_vel).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 import os
+import time
+from collections import deque
 
 import numpy as np
 
@@ -53,6 +56,11 @@ _SPEC_FIELDS = {  # every ObservationSpec field: (check, what was expected)
     'scan_angle_increment': (_finite, 'a finite number'),
     'scan_origin': (lambda v: isinstance(v, list) and len(v) == 2 and all(_finite(n) for n in v),
                     'a list of 2 finite numbers (x, y)'),
+    'perception': (lambda v: isinstance(v, str) and (v == '' or (len(v) == 64 and all(c in '0123456789abcdef'
+                                                                                       for c in v))),
+                   "'' or the 64 hex digits of a sha256"),
+    'perception_classes': (lambda v: isinstance(v, list) and len(v) <= 16 and all(isinstance(n, str) for n in v),
+                           'a list of at most 16 class names'),
 }
 assert set(_SPEC_FIELDS) == {f.name for f in dataclasses.fields(ObservationSpec)}, 'a new field needs its check here'
 
@@ -82,31 +90,100 @@ def observation_spec_from_metadata(path: str, text: str) -> ObservationSpec:
         check, expected = _SPEC_FIELDS[name]
         if not check(value):
             raise PolicyFileError(f'{where}: {name}: expected {expected}, got {json.dumps(value)[:80]}')
-    for name in ('image_sectors', 'corridors', 'scan_origin'):
+    for name in ('image_sectors', 'corridors', 'scan_origin', 'perception_classes'):
         if name in data:
             data[name] = tuple(data[name])
+    if data.get('perception') and (not data.get('perception_classes') or not data.get('image_width')):
+        raise PolicyFileError(f'{where}: perception: expected the perception classes and the camera image with it')
     return ObservationSpec(**data)
 
 
-class PolicyRuntime:
-    def __init__(self, path: str, providers: tuple[str, ...] = ('CPUExecutionProvider',)):
-        import onnxruntime
+PERCEPTION_SUFFIX = '.perception.onnx'
+"""A chained policy's perception model lives beside its control model: ``NAME.onnx`` and ``NAME.perception.onnx``."""
 
+
+def perception_path(policy_path: str) -> str:
+    """Where the perception model of the chained policy ``policy_path`` is."""
+    stem = policy_path[:-len('.onnx')] if policy_path.endswith('.onnx') else policy_path
+    return stem + PERCEPTION_SUFFIX
+
+
+def file_sha256(path: str) -> str:
+    with open(path, 'rb') as file:
+        return hashlib.sha256(file.read()).hexdigest()
+
+
+def _session(path: str, providers: tuple[str, ...], missing: str):
+    """An onnxruntime session of ``path`` (PolicyFileError ``missing`` when there is no such file)."""
+    import onnxruntime
+
+    if not os.path.isfile(path):
+        raise PolicyFileError(f'{path}: {missing}')
+    available = onnxruntime.get_available_providers()
+    unknown = [p for p in providers if p not in available]
+    if unknown:
+        raise PolicyFileError(f'{path}: execution provider {", ".join(unknown)} not available here '
+                              f'(expected one of {", ".join(available)})')
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1  # a small network: threads cost more than they give
+    options.log_severity_level = 3
+    try:
+        return onnxruntime.InferenceSession(path, options, providers=list(providers))
+    except Exception as error:  # onnxruntime raises its own exception types for unreadable models
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise PolicyFileError(f'{path}: not a readable ONNX model ({first[:200]})') from None
+
+
+TIMINGS = 200
+"""Most recent inference durations kept per stage (for the node's latency percentiles)."""
+
+
+class PerceptionStage:
+    """Stage 1 of a chained policy: owns the onnxruntime session of a perception model (``robotsim perception
+    train``) and turns a camera image into its class map, timing every call. ``sha256``, when given, is the model the
+    control stage was trained with: any other file is refused (a retrained perception model changes what the
+    control stage sees)."""
+
+    def __init__(self, path: str, providers: tuple[str, ...] = ('CPUExecutionProvider',), sha256: str = '',
+                 classes: tuple[str, ...] = ()):
+        from .perception import CLASSES_KEY, FACTOR_KEY, ONNX_INPUT as IMAGE, ONNX_OUTPUT as CLASS_MAP
+        missing = ('perception model not found (expected the ONNX file of robotsim perception train; a chained policy '
+                   'keeps it beside its control model)')
         if not os.path.isfile(path):
-            raise PolicyFileError(f'{path}: policy file not found (expected an ONNX file from robotsim policy train)')
-        available = onnxruntime.get_available_providers()
-        unknown = [p for p in providers if p not in available]
-        if unknown:
-            raise PolicyFileError(f'{path}: execution provider {", ".join(unknown)} not available here '
-                                  f'(expected one of {", ".join(available)})')
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = 1  # a small network: threads cost more than they give
-        options.log_severity_level = 3
-        try:
-            self.session = onnxruntime.InferenceSession(path, options, providers=list(providers))
-        except Exception as error:  # onnxruntime raises its own exception types for unreadable models
-            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            raise PolicyFileError(f'{path}: not a readable ONNX model ({first[:200]})') from None
+            raise PolicyFileError(f'{path}: {missing}')
+        if sha256 and file_sha256(path) != sha256:
+            raise PolicyFileError(f'{path}: not the perception model the policy was trained with (expected sha256 '
+                                  f'{sha256[:12]}..., got {file_sha256(path)[:12]}...)')
+        self.session = _session(path, providers, missing)
+        metadata = self.session.get_modelmeta().custom_metadata_map
+        factor = metadata.get(FACTOR_KEY, '')
+        if CLASSES_KEY not in metadata or not factor.isdigit() or not 1 <= int(factor) <= 16:
+            raise PolicyFileError(f'{path}: metadata {CLASSES_KEY} and {FACTOR_KEY} (1 ... 16): expected a perception '
+                                  f'model exported by robotsim perception train, got {sorted(metadata)}')
+        self.classes = tuple(metadata[CLASSES_KEY].split(','))
+        if classes and self.classes != tuple(classes):
+            raise PolicyFileError(f'{path}: classes {self.classes}: expected {tuple(classes)}')
+        self.factor, self.path = int(factor), path
+        self.sha256 = sha256 or file_sha256(path)
+        self._input, self._output = IMAGE, CLASS_MAP
+        self.seconds: deque[float] = deque(maxlen=TIMINGS)
+
+    def __call__(self, rgb: np.ndarray) -> np.ndarray:
+        """The (h, w) class map of one (H, W, 3) uint8 camera image."""
+        from .perception import shrink_image
+        started = time.perf_counter()
+        small = shrink_image(np.asarray(rgb, dtype=np.uint8), self.factor)
+        classes = self.session.run([self._output], {self._input: small[None]})[0][0]
+        self.seconds.append(time.perf_counter() - started)
+        return classes
+
+
+class PolicyRuntime:
+    """A policy file's onnxruntime session (owned), and for a chained policy its :class:`PerceptionStage`
+    (``self.perceive``, owned; None otherwise). ``seconds`` times the control stage's inferences."""
+
+    def __init__(self, path: str, providers: tuple[str, ...] = ('CPUExecutionProvider',)):
+        self.session = _session(path, providers, 'policy file not found (expected an ONNX file from robotsim policy train)')
         metadata = self.session.get_modelmeta().custom_metadata_map
         if SPEC_KEY not in metadata:
             raise PolicyFileError(f'{path}: no {SPEC_KEY} metadata (expected a policy exported by robotsim policy train)')
@@ -118,6 +195,9 @@ class PolicyRuntime:
             raise PolicyFileError(f'{path}: expected input {ONNX_INPUT!r} of {self.spec.size} values and output '
                                   f'{ONNX_OUTPUT!r}, got inputs {list(inputs)} outputs {outputs}')
         self.path = path
+        self.seconds: deque[float] = deque(maxlen=TIMINGS)
+        self.perceive = PerceptionStage(perception_path(path), providers, self.spec.perception,
+                                        self.spec.perception_classes) if self.spec.uses_perception else None
 
     def check_fits(self, robot_spec: ObservationSpec) -> None:
         problem = self.spec.mismatch(robot_spec)
@@ -131,10 +211,12 @@ class PolicyRuntime:
             raise InferenceError(f'expected an observation of {self.spec.size} values, got {observation.shape[1]}')
         if not np.isfinite(observation).all():
             raise InferenceError('observation holds NaN or Inf')
+        started = time.perf_counter()
         try:
             command = self.session.run([ONNX_OUTPUT], {ONNX_INPUT: observation})[0][0]
         except Exception as error:
             raise InferenceError(f'inference failed: {error}') from None
+        self.seconds.append(time.perf_counter() - started)
         if not np.isfinite(command).all():
             raise InferenceError(f'the network returned a non-finite command {command.tolist()}')
         return float(command[0]), float(command[1])

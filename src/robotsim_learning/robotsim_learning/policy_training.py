@@ -83,24 +83,37 @@ READERS = 2
 the bags' order, so the result does not depend on it."""
 
 
-def _read_samples(bags: list[Path], spec: ObservationSpec):
+def _read_samples(bags: list[Path], spec: ObservationSpec, perception: str = ''):
     """episode_samples of every bag, in order: in READERS spawned processes when there are many bags."""
     readers = min(READERS, os.cpu_count() or 1)
     if readers < 2 or len(bags) < 8:
-        yield from (episode_samples(bag, spec) for bag in bags)
+        yield from (episode_samples(bag, spec, perception) for bag in bags)
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     # spawn: the parent may hold JAX's threads, which a forked child must not inherit.
     with ProcessPoolExecutor(readers, mp_context=multiprocessing.get_context('spawn')) as pool:
-        yield from pool.map(episode_samples, bags, [spec] * len(bags), chunksize=8)
+        yield from pool.map(episode_samples, bags, [spec] * len(bags), [perception] * len(bags), chunksize=8)
 
 
-def episode_samples(bag: Path, spec: ObservationSpec) -> tuple[np.ndarray, np.ndarray]:
-    """(observations, actions) of one bag, one per recorded command once every input has arrived."""
+_STAGES: dict[str, object] = {}
+
+
+def _perception_stage(path: str, spec: ObservationSpec):
+    """The perception stage of ``path`` (one per process and file), checked against ``spec``."""
+    from .policy_runtime import PerceptionStage
+    if path not in _STAGES:
+        _STAGES[path] = PerceptionStage(path, sha256=spec.perception, classes=spec.perception_classes)
+    return _STAGES[path]
+
+
+def episode_samples(bag: Path, spec: ObservationSpec, perception: str = '') -> tuple[np.ndarray, np.ndarray]:
+    """(observations, actions) of one bag, one per recorded command once every input has arrived (``perception``:
+    the perception model's file, for a spec that observes its abstraction)."""
     from rosbags.highlevel import AnyReader
 
     from .observation import ImuHeadingOdometry, observation_from_messages
+    perceive = _perception_stage(perception, spec) if spec.uses_perception else None
     rows, actions = [], []
     estimate = ImuHeadingOdometry() if spec.uses_imu else None
     scan = goal = None
@@ -126,7 +139,7 @@ def episode_samples(bag: Path, spec: ObservationSpec) -> tuple[np.ndarray, np.nd
             elif topic == label_topic and (scan is not None or not spec.uses_scan) and goal is not None and odometry \
                     and (images or not spec.uses_image) and (estimate is None or estimate.pose() is not None):
                 rows.append(observation_from_messages(spec, scan, images, odometry, goal,
-                                                      estimate.pose() if estimate is not None else None))
+                                                      estimate.pose() if estimate is not None else None, perceive))
                 actions.append((message.linear.x, message.angular.z))
     return np.array(rows, dtype=np.float32).reshape(-1, spec.size), np.array(actions, dtype=np.float32).reshape(-1, 2)
 
@@ -167,11 +180,17 @@ def portable_command(argv: list[str]) -> str:
 
 def train_from_dataset(datasets: list[str], out: str, config, image: bool = True, progress=None,
                        heading: str = 'imu', command: list[str] | None = None, sectors: int = 36,
-                       corridors: tuple[float, ...] = (), scan: bool = True) -> dict:
+                       corridors: tuple[float, ...] = (), scan: bool = True, perception: str = '') -> dict:
     """Train on ``datasets`` and write the ONNX policy to ``out``; its ``robotsim.training`` metadata holds the
     report: losses, sizes, the training configuration, the datasets' provenance (:func:`dataset_provenance`)
-    and ``command`` (:func:`portable_command`)."""
+    and ``command`` (:func:`portable_command`). ``perception`` (a perception model's file) trains the control stage
+    of a chained policy: the camera image is observed through that model's abstraction, and the model is copied
+    beside ``out`` (:func:`~robotsim_learning.policy_runtime.perception_path`)."""
+    import dataclasses
+    import shutil
+
     from .policy_model import export_onnx, train
+    from .policy_runtime import PolicyFileError, perception_path
 
     started = time.monotonic()
     distinct_datasets(datasets)
@@ -181,6 +200,20 @@ def train_from_dataset(datasets: list[str], out: str, config, image: bool = True
         spec = spec_for_robot(model, sectors if scan else 0, image=image, heading=heading, corridors=corridors)
     except ValueError as error:
         raise TrainingDataError(f'{bags[0]}: {error}') from None
+    if perception:
+        if not spec.uses_image:
+            raise TrainingDataError('--perception: the perception stage sees the camera image: expected it observed '
+                                    '(not --no-image)')
+        try:
+            stage = _perception_stage(perception, spec)
+        except PolicyFileError as error:
+            raise TrainingDataError(f'--perception: {error}') from None
+        spec = dataclasses.replace(spec, perception=stage.sha256, perception_classes=stage.classes)
+        size = (spec.image_height // stage.factor, spec.image_width // stage.factor)
+        if size[0] < spec.image_sectors[0] or size[1] < spec.image_sectors[1]:
+            raise TrainingDataError(f'--perception: {perception}: shrinks the {spec.image_width}x{spec.image_height} '
+                                    f'camera image by {stage.factor} to {size[1]}x{size[0]}; expected at least '
+                                    f'{spec.image_sectors[1]}x{spec.image_sectors[0]} (a smaller --factor)')
     if spec.sectors > spec.scan_samples:
         raise TrainingDataError(f'--sectors: expected at most the {spec.scan_samples} samples of the scan of '
                                 f'{bags[0]}, got {spec.sectors}')
@@ -191,7 +224,7 @@ def train_from_dataset(datasets: list[str], out: str, config, image: bool = True
                                         f'which a policy observing the camera image needs; expected a dataset with '
                                         f'camera images, or train with --no-image (lidar, odometry and goal only)')
     observations, actions, episodes = [], [], []
-    for index, (rows, commands) in enumerate(_read_samples(bags, spec)):
+    for index, (rows, commands) in enumerate(_read_samples(bags, spec, perception)):
         observations.append(rows)
         actions.append(commands)
         episodes.append(np.full(len(rows), index))
@@ -206,10 +239,14 @@ def train_from_dataset(datasets: list[str], out: str, config, image: bool = True
                                                                              if isinstance(d['seed'], int)}),
                           'episodes': len(bags), 'samples': int(len(observations)), 'robot': model.name,
                           'heading': heading, 'image': image, 'scan': scan,
+                          **({'perception': {'name': os.path.basename(perception), 'sha256': spec.perception}}
+                             if perception else {}),
                           'command': portable_command(command) if command else None,
                           'total_seconds': time.monotonic() - started})
     try:
         export_onnx(policy, out, f'robotsim behaviour-cloning policy for {model.name}: observation -> cmd_vel')
+        if perception and os.path.abspath(perception) != os.path.abspath(perception_path(out)):
+            shutil.copyfile(perception, perception_path(out))
     except OSError as error:  # the CLI checked --out before training: this is what changed since (a full disk)
         raise TrainingDataError(f'--out {out}: cannot write the policy ({error.strerror or error})') from None
     return policy.report

@@ -245,6 +245,14 @@ class DriverNode(Node):
         if self.latencies:
             values['decision_ms_p50'] = f'{1000 * float(np.percentile(self.latencies, 50)):.3f}'
             values['decision_ms_p99'] = f'{1000 * float(np.percentile(self.latencies, 99)):.3f}'
+        runtime = getattr(self.driver, 'runtime', None)
+        if runtime is not None:  # a policy: inference time per stage (a chained policy's perception, then control)
+            stages = ([('perception', runtime.perceive.seconds)] if runtime.perceive is not None else []) \
+                + [('control', runtime.seconds)]
+            for stage, seconds in stages:
+                if seconds:
+                    values[f'{stage}_ms_p50'] = f'{1000 * float(np.percentile(seconds, 50)):.3f}'
+                    values[f'{stage}_ms_p99'] = f'{1000 * float(np.percentile(seconds, 99)):.3f}'
         shield = getattr(self.driver, 'shield', None)
         if shield is not None:  # the policy's velocity shield: how often it slowed or stopped the policy's command
             values['shield_limited'] = f'{shield.limited} of {shield.checked}'
