@@ -90,8 +90,8 @@ def test_the_policy_node_drives_from_contract_topics_and_stops_when_the_scan_sto
 
 @pytest.fixture(scope='module')
 def chained_policy(tmp_path_factory) -> Path:
-    """A tiny chained policy for the rover: a perception model (untrained) and a control stage that sees its abstraction, the odometry and the goal (no scan), trained to drive toward
-    the goal."""
+    """A tiny chained policy for the rover: a perception model (untrained) and a control stage that sees its
+    abstraction, the odometry and the goal (no scan), trained to drive toward the goal."""
     import dataclasses
 
     from robotsim_learning.perception import CLASSES, PerceptionNet, export_onnx as export_perception
