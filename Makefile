@@ -4,7 +4,7 @@ SHELL := /bin/bash
 ROBOT ?= rover
 OUT ?= out
 
-.PHONY: help setup build sim test test-jazzy docs describe bench bench-arm evaluate evaluate-table evaluate-fast perception render-setup lerobot-setup peers-setup bench-peers bench-render clean
+.PHONY: help setup build sim test test-jazzy docs describe bench bench-arm evaluate evaluate-table evaluate-fast perception chained ablation render-setup lerobot-setup peers-setup bench-peers bench-render clean
 
 help:
 	@echo "make sim      set up if needed, then run the simulator bringup headless (ROBOT= WORLD= FLEET= RTF= DURATION="
@@ -35,7 +35,13 @@ help:
 	@echo "              table in docs/policies.md (POLICY= EPISODES= SEED= WORKERS= override)"
 	@echo "make perception  train the perception stage (camera frame -> floor/wall/obstacle map, ONNX) on FRAMES= (400)"
 	@echo "              frames of room_obstacles scenarios (SEED=, default 0) into $(OUT)/perception; prints its IoU on"
-	@echo "              HELD_OUT= (100) frames of later scenarios beside the all-background baseline, with a picture"
+	@echo "              HELD_OUT= (100) frames of later scenarios beside the all-background baseline, with a picture,"
+	@echo "              and on the same scenarios under an appearance shift (room_obstacles_appearance_shift)"
+	@echo "make chained  the chained policy's control stage and the end-to-end camera baseline from the same expert"
+	@echo "              episodes with cameras (EPISODES=, 300) and one DAgger round each (DAGGER_EPISODES=, 80) into"
+	@echo "              $(OUT)/pixels (PERCEPTION= the stage-1 model, default $(OUT)/perception/perception.onnx)"
+	@echo "make ablation  both camera policies in closed loop, training appearance and appearance shift, EPISODES="
+	@echo "              (100) each on a seed drawn now; the table in docs/pixels-to-control.md (CHAINED= END_TO_END=)"
 	@echo "make render-setup  install Blender (bpy 5.0.1, its own Python 3.11 env under ~/.cache/robotsim) for robotsim render"
 	@echo "make lerobot-setup  install LeRobot 0.4.4 with PyTorch (its own Python 3.11 env under ~/.cache/robotsim, ~6 GB)"
 	@echo "              for robotsim dataset check-lerobot"
@@ -99,7 +105,18 @@ evaluate-fast: setup
 perception: setup
 	@source scripts/env.sh && scripts/build.sh && mkdir -p $(OUT)/perception && robotsim perception train \
 		--out $(OUT)/perception/perception.onnx --frames $(or $(FRAMES),400) --held-out $(or $(HELD_OUT),100) \
-		--seed $(or $(SEED),0) --epochs $(or $(EPOCHS),30)
+		--seed $(or $(SEED),0) --epochs $(or $(EPOCHS),30) \
+		--shifted config/randomization/room_obstacles_appearance_shift.yaml
+
+chained: setup
+	@source scripts/env.sh && scripts/build.sh && python bench/pixels_training.py \
+		--perception $(or $(PERCEPTION),$(OUT)/perception/perception.onnx) --out $(OUT)/pixels \
+		--episodes $(or $(EPISODES),300) --dagger-episodes $(or $(DAGGER_EPISODES),80) --workers $(or $(WORKERS),2)
+
+ablation: setup
+	@source scripts/env.sh && scripts/build.sh && python bench/pixels_ablation.py --write-readme \
+		--chained $(or $(CHAINED),$(OUT)/pixels/chained.onnx) --end-to-end $(or $(END_TO_END),$(OUT)/pixels/end_to_end.onnx) \
+		--episodes $(or $(EPISODES),100) $(if $(SEED),--seed $(SEED)) --workers $(or $(WORKERS),2) --out $(OUT)/ablation
 
 evaluate-table: setup
 	@source scripts/env.sh && for course in $(EVALUATION_COURSES); do python bench/evaluation_table.py \

@@ -29,6 +29,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--channels', type=int, default=16, help='channels of each convolution (default 16)')
     parser.add_argument('--factor', type=int, default=4,
                         help='frames are shrunk by this factor (default 4: 320x240 -> 80x60)')
+    parser.add_argument('--shifted', default='', metavar='SPEC',
+                        help='also score on the held-out scenarios of this randomisation spec (e.g. '
+                             'room_obstacles_appearance_shift.yaml: looks outside the training ranges); its picture '
+                             'is written as NAME.shifted.png')
 
 
 def _problem(args: argparse.Namespace) -> str:
@@ -48,8 +52,9 @@ def _problem(args: argparse.Namespace) -> str:
     folder = os.path.dirname(os.path.abspath(args.out))
     if not args.out or os.path.isdir(args.out) or not os.path.isdir(folder):
         return f'--out {args.out}: expected an ONNX file to write in an existing folder'
-    if args.randomization and not os.path.isfile(args.randomization):
-        return f'--randomization {args.randomization}: file not found (expected a randomisation spec YAML)'
+    for option, value in (('--randomization', args.randomization), ('--shifted', args.shifted)):
+        if value and not os.path.isfile(value):
+            return f'{option} {value}: file not found (expected a randomisation spec YAML)'
     return ''
 
 
@@ -71,9 +76,12 @@ def run(args: argparse.Namespace) -> int:
     from .perception_scores import majority_baseline, segmentation_table
     spec = args.randomization or share_path('config', 'randomization', DEFAULT_SPEC)
     frames = {}
-    for name, first, count in (('training', 0, args.frames), ('held-out', args.frames, args.held_out)):
+    sets = [('training', spec, 0, args.frames), ('held-out', spec, args.frames, args.held_out)]
+    if args.shifted:
+        sets.append(('shifted', args.shifted, args.frames, args.held_out))
+    for name, source, first, count in sets:
         with tqdm(total=count, desc=f'{name} frames', unit='frame', file=sys.stderr) as bar:
-            frames[name] = capture(spec, args.seed, count, args.factor, first,
+            frames[name] = capture(source, args.seed, count, args.factor, first,
                                    progress=lambda done, total: bar.update(done - bar.n))
     with tqdm(total=args.epochs, desc='training', unit='epoch', file=sys.stderr) as bar:
         def progress(epoch, epochs, loss):
@@ -92,6 +100,14 @@ def run(args: argparse.Namespace) -> int:
     print(f'held-out frames {args.frames}-{args.frames + args.held_out - 1} of {os.path.basename(spec)} '
           f'(seed {args.seed}); baseline: every pixel the most frequent training class')
     print(table)
+    if args.shifted:
+        shifted = frames['shifted']
+        predicted = net.predict(shifted.images)
+        baseline = majority_baseline(frames['training'].labels, shifted.labels.shape, len(CLASSES))
+        _picture(shifted, predicted, os.path.splitext(args.out)[0] + '.shifted.png',
+                 f'{os.path.basename(args.out)}: held-out frames of {os.path.basename(args.shifted)}, seed {args.seed}')
+        print(f'the same scenarios of {os.path.basename(args.shifted)} (appearance outside the training ranges)')
+        print(segmentation_table(predicted, shifted.labels, baseline, list(CLASSES), tolerance=1))
     print(f'wrote {args.out} ({len(frames["training"].images)} training frames, {args.epochs} epochs, '
           f'{net.report["seconds"]:.0f} s) and {picture}')
     return 0

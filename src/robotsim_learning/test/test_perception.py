@@ -59,3 +59,36 @@ def test_frames_train_a_network_whose_onnx_graph_equals_it(tmp_path):
     baseline = class_iou(majority_baseline(frames.labels, frames.labels.shape, len(CLASSES)), frames.labels,
                          len(CLASSES))
     assert np.isfinite(iou).any() and np.isfinite(baseline).any()
+
+
+def test_the_appearance_shift_changes_the_looks_only_and_leaves_the_training_ranges():
+    """room_obstacles_appearance_shift: the scenarios of room_obstacles (same spawn, goal, obstacles for a seed), every
+    drawn colour outside room_obstacles' range on at least one channel, the light and camera noise outside too."""
+    import dataclasses
+
+    from robotsim_learning.randomization import Randomizer, load_randomization
+    folder = WORKSPACE / 'config' / 'randomization'
+    training = load_randomization(str(folder / 'room_obstacles.yaml'))
+    shifted = load_randomization(str(folder / 'room_obstacles_appearance_shift.yaml'))
+    same = ('appearance', 'light', 'sensor_noise', 'source')
+    for field in dataclasses.fields(training):
+        if field.name not in same:
+            assert getattr(training, field.name) == getattr(shifted, field.name), field.name
+    assert dataclasses.replace(training.sensor_noise, camera_rgb_stddev=(0, 0)) == \
+        dataclasses.replace(shifted.sensor_noise, camera_rgb_stddev=(0, 0))
+    assert shifted.sensor_noise.camera_rgb_stddev[0] > training.sensor_noise.camera_rgb_stddev[1]
+
+    def disjoint(a, b) -> bool:
+        return a[1] < b[0] or b[1] < a[0]
+    for key in ('floor_rgb', 'wall_rgb', 'object_rgb'):
+        assert any(disjoint(s, t) for s, t in zip(getattr(shifted.appearance, key), getattr(training.appearance, key)))
+    for key in ('elevation', 'diffuse', 'ambient'):
+        assert disjoint(getattr(shifted.light, key), getattr(training.light, key)), key
+    a, b = Randomizer(training, 11), Randomizer(shifted, 11)
+    for index in range(3):
+        first, second = a.scenario(index), b.scenario(index)
+        assert first.goal == second.goal and first.spawn == second.spawn
+        looks = ('rgb', 'light', 'noise')
+        layout = {k: v for k, v in first.drawn.items() if not any(word in k for word in looks)}
+        assert layout and layout == {k: v for k, v in second.drawn.items() if not any(word in k for word in looks)}
+        assert any(first.drawn[k] != second.drawn[k] for k in first.drawn if 'rgb' in k)
