@@ -10,7 +10,8 @@ driver's name.
 It publishes a stop instead when a goal driver has no goal, when an input is older than
 ``max_input_age``, and when the driver says it does not drive (goal reached, no path, a failed
 inference), logging each change once; it reports its state, the input ages and the time a decision
-takes on ``/diagnostics`` every second.
+takes (a policy: the inference time of each stage, a chained policy's perception then control) on
+``/diagnostics`` every second.
 
 Goals come on ``goal_pose`` (geometry_msgs/PoseStamped) in the robot's ``odom`` frame (a privileged
 driver also takes ``world``); a goal in any other frame is refused with a warning, never misread;
