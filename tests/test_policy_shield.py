@@ -134,6 +134,33 @@ def charging_policy(path) -> None:
     export_onnx(policy, str(path))
 
 
+def test_a_robot_stuck_before_a_wall_turns_toward_free_space_on_the_goal_side_then_drives(steering):
+    """StallRecovery: nothing for STALL_TIME while the robot moves or the policy's command does; once the robot has
+    stood still that long it turns on the spot to the free heading nearest the goal's bearing (never into the wall),
+    then drives along it, then gives the robot back to the policy."""
+    from robotsim_learning.shield import RECOVERY_DRIVE_TIME, STALL_TIME, StallRecovery
+    recovery = StallRecovery(steering, 0.8, 2.5)
+    blocked = scan(wall(0.32, (-1.0, 1.0)))           # a wall across the way, 15 cm from the camera
+    goal_bearing = 0.4                                # the goal beyond the wall, a little to the left
+    heading = recovery.heading(steering.points(**{k: getattr(blocked, k) for k in (
+        'ranges', 'angle_min', 'angle_increment', 'range_min', 'range_max')}), goal_bearing)
+    assert math.radians(60) <= heading <= math.radians(120), math.degrees(heading)  # the wall's left end
+    assert recovery.command(0.0, 0.0, (0.5, 0.0), 0.5, blocked, goal_bearing) is None      # moving: the policy's
+    t = 0.0
+    while t < STALL_TIME - 0.1:                      # standing still, not yet for long enough
+        assert recovery.command(t, 0.0, (0.0, 0.0), 0.0, blocked, goal_bearing) is None, t
+        t += 0.1
+    t += 0.2
+    turn = recovery.command(t, 0.0, (0.0, 0.0), 0.0, blocked, goal_bearing)
+    assert turn is not None and turn[0] == 0.0 and turn[1] > 0 and recovery.recoveries == 1   # on the spot, left
+    yaw = heading                                     # the robot has turned
+    c, s = math.cos(yaw), math.sin(yaw)              # the wall as the turned robot sees it
+    beside = scan([(c * x + s * y, -s * x + c * y) for x, y in wall(0.32, (-1.0, 1.0))])
+    drive = recovery.command(t + 1.0, yaw, (0.0, 0.0), 0.0, beside, goal_bearing)
+    assert drive is not None and drive[0] > 0.1, drive   # along the free heading (the wall now beside it)
+    assert recovery.command(t + 1.0 + RECOVERY_DRIVE_TIME + 0.1, yaw, (0.3, 0.0), 0.3, blocked, goal_bearing) is None
+
+
 def test_in_closed_loop_the_shield_stops_a_policy_that_would_run_into_things(tmp_path):
     pytest.importorskip('onnxruntime')
     policy = tmp_path / 'charging.onnx'

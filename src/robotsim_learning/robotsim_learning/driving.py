@@ -159,7 +159,8 @@ class PolicyDriver(Driver):
     """A trained ONNX policy (``--driver policy --policy FILE``, ``driver:=policy policy:=FILE``): the robot's contract
     topics and the goal, nothing of the simulator. ``robot`` (a name or YAML path) checks the file fits that
     robot; ``goal_tolerance`` > 0 stops it within that distance of the goal (by its own pose estimate); ``shield``
-    puts every command through a :class:`~robotsim_learning.shield.VelocityShield` of the robot (the context's
+    puts every command through a :class:`~robotsim_learning.shield.VelocityShield` and a robot stuck in front of an
+    obstacle through its :class:`~robotsim_learning.shield.StallRecovery` (the context's
     robot, else ``robot``) reading the same scan."""
     name = 'policy'
     rate = 10.0
@@ -178,7 +179,7 @@ class PolicyDriver(Driver):
 
     def describe(self) -> str:
         return (f'policy {self.path} ({self.runtime.spec.size} inputs) on {", ".join(self.providers)}'
-                + (', through the velocity shield' if self.use_shield else ''))
+                + (', through the velocity shield (with stall recovery)' if self.use_shield else ''))
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -192,12 +193,15 @@ class PolicyDriver(Driver):
         self.images, self.odometry = deque(maxlen=5), deque(maxlen=20)
         self.estimate = ImuHeadingOdometry() if self.runtime.spec.uses_imu else None
         if self.use_shield and self.shield is None:
-            from .shield import VelocityShield
+            from .shield import StallRecovery, VelocityShield
             model = context.robot()
             if model is None:
                 from robotsim_core.description import load_robot
                 model = load_robot(self.robot or 'rover')
             self.shield = VelocityShield.for_robot(model, self.rate)
+            self.recovery = StallRecovery(self.shield, model.drive.max_linear_speed, model.drive.max_yaw_rate)
+        if self.shield is not None:
+            self.recovery.reset()
 
     def act(self, observation: Observation) -> tuple[float, float]:
         from .observation import closest_by_stamp, stamp_seconds
@@ -216,13 +220,13 @@ class PolicyDriver(Driver):
                 or (self.runtime.spec.uses_image and not self.images) or (self.estimate is not None and pose is None):
             self.status = self.estimate.problem if self.estimate is not None and pose is None else ''
             return 0.0, 0.0
+        decided = scan if self.runtime.spec.uses_scan else self.images[-1]
+        if pose is None:
+            odometry = closest_by_stamp(self.odometry, stamp_seconds(decided.header.stamp)).pose.pose
+            here = (odometry.position.x, odometry.position.y, yaw_of(odometry.orientation))
+        else:
+            here = pose
         if self.goal_tolerance > 0:
-            if pose is None:
-                decided = scan if self.runtime.spec.uses_scan else self.images[-1]
-                odometry = closest_by_stamp(self.odometry, stamp_seconds(decided.header.stamp)).pose.pose
-                here = (odometry.position.x, odometry.position.y, yaw_of(odometry.orientation))
-            else:
-                here = pose
             if math.hypot(*goal_in_base(goal, here)) <= self.goal_tolerance:
                 self.status = 'goal reached'
                 return 0.0, 0.0
@@ -235,7 +239,12 @@ class PolicyDriver(Driver):
         self.status = ''
         if self.shield is None:
             return command
-        return self.shield.filter(command, scan, moving=self.odometry[-1].twist.twist.linear.x)
+        moving = self.odometry[-1].twist.twist.linear.x
+        sent = self.shield.filter(command, scan, moving=moving)
+        goal_base = goal_in_base(goal, here)
+        recovering = self.recovery.command(stamp_seconds(scan.header.stamp), here[2], sent, moving, scan,
+                                           math.atan2(goal_base[1], goal_base[0]))
+        return sent if recovering is None else recovering
 
 
 class StraightDriver(Driver):

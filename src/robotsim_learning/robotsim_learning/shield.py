@@ -169,3 +169,92 @@ class VelocityShield:
     def _passes(self, points: np.ndarray, path: np.ndarray, floor: float, away: bool) -> bool:
         clearances = self.clearances(points, path)
         return clearances.min() >= floor and (not away or clearances[-1] >= floor + AWAY)
+
+
+STALL_TIME = 2.0
+"""s: a robot that has not moved (sent speed below :data:`STALL_SPEED`) for this long, away from its goal, is stuck."""
+STALL_SPEED = 0.03
+"""m/s: slower than this counts as not moving."""
+TURN_TOLERANCE = 0.15
+"""rad: a recovery's turn ends this close to its heading."""
+RECOVERY_TURN_TIME = 4.0
+"""s: the longest a recovery turns before it drives (or gives the robot back)."""
+RECOVERY_DRIVE_TIME = 1.5
+"""s: how long a recovery drives along its heading (through the shield) before the policy drives again."""
+HEADINGS = np.radians(np.arange(-180, 180, 15))
+"""Headings (relative to the robot's) a recovery chooses among."""
+
+
+class StallRecovery:
+    """The shield's answer to a robot stuck in front of an obstacle: when the sent command has not moved the robot for
+    :data:`STALL_TIME` (the policy stalls, or pushes on and the shield holds it), it turns on the spot toward the
+    freest heading, preferring the ones nearest the goal's bearing, and then drives along it for
+    :data:`RECOVERY_DRIVE_TIME` before the policy drives again (a recovery behaviour, as a navigation stack's spin and
+    back-up). Its commands go through the shield like the policy's. Owns only its state: times come from the
+    decision's stamps (sim time), so an episode repeats exactly. Counts :attr:`recoveries`."""
+
+    def __init__(self, shield: VelocityShield, max_linear_speed: float, max_yaw_rate: float,
+                 cruise_fraction: float = 0.4, turn_fraction: float = 0.6):
+        self.shield = shield
+        self.speed = cruise_fraction * max_linear_speed
+        self.turn_rate = turn_fraction * max_yaw_rate
+        self.recoveries = 0
+        self.reset()
+
+    def reset(self) -> None:
+        self.still_since: float | None = None
+        self.phase = ''              # '', 'turn' or 'drive'
+        self.phase_since = 0.0
+        self.target = 0.0            # the recovery's heading, as odometry yaw
+
+    def free_lengths(self, points: np.ndarray, headings: np.ndarray, reach: float = 1.5) -> np.ndarray:
+        """How far (m, up to ``reach``) the footprint's enclosing disc moves from the base along each heading before it
+        touches a scan point."""
+        boxes = self.shield.boxes
+        radius = max(float(np.hypot(boxes[:, i], boxes[:, j]).max()) for i in (0, 2) for j in (1, 3))
+        if not len(points):
+            return np.full(len(headings), reach)
+        units = np.stack([np.cos(headings), np.sin(headings)], axis=1)
+        along = points @ units.T
+        across = np.abs(points @ np.stack([-units[:, 1], units[:, 0]], axis=1).T)
+        blocked = (along > 0) & (across < radius)
+        hit = np.where(blocked, along - np.sqrt(np.maximum(radius ** 2 - across ** 2, 0.0)), np.inf).min(axis=0)
+        return np.clip(hit, 0.0, reach)
+
+    def heading(self, points: np.ndarray, goal_bearing: float) -> float:
+        """The heading (relative to the robot's) to get unstuck along: among those with at least 0.6 m free (else the
+        freest), the one nearest the goal's bearing."""
+        free = self.free_lengths(points, HEADINGS)
+        good = free >= min(0.6, free.max())
+        off = np.abs(np.remainder(HEADINGS - goal_bearing + math.pi, 2 * math.pi) - math.pi)
+        return float(HEADINGS[good][np.argmin(off[good])])
+
+    def command(self, now: float, yaw: float, sent: tuple[float, float], moving: float, scan,
+                goal_bearing: float) -> tuple[float, float] | None:
+        """The recovery's command at sim time ``now`` (s) with the robot's odometry yaw ``yaw``, or None while the
+        policy's (already shielded) ``sent`` command is to go out. Call once per decision."""
+        if self.phase == 'turn':
+            left = math.remainder(self.target - yaw, math.tau)
+            if abs(left) > TURN_TOLERANCE and now - self.phase_since < RECOVERY_TURN_TIME:
+                return self.shield.filter((0.0, math.copysign(self.turn_rate, left)), scan, moving)
+            self.phase, self.phase_since = 'drive', now
+        if self.phase == 'drive':
+            if now - self.phase_since < RECOVERY_DRIVE_TIME:
+                steer = float(np.clip(2.0 * math.remainder(self.target - yaw, math.tau), -self.turn_rate,
+                                      self.turn_rate))
+                return self.shield.filter((self.speed, steer), scan, moving)
+            self.reset()
+            return None
+        if abs(sent[0]) >= STALL_SPEED or abs(moving) >= STALL_SPEED:
+            self.still_since = None
+            return None
+        if self.still_since is None:
+            self.still_since = now
+            return None
+        if now - self.still_since < STALL_TIME:
+            return None
+        points = self.shield.points(scan.ranges, scan.angle_min, scan.angle_increment, scan.range_min, scan.range_max)
+        self.recoveries += 1
+        self.phase, self.phase_since = 'turn', now
+        self.target = yaw + self.heading(points, goal_bearing)
+        return self.command(now, yaw, sent, moving, scan, goal_bearing)

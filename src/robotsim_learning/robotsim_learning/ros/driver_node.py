@@ -257,6 +257,7 @@ class DriverNode(Node):
         shield = getattr(self.driver, 'shield', None)
         if shield is not None:  # the policy's velocity shield: how often it slowed or stopped the policy's command
             values['shield_limited'] = f'{shield.limited} of {shield.checked}'
+            values['stall_recoveries'] = str(self.driver.recovery.recoveries)
         status.values = [KeyValue(key=k, value=v) for k, v in values.items()]
         array = DiagnosticArray(status=[status])
         array.header.stamp = self.get_clock().now().to_msg()
