@@ -135,9 +135,9 @@ def charging_policy(path) -> None:
 
 
 def test_a_robot_stuck_before_a_wall_turns_toward_free_space_on_the_goal_side_then_drives(steering):
-    """StallRecovery: nothing for STALL_TIME while the robot moves or the policy's command does; once the robot has
-    stood still that long it turns on the spot to the free heading nearest the goal's bearing (never into the wall),
-    then drives along it, then gives the robot back to the policy."""
+    """StallRecovery: nothing while the robot makes progress, nor before it has been stuck for STALL_TIME; then it
+    turns on the spot to the free heading nearest the goal's bearing (never into the wall), drives along it, and
+    gives the robot back to the policy."""
     from robotsim_learning.shield import RECOVERY_DRIVE_TIME, STALL_TIME, StallRecovery
     recovery = StallRecovery(steering, 0.8, 2.5)
     blocked = scan(wall(0.32, (-1.0, 1.0)))           # a wall across the way, 15 cm from the camera
@@ -145,20 +145,41 @@ def test_a_robot_stuck_before_a_wall_turns_toward_free_space_on_the_goal_side_th
     heading = recovery.heading(steering.points(**{k: getattr(blocked, k) for k in (
         'ranges', 'angle_min', 'angle_increment', 'range_min', 'range_max')}), goal_bearing)
     assert math.radians(60) <= heading <= math.radians(120), math.degrees(heading)  # the wall's left end
-    assert recovery.command(0.0, 0.0, (0.5, 0.0), 0.5, blocked, goal_bearing) is None      # moving: the policy's
     t = 0.0
-    while t < STALL_TIME - 0.1:                      # standing still, not yet for long enough
-        assert recovery.command(t, 0.0, (0.0, 0.0), 0.0, blocked, goal_bearing) is None, t
+    for step in range(40):                            # driving on: 4 s of progress, never a recovery
+        assert recovery.command(t, (0.05 * step, 0.0, 0.0), 0.5, scan(), goal_bearing) is None
+        t += 0.1
+    here = (2.0, 0.0, 0.0)
+    stuck_at = t
+    while t < stuck_at + STALL_TIME - 0.05:           # jittering in place, not yet for long enough
+        assert recovery.command(t, (here[0] + 0.01 * math.sin(10 * t), 0.0, 0.0), 0.02, blocked,
+                                goal_bearing) is None, t
         t += 0.1
     t += 0.2
-    turn = recovery.command(t, 0.0, (0.0, 0.0), 0.0, blocked, goal_bearing)
+    turn = recovery.command(t, here, 0.0, blocked, goal_bearing)
     assert turn is not None and turn[0] == 0.0 and turn[1] > 0 and recovery.recoveries == 1   # on the spot, left
     yaw = heading                                     # the robot has turned
-    c, s = math.cos(yaw), math.sin(yaw)              # the wall as the turned robot sees it
+    c, s = math.cos(yaw), math.sin(yaw)               # the wall as the turned robot sees it
     beside = scan([(c * x + s * y, -s * x + c * y) for x, y in wall(0.32, (-1.0, 1.0))])
-    drive = recovery.command(t + 1.0, yaw, (0.0, 0.0), 0.0, beside, goal_bearing)
+    drive = recovery.command(t + 1.0, (*here[:2], yaw), 0.0, beside, goal_bearing)
     assert drive is not None and drive[0] > 0.1, drive   # along the free heading (the wall now beside it)
-    assert recovery.command(t + 1.0 + RECOVERY_DRIVE_TIME + 0.1, yaw, (0.3, 0.0), 0.3, blocked, goal_bearing) is None
+    assert recovery.command(t + 1.0 + RECOVERY_DRIVE_TIME + 0.1, (here[0], 0.3, yaw), 0.3, beside,
+                            goal_bearing) is None
+
+
+def test_a_robot_that_cannot_turn_where_it_stands_backs_up_first(steering):
+    """Stuck 3 cm from a wall, the shield refuses a turn on the spot (a front corner would come closer): the recovery
+    backs up, then turns."""
+    from robotsim_learning.shield import RECOVERY_BACK_TIME, STALL_TIME, StallRecovery
+    recovery = StallRecovery(steering, 0.8, 2.5)
+    cornered = scan(wall(0.20, (-1.0, 1.0)))
+    assert steering.filter((0.0, 1.5), cornered) == (0.0, 0.0) and steering.filter((0.0, -1.5), cornered) == (0.0, 0.0)
+    t = 0.0
+    while t <= STALL_TIME + 0.15:
+        command = recovery.command(t, (0.0, 0.0, 0.0), 0.0, cornered, 0.0)
+        t += 0.1
+    assert recovery.recoveries == 1 and command is not None and command[0] < 0 and command[1] == 0.0, command
+    assert recovery.command(t + RECOVERY_BACK_TIME, (-0.2, 0.0, 0.0), 0.0, scan(wall(0.4, (-1.0, 1.0))), 0.0)[1] != 0
 
 
 def test_in_closed_loop_the_shield_stops_a_policy_that_would_run_into_things(tmp_path):

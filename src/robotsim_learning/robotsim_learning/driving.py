@@ -242,7 +242,7 @@ class PolicyDriver(Driver):
         moving = self.odometry[-1].twist.twist.linear.x
         sent = self.shield.filter(command, scan, moving=moving)
         goal_base = goal_in_base(goal, here)
-        recovering = self.recovery.command(stamp_seconds(scan.header.stamp), here[2], sent, moving, scan,
+        recovering = self.recovery.command(stamp_seconds(scan.header.stamp), here, moving, scan,
                                            math.atan2(goal_base[1], goal_base[0]))
         return sent if recovering is None else recovering
 

@@ -171,14 +171,17 @@ class VelocityShield:
         return clearances.min() >= floor and (not away or clearances[-1] >= floor + AWAY)
 
 
-STALL_TIME = 2.0
-"""s: a robot that has not moved (sent speed below :data:`STALL_SPEED`) for this long, away from its goal, is stuck."""
-STALL_SPEED = 0.03
-"""m/s: slower than this counts as not moving."""
+STALL_TIME = 3.0
+"""s: a robot that has not got farther than :data:`STALL_DISTANCE` from where it was this long ago, away from its goal,
+is stuck (standing still, or jittering in front of an obstacle the shield holds it back from)."""
+STALL_DISTANCE = 0.12
+"""m: less progress than this in :data:`STALL_TIME` counts as stuck."""
 TURN_TOLERANCE = 0.15
 """rad: a recovery's turn ends this close to its heading."""
 RECOVERY_TURN_TIME = 4.0
 """s: the longest a recovery turns before it drives (or gives the robot back)."""
+RECOVERY_BACK_TIME = 1.0
+"""s: how long a recovery backs up when the shield does not let the robot turn on the spot (its corners would touch)."""
 RECOVERY_DRIVE_TIME = 1.5
 """s: how long a recovery drives along its heading (through the shield) before the policy drives again."""
 HEADINGS = np.radians(np.arange(-180, 180, 15))
@@ -186,12 +189,13 @@ HEADINGS = np.radians(np.arange(-180, 180, 15))
 
 
 class StallRecovery:
-    """The shield's answer to a robot stuck in front of an obstacle: when the sent command has not moved the robot for
-    :data:`STALL_TIME` (the policy stalls, or pushes on and the shield holds it), it turns on the spot toward the
-    freest heading, preferring the ones nearest the goal's bearing, and then drives along it for
-    :data:`RECOVERY_DRIVE_TIME` before the policy drives again (a recovery behaviour, as a navigation stack's spin and
-    back-up). Its commands go through the shield like the policy's. Owns only its state: times come from the
-    decision's stamps (sim time), so an episode repeats exactly. Counts :attr:`recoveries`."""
+    """The shield's answer to a robot stuck in front of an obstacle: when the robot has made less than
+    :data:`STALL_DISTANCE` of progress in :data:`STALL_TIME` (the policy stalls, or pushes on and the shield holds it),
+    it turns on the spot toward the freest heading, preferring the ones nearest the goal's bearing (backing up first
+    when the shield does not let it turn), and then drives along it for :data:`RECOVERY_DRIVE_TIME` before the policy
+    drives again (a recovery behaviour, as a navigation stack's spin and back-up). Its commands go through the shield
+    like the policy's. Owns only its state: times come from the decision's stamps (sim time), so an episode repeats
+    exactly. Counts :attr:`recoveries`."""
 
     def __init__(self, shield: VelocityShield, max_linear_speed: float, max_yaw_rate: float,
                  cruise_fraction: float = 0.4, turn_fraction: float = 0.6):
@@ -202,8 +206,8 @@ class StallRecovery:
         self.reset()
 
     def reset(self) -> None:
-        self.still_since: float | None = None
-        self.phase = ''              # '', 'turn' or 'drive'
+        self.anchor: tuple[float, float, float] | None = None   # (time, x, y) progress is measured from
+        self.phase = ''              # '', 'turn', 'back' or 'drive'
         self.phase_since = 0.0
         self.target = 0.0            # the recovery's heading, as odometry yaw
 
@@ -229,32 +233,38 @@ class StallRecovery:
         off = np.abs(np.remainder(HEADINGS - goal_bearing + math.pi, 2 * math.pi) - math.pi)
         return float(HEADINGS[good][np.argmin(off[good])])
 
-    def command(self, now: float, yaw: float, sent: tuple[float, float], moving: float, scan,
+    def command(self, now: float, pose: tuple[float, float, float], moving: float, scan,
                 goal_bearing: float) -> tuple[float, float] | None:
-        """The recovery's command at sim time ``now`` (s) with the robot's odometry yaw ``yaw``, or None while the
-        policy's (already shielded) ``sent`` command is to go out. Call once per decision."""
+        """The recovery's command at sim time ``now`` (s) with the robot at ``pose`` (x, y, yaw in odom), or None while
+        the policy's (shielded) command is to go out. Call once per decision."""
+        yaw = pose[2]
         if self.phase == 'turn':
             left = math.remainder(self.target - yaw, math.tau)
             if abs(left) > TURN_TOLERANCE and now - self.phase_since < RECOVERY_TURN_TIME:
-                return self.shield.filter((0.0, math.copysign(self.turn_rate, left)), scan, moving)
-            self.phase, self.phase_since = 'drive', now
+                turn = self.shield.filter((0.0, math.copysign(self.turn_rate, left)), scan, moving)
+                if turn != (0.0, 0.0):
+                    return turn
+                self.phase, self.phase_since = 'back', now      # its corners would touch: back up, then turn
+            else:
+                self.phase, self.phase_since = 'drive', now
+        if self.phase == 'back':
+            if now - self.phase_since < RECOVERY_BACK_TIME:
+                return self.shield.filter((-0.5 * self.speed, 0.0), scan, moving)
+            self.phase, self.phase_since = 'turn', now
+            return self.command(now, pose, moving, scan, goal_bearing)
         if self.phase == 'drive':
             if now - self.phase_since < RECOVERY_DRIVE_TIME:
                 steer = float(np.clip(2.0 * math.remainder(self.target - yaw, math.tau), -self.turn_rate,
                                       self.turn_rate))
                 return self.shield.filter((self.speed, steer), scan, moving)
             self.reset()
+        if self.anchor is None or math.hypot(pose[0] - self.anchor[1], pose[1] - self.anchor[2]) > STALL_DISTANCE:
+            self.anchor = (now, pose[0], pose[1])
             return None
-        if abs(sent[0]) >= STALL_SPEED or abs(moving) >= STALL_SPEED:
-            self.still_since = None
-            return None
-        if self.still_since is None:
-            self.still_since = now
-            return None
-        if now - self.still_since < STALL_TIME:
+        if now - self.anchor[0] < STALL_TIME:
             return None
         points = self.shield.points(scan.ranges, scan.angle_min, scan.angle_increment, scan.range_min, scan.range_max)
         self.recoveries += 1
         self.phase, self.phase_since = 'turn', now
         self.target = yaw + self.heading(points, goal_bearing)
-        return self.command(now, yaw, sent, moving, scan, goal_bearing)
+        return self.command(now, pose, moving, scan, goal_bearing)
