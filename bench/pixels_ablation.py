@@ -50,9 +50,8 @@ def describe(label: str, policy: Path) -> str:
     perception = report.get('perception')
     stage = f"; perception model `{perception['name']}` (sha256 `{perception['sha256'][:12]}`)" if perception else ''
     return (f"- {label}: `{policy.name}` (sha256 `{file_sha256(policy)[:12]}`), {report.get('samples')} samples "
-            f"from {report.get('episodes')} successful or relabelled episodes of {datasets}; "
-            f"{report.get('total_seconds', 0):.0f} s to train, of which {report.get('seconds', 0):.0f} s "
-            f"fitting{stage}")
+            f"from {report.get('episodes')} successful or relabelled episodes of {datasets}, "
+            f"{report.get('epochs', '?')} epochs{stage}")
 
 
 def main(argv: list[str] | None = None) -> int:
