@@ -43,6 +43,20 @@ def policy_command(policy: Path, *extra: str) -> list[str]:
             '-p', 'use_sim_time:=true', *extra]
 
 
+def drive_toward_a_goal(observer: Observer, node: Launch) -> None:
+    """Publish a goal 2 m ahead until the node has it (discovery takes a moment) and commands the robot forward."""
+    goals = observer.node.create_publisher(PoseStamped, '/goal_pose', RELIABLE)
+    goal = PoseStamped()
+    goal.header.frame_id = 'odom'
+    goal.pose.position.x, goal.pose.position.y = 2.0, 0.5
+    moving = lambda: any(m.linear.x > 0.05 for m in observer.messages['/cmd_vel'][-5:])  # noqa: E731
+    for _ in range(60):
+        goals.publish(goal)
+        if observer.spin_until(moving, 2.0):
+            break
+    assert moving(), node.text
+
+
 def test_the_policy_node_drives_from_contract_topics_and_stops_when_the_scan_stops(rover_policy):
     sim = Launch(['robotsim', 'launch', 'sim', 'firmware:=false'])
     # The policy reads its scan through a relay the test controls, so the scan can stop while sim time runs on.
@@ -53,17 +67,8 @@ def test_the_policy_node_drives_from_contract_topics_and_stops_when_the_scan_sto
         relaying = [True]
         observer.node.create_subscription(LaserScan, '/scan', lambda m: relaying[0] and relay.publish(m), SENSOR)
         observer.watch('/cmd_vel', Twist, RELIABLE)
-        goals = observer.node.create_publisher(PoseStamped, '/goal_pose', RELIABLE)
         node.wait_for(r'policy .* inputs\) on CPUExecutionProvider', timeout=120)
-        goal = PoseStamped()
-        goal.header.frame_id = 'odom'
-        goal.pose.position.x, goal.pose.position.y = 2.0, 0.5
-        moving = lambda: any(m.linear.x > 0.05 for m in observer.messages['/cmd_vel'][-5:])  # noqa: E731
-        for _ in range(60):  # publish the goal until the node has it (discovery takes a moment)
-            goals.publish(goal)
-            if observer.spin_until(moving, 2.0):
-                break
-        assert moving(), node.text
+        drive_toward_a_goal(observer, node)
         relaying[0] = False
         node.wait_for(r'stopping the robot: scan is stale', timeout=60)
         observer.spin_for(1.0)  # commands sent before the stop may still be on their way
@@ -136,17 +141,8 @@ def test_the_chained_policy_node_drives_from_the_camera_and_stops_when_the_image
                                           SENSOR)
         observer.watch('/cmd_vel', Twist, RELIABLE)
         observer.watch('/diagnostics', DiagnosticArray, RELIABLE)
-        goals = observer.node.create_publisher(PoseStamped, '/goal_pose', RELIABLE)
         node.wait_for(r'policy .* inputs\) on CPUExecutionProvider', timeout=120)
-        goal = PoseStamped()
-        goal.header.frame_id = 'odom'
-        goal.pose.position.x, goal.pose.position.y = 2.0, 0.5
-        moving = lambda: any(m.linear.x > 0.05 for m in observer.messages['/cmd_vel'][-5:])  # noqa: E731
-        for _ in range(60):
-            goals.publish(goal)
-            if observer.spin_until(moving, 2.0):
-                break
-        assert moving(), node.text
+        drive_toward_a_goal(observer, node)
 
         def stage_times() -> dict:
             values = {}
