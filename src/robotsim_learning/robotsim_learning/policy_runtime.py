@@ -9,7 +9,6 @@ size and a non-finite command (NaN must never reach /cmd_vel).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
 import os
@@ -18,6 +17,7 @@ from collections import deque
 
 import numpy as np
 
+from .dataset import file_sha256
 from .observation import ObservationSpec
 from .policy_model import ONNX_INPUT, ONNX_OUTPUT, SPEC_KEY
 
@@ -108,11 +108,6 @@ def perception_path(policy_path: str) -> str:
     return stem + PERCEPTION_SUFFIX
 
 
-def file_sha256(path: str) -> str:
-    with open(path, 'rb') as file:
-        return hashlib.sha256(file.read()).hexdigest()
-
-
 def _session(path: str, providers: tuple[str, ...], missing: str):
     """An onnxruntime session of ``path`` (PolicyFileError ``missing`` when there is no such file)."""
     import onnxruntime
@@ -151,9 +146,10 @@ class PerceptionStage:
                    'keeps it beside its control model)')
         if not os.path.isfile(path):
             raise PolicyFileError(f'{path}: {missing}')
-        if sha256 and file_sha256(path) != sha256:
+        found = file_sha256(path)
+        if sha256 and found != sha256:
             raise PolicyFileError(f'{path}: not the perception model the policy was trained with (expected sha256 '
-                                  f'{sha256[:12]}..., got {file_sha256(path)[:12]}...)')
+                                  f'{sha256[:12]}..., got {found[:12]}...)')
         self.session = _session(path, providers, missing)
         metadata = self.session.get_modelmeta().custom_metadata_map
         factor = metadata.get(FACTOR_KEY, '')
@@ -164,7 +160,7 @@ class PerceptionStage:
         if classes and self.classes != tuple(classes):
             raise PolicyFileError(f'{path}: classes {self.classes}: expected {tuple(classes)}')
         self.factor, self.path = int(factor), path
-        self.sha256 = sha256 or file_sha256(path)
+        self.sha256 = found
         self._input, self._output = IMAGE, CLASS_MAP
         self.seconds: deque[float] = deque(maxlen=TIMINGS)
 
