@@ -32,7 +32,7 @@ from pathlib import Path
 
 from readme_block import ReadmeBlockError, replace_block
 
-from robotsim_learning.dataset import file_sha256
+from robotsim_core.output_files import file_sha256
 
 WORKSPACE = Path(__file__).resolve().parents[1]
 README_BLOCK = 'evaluation'

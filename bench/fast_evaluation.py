@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--write-readme', action='store_true', help=f'replace the {BLOCK} block of docs/policies.md')
     args = parser.parse_args(argv)
     from bench_sim import machine
-    from robotsim_learning.dataset import file_sha256
+    from robotsim_core.output_files import file_sha256
     from robotsim_learning.evaluation import training_seed_clash
     from robotsim_learning.evaluation_cli import drawn_seed
     if args.seed is None:

@@ -43,7 +43,7 @@ def training_report(policy: Path) -> dict:
 
 def describe(label: str, policy: Path) -> str:
     """One line of what a policy was trained on and how long it took (from its file)."""
-    from robotsim_learning.dataset import file_sha256
+    from robotsim_core.output_files import file_sha256
     report = training_report(policy)
     datasets = ', '.join(f"{d.get('name')} ({d.get('episodes')} episodes, {d.get('driver')}, seed {d.get('seed')})"
                          for d in report.get('datasets', []))

@@ -131,7 +131,7 @@ def test_full_disk_stops_with_one_line_and_keeps_finished_episodes_verifiable(tm
     """A real full file system (ENOSPC from the kernel, nothing simulated): a tmpfs of about 2.5
     episodes, mounted in a private mount namespace (``unshare``: as root, or as a user where user
     namespaces are allowed; the host's mounts never change), under a 2-worker generation of 6."""
-    from robotsim_learning.dataset import file_sha256
+    from robotsim_core.output_files import file_sha256
     from robotsim_learning.ros.episode import run_episode
 
     unshare = shutil.which('unshare')

@@ -100,7 +100,8 @@ def chained_policy(tmp_path_factory) -> Path:
     import dataclasses
 
     from robotsim_learning.perception import CLASSES, PerceptionNet, export_onnx as export_perception
-    from robotsim_learning.policy_runtime import PerceptionStage, file_sha256, perception_path
+    from robotsim_core.output_files import file_sha256
+    from robotsim_learning.policy_runtime import PerceptionStage, perception_path
     folder = tmp_path_factory.mktemp('chained')
     path = folder / 'chained.onnx'
     rng = np.random.default_rng(3)

@@ -93,7 +93,8 @@ def test_both_stages_of_a_chained_policy_train_export_and_drive(expert_dataset, 
     observes the perception model's abstraction (class fractions and free floor, no grey level, no scan), the model
     is copied beside the policy and recorded by its hash, and the chain drives a fast-path episode."""
     from robotsim_learning.perception import CLASSES
-    from robotsim_learning.policy_runtime import file_sha256, perception_path
+    from robotsim_core.output_files import file_sha256
+    from robotsim_learning.policy_runtime import perception_path
     perception = tmp_path / 'stage1.onnx'
     completed = robotsim('perception', 'train', '--out', str(perception), '--randomization', str(EXPERT_COURSE),
                          '--frames', '4', '--held-out', '2', '--epochs', '1', '--channels', '4', '--factor', '2')

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import json
 import math
 import os
@@ -29,15 +28,17 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from robotsim_core.output_files import file_sha256
+
 MANIFEST = 'dataset.json'
 PARTIAL = '.partial'
 GENERATOR_VERSION = '1.0'
+"""Bumped when the same (spec, seed, index) would give different bytes."""
 MAX_EPISODES = 100_000
 """Episodes one dataset may ask for (checked before anything is allocated; at 20 s and 166 MB an episode with
 cameras, already 16 TB): a larger corpus is several datasets."""
 MAX_WORKERS = 256
 """Worker processes (or local Ray CPUs) one generation may start."""
-"""Bumped when the same (spec, seed, index) would give different bytes."""
 
 
 class DatasetError(RuntimeError):
@@ -46,14 +47,6 @@ class DatasetError(RuntimeError):
 
 def episode_name(index: int) -> str:
     return f'episode_{index:06d}'
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, 'rb') as stream:
-        for block in iter(lambda: stream.read(1 << 20), b''):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def source_commit() -> str:

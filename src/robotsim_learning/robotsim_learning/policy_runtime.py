@@ -17,7 +17,8 @@ from collections import deque
 
 import numpy as np
 
-from .dataset import file_sha256
+from robotsim_core.output_files import file_sha256
+
 from .observation import ObservationSpec
 from .policy_model import ONNX_INPUT, ONNX_OUTPUT, SPEC_KEY
 
