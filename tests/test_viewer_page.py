@@ -167,6 +167,10 @@ def test_replay_of_a_dataset_episode(episode, tmp_path):
         page, log = open_viewer(browser, page_file.as_uri())
         assert page.evaluate('robotsimViewer.errors') == []
         assert_base_follows_truth(page, episode)
+        # The floor's checker (the world's floor texture) decoded by three.js and repeated; the walls are flat.
+        assert page.evaluate("robotsimViewer.textureOf('floor')") == {'width': 64, 'height': 64, 'wrapS': True,
+                                                                         'wrapT': True}
+        assert page.evaluate("robotsimViewer.textureOf('wall_0')") is None
         # Dataset bags carry no joint TF: the wheels turn by the description's joints from /joint_states.
         start, truth = truth_samples(episode)
         rows = joint_samples(episode)

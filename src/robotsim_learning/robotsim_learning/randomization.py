@@ -20,6 +20,7 @@ import math
 import os
 from collections import deque
 from dataclasses import asdict, dataclass, field
+from typing import Literal
 
 import numpy as np
 import yaml
@@ -67,6 +68,30 @@ class ObstacleRandomization:
 
 
 @dataclass
+class TextureRandomization:
+    """A surface pattern drawn per episode (per obstacle for objects): one of ``patterns`` (evenly), its tile and
+    contrast from their ranges (the world's ``texture`` keys: :class:`robotsim_core.description.world_spec.TextureSpec`)."""
+
+    patterns: list[Literal['flat', 'checker', 'grid', 'speckle']] = spec_field(default_factory=lambda: ['checker'],
+                                                                                non_empty=True)
+    """Patterns to draw from: ``flat``, ``checker``, ``grid``, ``speckle``."""
+    tile: Range = (0.5, 0.5)
+    """Side of one square of the pattern (m), [low, high]."""
+    contrast: Range = (0.2, 0.2)
+    """How much darker the second colour is (0 the same, 1 black), [low, high]."""
+
+    def check(self, source: str, path: str) -> None:
+        _check_range(self.tile, source, f'{path}.tile', 0.01, 100.0)
+        _check_range(self.contrast, source, f'{path}.contrast', 0.0, 1.0)
+
+
+TEXTURE_KEYS = ('floor_texture', 'wall_texture', 'object_texture')
+PATTERN_STREAM = 1
+"""Third word of the seed of the patterns' own random stream (scenario seed, index, this)."""
+"""The optional pattern keys of ``appearance``; absent, a spec draws (and hashes) as it did before they existed."""
+
+
+@dataclass
 class AppearanceRandomization:
     floor_rgb: tuple[Range, Range, Range] = ((0.3, 0.7), (0.3, 0.7), (0.3, 0.7))
     """Floor colour, per channel [low, high] in 0..1."""
@@ -74,6 +99,12 @@ class AppearanceRandomization:
     """Colour of every wall (one draw per episode)."""
     object_rgb: tuple[Range, Range, Range] = ((0.1, 0.9), (0.1, 0.9), (0.1, 0.9))
     """Colour of each obstacle (one draw per obstacle)."""
+    floor_texture: TextureRandomization | None = None
+    """Floor pattern; absent: the base world's floor pattern (the room's: a checker of 0.5 m squares, 20 % darker)."""
+    wall_texture: TextureRandomization | None = None
+    """Pattern of every wall (one draw per episode); absent: the base world's walls (flat)."""
+    object_texture: TextureRandomization | None = None
+    """Pattern of each drawn obstacle (one draw per obstacle); absent: flat."""
 
     def check(self, source: str, path: str) -> None:
         for key in ('floor_rgb', 'wall_rgb', 'object_rgb'):
@@ -171,7 +202,7 @@ class RandomizationSpec:
     obstacles: ObstacleRandomization = spec_field(default_factory=ObstacleRandomization)
     """Obstacle count, sizes and placement."""
     appearance: AppearanceRandomization = spec_field(default_factory=AppearanceRandomization)
-    """Colours of floor, walls and objects (worlds have no textures: colours only)."""
+    """Colours and patterns of floor, walls and objects."""
     light: LightRandomization = spec_field(default_factory=LightRandomization)
     """Main light direction and intensities."""
     robot_parameters: RobotRandomization = spec_field(default_factory=RobotRandomization)
@@ -201,6 +232,9 @@ def spec_hash(spec: RandomizationSpec) -> str:
     is: ``source`` is left out, so the same spec has the same hash on every machine and in every install)."""
     content = asdict(spec)
     content.pop('source', None)
+    for key in TEXTURE_KEYS:
+        if content['appearance'][key] is None:
+            del content['appearance'][key]
     return hashlib.sha256(yaml.safe_dump(content, sort_keys=True).encode()).hexdigest()
 
 
@@ -243,6 +277,13 @@ class _Draws:
         value = int(self.rng.integers(bounds[0], bounds[1] + 1))
         self.values[name] = value
         return value
+
+    def texture(self, name: str, spec: TextureRandomization) -> dict:
+        """A world ``texture`` mapping drawn from ``spec``."""
+        index = int(self.rng.integers(len(spec.patterns))) if len(spec.patterns) > 1 else 0
+        self.values[f'{name}.pattern'] = spec.patterns[index]
+        return {'pattern': spec.patterns[index], 'tile': self.uniform(f'{name}.tile', spec.tile),
+                'contrast': self.uniform(f'{name}.contrast', spec.contrast)}
 
     def rgb(self, name: str, bounds) -> list[float]:
         colour = [_round(self.rng.uniform(*channel) if channel[1] > channel[0] else channel[0]) for channel in bounds]
@@ -328,8 +369,26 @@ class Randomizer:
         spawn, goal, obstacles = self._layout(draws, index)
         world = self._world(draws, spawn, obstacles)
         robot = self._robot(draws)
+        self._patterns(world, obstacles, index, draws.values)
         return Scenario(index, _dump(world), _dump(robot),
                         spawn, goal, draws.values, sim_seed)
+
+    def _patterns(self, world: dict, obstacles: list[dict], index: int, values: dict) -> None:
+        """The surface patterns ``appearance`` asks for, from a stream of their own (so a spec that adds patterns
+        draws the same layout, colours, robot and noise as the one without), into ``world`` and ``values``."""
+        appearance = self.spec.appearance
+        if not any(getattr(appearance, key) for key in TEXTURE_KEYS):
+            return
+        draws = _Draws(np.random.default_rng(np.random.SeedSequence([self.seed, int(index), PATTERN_STREAM])))
+        if appearance.floor_texture:
+            world['floor']['texture'] = draws.texture('floor.texture', appearance.floor_texture)
+        if appearance.wall_texture:
+            texture = draws.texture('walls.texture', appearance.wall_texture)
+            world['walls'] = [{**wall, 'texture': texture} for wall in world['walls']]
+        if appearance.object_texture:
+            for k, obstacle in enumerate(obstacles):  # the same dicts as in world['boxes'] and world['cylinders']
+                obstacle['texture'] = draws.texture(f'obstacles[{k}].texture', appearance.object_texture)
+        values.update(draws.values)
 
     def _layout(self, draws: _Draws, index: int):
         spec, poses = self.spec, self.spec.poses

@@ -3,6 +3,7 @@ of randomised scenarios, and the network trained on a few of them, exported to O
 
 import numpy as np
 import pytest
+import yaml
 
 from robotsim_learning.perception import CLASSES, IGNORED, class_map, shrink
 from rostest_helpers import WORKSPACE
@@ -84,11 +85,22 @@ def test_the_appearance_shift_changes_the_looks_only_and_leaves_the_training_ran
         assert any(disjoint(s, t) for s, t in zip(getattr(shifted.appearance, key), getattr(training.appearance, key)))
     for key in ('elevation', 'diffuse', 'ambient'):
         assert disjoint(getattr(shifted.light, key), getattr(training.light, key)), key
+    # Training has no pattern keys (the room's 0.5 m floor checker 20 % darker, flat walls and objects); the
+    # shift draws none of those patterns, and finer tiles at a higher contrast.
+    assert training.appearance.floor_texture is None and training.appearance.object_texture is None
+    assert 'checker' not in shifted.appearance.floor_texture.patterns
+    assert 'flat' not in shifted.appearance.wall_texture.patterns + shifted.appearance.object_texture.patterns
+    for key in ('floor_texture', 'wall_texture', 'object_texture'):
+        assert getattr(shifted.appearance, key).tile[1] < 0.5 and getattr(shifted.appearance, key).contrast[0] > 0.2
     a, b = Randomizer(training, 11), Randomizer(shifted, 11)
     for index in range(3):
         first, second = a.scenario(index), b.scenario(index)
         assert first.goal == second.goal and first.spawn == second.spawn
-        looks = ('rgb', 'light', 'noise')
+        looks = ('rgb', 'light', 'noise', 'texture')
         layout = {k: v for k, v in first.drawn.items() if not any(word in k for word in looks)}
         assert layout and layout == {k: v for k, v in second.drawn.items() if not any(word in k for word in looks)}
         assert any(first.drawn[k] != second.drawn[k] for k in first.drawn if 'rgb' in k)
+        world = yaml.safe_load(second.world_yaml)
+        assert all(surface['texture']['pattern'] != 'flat' for surface in world['walls'] + world['boxes'] +
+                   world['cylinders']) and world['floor']['texture']['pattern'] != 'checker'
+        assert 'texture' not in first.world_yaml

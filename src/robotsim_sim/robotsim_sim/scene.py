@@ -21,7 +21,8 @@ from robotsim_core.description.load import parse_world, resolve_world_path  # no
 from robotsim_core.description.model import RobotModel
 from robotsim_core.description.world_geometry import (TERRAIN_BASE, EntityMesh, heightfield_samples, load_entity_mesh,
                                                       mass_properties)
-from robotsim_core.description.world_spec import ENTITY_KINDS, HeightfieldSpec, MeshEntitySpec, SpawnSpec, WorldSpec
+from robotsim_core.description.world_spec import (ENTITY_KINDS, HeightfieldSpec, MeshEntitySpec, SpawnSpec, TextureSpec,
+                                                  WorldSpec)
 from robotsim_core.errors import DescriptionError
 from robotsim_core.geometry import rpy_to_quat
 from robotsim_core.description.mjcf import free_joint_name, robot_to_mjcf
@@ -143,9 +144,11 @@ def world_element(world: WorldSpec, offscreen_size: tuple[int, int], near: float
     ET.SubElement(visual, 'quality', shadowsize='1024' if world.light.shadows else '0')
     ET.SubElement(root, 'statistic', extent='1', center='0 0 0')
     asset = ET.SubElement(root, 'asset')
-    ET.SubElement(asset, 'texture', name='floor_grid', type='2d', builtin='checker', width='256', height='256',
-                  rgb1=_vec(world.floor.rgba[:3]), rgb2=_vec([c * 0.8 for c in world.floor.rgba[:3]]))
-    ET.SubElement(asset, 'material', name='floor_material', texture='floor_grid', texrepeat='1 1', texuniform='true',
+    floor_texture = world.floor.texture
+    ET.SubElement(asset, 'texture', name='floor_grid', type='2d', width='256', height='256',
+                  **_texture_pattern(floor_texture, world.floor.rgba[:3]))
+    ET.SubElement(asset, 'material', name='floor_material', texture='floor_grid',
+                  texrepeat=_vec([1 / (2 * floor_texture.tile)] * 2), texuniform='true',
                   reflectance='0.2' if world.light.reflections else '0')
     body = ET.SubElement(root, 'worldbody')
     ET.SubElement(body, 'light', name='sun', directional='true', dir=_vec(world.light.direction), pos='0 0 5',
@@ -155,21 +158,25 @@ def world_element(world: WorldSpec, offscreen_size: tuple[int, int], near: float
     for index, wall in enumerate(world.walls):
         (x0, y0), (x1, y1) = wall.start, wall.end
         length = math.hypot(x1 - x0, y1 - y0)
-        ET.SubElement(body, 'geom', name=f'wall_{index}', type='box', group=str(WORLD_GROUP), rgba=_vec(wall.rgba),
+        ET.SubElement(body, 'geom', name=f'wall_{index}', type='box', group=str(WORLD_GROUP),
+                      **_surface(asset, f'wall_{index}', wall.rgba, wall.texture, (length, wall.height)),
                       size=_vec((length / 2 + wall.thickness / 2, wall.thickness / 2, wall.height / 2)),
                       pos=_vec(((x0 + x1) / 2, (y0 + y1) / 2, wall.height / 2)),
                       quat=_vec(_yaw_pitch_quat(math.atan2(y1 - y0, x1 - x0))))
     for box in world.boxes:
-        _add_entity(body, box.name, box.position, _yaw_pitch_quat(box.yaw, box.pitch), box.mass, box.rgba,
+        _add_entity(body, box.name, box.position, _yaw_pitch_quat(box.yaw, box.pitch), box.mass,
+                    _surface(asset, box.name, box.rgba, box.texture, box.size),
                     {'type': 'box', 'size': _vec([s / 2 for s in box.size])},
                     _box_inertia(box.mass, box.size))
     for cylinder in world.cylinders:
-        _add_entity(body, cylinder.name, cylinder.position, (1.0, 0.0, 0.0, 0.0), cylinder.mass, cylinder.rgba,
+        _add_entity(body, cylinder.name, cylinder.position, (1.0, 0.0, 0.0, 0.0), cylinder.mass,
+                    _surface(asset, cylinder.name, cylinder.rgba, cylinder.texture,
+                             (2 * cylinder.radius, cylinder.height)),
                     {'type': 'cylinder', 'size': _vec((cylinder.radius, cylinder.height / 2))},
                     _cylinder_inertia(cylinder.mass, cylinder.radius, cylinder.height))
     for sphere in world.spheres:
         inertia = 0.4 * sphere.mass * sphere.radius ** 2
-        _add_entity(body, sphere.name, sphere.position, (1.0, 0.0, 0.0, 0.0), sphere.mass, sphere.rgba,
+        _add_entity(body, sphere.name, sphere.position, (1.0, 0.0, 0.0, 0.0), sphere.mass, {'rgba': _vec(sphere.rgba)},
                     {'type': 'sphere', 'size': _num(sphere.radius)}, (inertia, inertia, inertia))
     for index, entity in enumerate(world.meshes):
         _add_mesh_entity(asset, body, entity, load_entity_mesh(entity, world.source or world.name, f'meshes[{index}]'))
@@ -201,8 +208,32 @@ def _cylinder_inertia(mass, radius, height):
     return (side, side, mass * radius * radius / 2)
 
 
-def _add_entity(parent, name, position, quat, mass, rgba, shape, inertia):
-    attributes = {'group': str(WORLD_GROUP), 'rgba': _vec(rgba), **shape}
+def _texture_pattern(texture: TextureSpec, rgb) -> dict[str, str]:
+    """MuJoCo's built-in texture attributes drawing ``texture`` in ``rgb`` and its darker second colour."""
+    dark = _vec([c * (1 - texture.contrast) for c in rgb])
+    if texture.pattern == 'checker':
+        return {'builtin': 'checker', 'rgb1': _vec(rgb), 'rgb2': dark}
+    marks = {'grid': {'mark': 'edge'}, 'speckle': {'mark': 'random', 'random': '0.3'}}.get(texture.pattern, {})
+    return {'builtin': 'flat', 'rgb1': _vec(rgb), 'rgb2': _vec(rgb), **({'markrgb': dark, **marks} if marks else {})}
+
+
+def _surface(asset, name: str, rgba, texture: TextureSpec, extents) -> dict[str, str]:
+    """The geom attributes colouring a wall, box or cylinder: its ``rgba`` alone when flat, else a material whose
+    colour is ``rgba`` over a white-and-grey texture of the pattern (so the material carries the colour, as the
+    Blender scene reads it), repeated about ``max(extents) / (2 tile)`` times across each face."""
+    if texture.pattern == 'flat':
+        return {'rgba': _vec(rgba)}
+    repeat = max(1, round(max(extents) / (2 * texture.tile)))
+    size = '256' if texture.pattern == 'checker' else '16'
+    ET.SubElement(asset, 'texture', name=_asset_name(name, 'texture'), type='2d', width=size, height=size,
+                  **_texture_pattern(texture, (1.0, 1.0, 1.0)))
+    ET.SubElement(asset, 'material', name=_asset_name(name, 'material'), texture=_asset_name(name, 'texture'),
+                  texrepeat=_vec((repeat, repeat)), rgba=_vec(rgba))
+    return {'material': _asset_name(name, 'material')}
+
+
+def _add_entity(parent, name, position, quat, mass, colour: dict[str, str], shape, inertia):
+    attributes = {'group': str(WORLD_GROUP), **colour, **shape}
     if mass > 0:
         entity = ET.SubElement(parent, 'body', name=name, pos=_vec(position), quat=_vec(quat))
         ET.SubElement(entity, 'freejoint', name=free_joint_name(name))

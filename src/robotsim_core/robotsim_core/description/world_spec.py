@@ -40,6 +40,30 @@ def _check_entity_mass(mass: float, source: str, path: str) -> None:
         raise DescriptionError(source, f'{path}.mass', f'expected 0 (fixed) or a mass >= {MIN_MASS:g} kg, got {mass!r}')
 
 
+TEXTURE_PATTERNS = ('flat', 'checker', 'grid', 'speckle')
+"""Surface patterns a floor, wall, box or cylinder may carry (MuJoCo's built-in textures; the glTF export draws
+the same pattern into an image)."""
+
+
+@dataclass
+class TextureSpec:
+    """A surface pattern in two colours: the surface's ``rgba`` and that colour darkened by ``contrast``. On the
+    floor ``tile`` is metric (world-aligned tiles); on a wall, box or cylinder the pattern repeats
+    ``max(1, round(longest side / (2 tile)))`` times across each face, so tiles are about ``tile`` metres."""
+
+    pattern: Literal['flat', 'checker', 'grid', 'speckle'] = 'flat'
+    """``flat`` (one colour), ``checker`` (alternating squares), ``grid`` (lines on the tile edges) or
+    ``speckle`` (random dots, 30 % of texels; the same dots every run)."""
+    tile: float = spec_field(0.5, at_least=0.01, at_most=100.0)
+    """Side of one square of the pattern (m)."""
+    contrast: float = spec_field(0.2, non_negative=True, at_most=1.0)
+    """How much darker the second colour is: 0 the same colour, 1 black."""
+
+
+def floor_texture() -> TextureSpec:
+    return TextureSpec('checker', 0.5, 0.2)
+
+
 @dataclass
 class FloorSpec:
     size: tuple[float, float] = size_field((20.0, 20.0))
@@ -48,6 +72,8 @@ class FloorSpec:
     """Sliding friction coefficient of the floor (the effective value is the larger of floor and tyre)."""
     rgba: RGBA = colour_field((0.55, 0.55, 0.5, 1.0))
     """Floor colour."""
+    texture: TextureSpec = spec_field(default_factory=floor_texture)
+    """Floor pattern (by default a checker of 0.5 m squares, the second colour 20 % darker)."""
 
 
 @dataclass
@@ -62,6 +88,8 @@ class WallSpec:
     """Wall thickness (m)."""
     rgba: RGBA = colour_field((0.8, 0.78, 0.72, 1.0))
     """Colour."""
+    texture: TextureSpec = spec_field(default_factory=TextureSpec)
+    """Surface pattern (by default flat: the colour alone)."""
 
     def check(self, source: str, path: str) -> None:
         if math.dist(self.start, self.end) < MIN_WALL_LENGTH:
@@ -85,6 +113,8 @@ class BoxSpec:
     """0: fixed to the world; > 0: a free body of this mass (kg, at least 1 g)."""
     rgba: RGBA = colour_field((0.7, 0.35, 0.2, 1.0))
     """Colour."""
+    texture: TextureSpec = spec_field(default_factory=TextureSpec)
+    """Surface pattern (by default flat: the colour alone)."""
 
     def check(self, source: str, path: str) -> None:
         _check_entity_mass(self.mass, source, path)
@@ -104,6 +134,8 @@ class CylinderSpec:
     """0: fixed; > 0: free body (kg, at least 1 g)."""
     rgba: RGBA = colour_field((0.2, 0.45, 0.7, 1.0))
     """Colour."""
+    texture: TextureSpec = spec_field(default_factory=TextureSpec)
+    """Surface pattern (by default flat: the colour alone)."""
 
     def check(self, source: str, path: str) -> None:
         _check_entity_mass(self.mass, source, path)

@@ -67,6 +67,54 @@ def _material(rgba) -> object:
     return trimesh.visual.TextureVisuals(material=material)
 
 
+TEXTURE_PIXELS = 64
+"""Side of the image (pixels) a patterned surface's texture is drawn into: one image covers 2 x 2 tiles."""
+SPECKLE_FRACTION = 0.3
+"""Share of dark texels in a ``speckle`` texture (as MuJoCo's ``random`` mark draws it in the simulator)."""
+
+
+def texture_image(pattern: str, contrast: float) -> np.ndarray:
+    """A (64, 64) grey image of one repeat (2 x 2 tiles) of a surface pattern: 255 for the surface's colour and
+    ``255 (1 - contrast)`` for its darker one (the glTF base colour multiplies it, as MuJoCo's material colour
+    multiplies its texture). The speckle's dots come from a fixed seed: the same image every time."""
+    n, dark = TEXTURE_PIXELS, round(255 * (1 - contrast))
+    image = np.full((n, n), 255, dtype=np.uint8)
+    if pattern == 'checker':
+        rows, columns = np.indices((n, n)) // (n // 2)
+        image[(rows + columns) % 2 == 1] = dark
+    elif pattern == 'grid':
+        for edge in (0, n // 2):
+            image[edge, :] = image[:, edge] = dark
+    elif pattern == 'speckle':
+        image[np.random.default_rng(0).random((n, n)) < SPECKLE_FRACTION] = dark
+    return image
+
+
+def _surface_uv(mesh, tile: float):
+    """``mesh`` with every triangle's own corners and texture coordinates projected onto the plane of its dominant
+    axis in the mesh's frame, one texture repeat (2 x 2 tiles) every ``2 tile`` metres."""
+    trimesh = _trimesh()
+    corners = mesh.vertices[mesh.faces].reshape(-1, 3)
+    dominant = np.repeat(np.argmax(np.abs(mesh.face_normals), axis=1), 3)
+    axes = np.array([[1, 2], [0, 2], [0, 1]])[dominant]
+    uv = np.take_along_axis(corners, axes, axis=1) / (2 * tile)
+    return trimesh.Trimesh(corners, np.arange(len(corners)).reshape(-1, 3), process=False), uv
+
+
+def _textured(mesh, rgba, texture):
+    """``mesh`` coloured by ``rgba`` and, unless flat, the pattern of a world ``TextureSpec`` as a texture image."""
+    if texture is None or texture.pattern == 'flat':
+        mesh.visual = _material(rgba)
+        return mesh
+    from PIL import Image
+    trimesh = _trimesh()
+    mesh, uv = _surface_uv(mesh, texture.tile)
+    material = _material(rgba).material
+    material.baseColorTexture = Image.fromarray(texture_image(texture.pattern, texture.contrast)).convert('RGB')
+    mesh.visual = trimesh.visual.TextureVisuals(uv=uv, material=material)
+    return mesh
+
+
 def _shape_mesh(shape: Shape, mesh_cache: dict):
     """The shape's triangles in the shape's own frame, coloured."""
     trimesh = _trimesh()
@@ -131,25 +179,26 @@ def add_world(scene, world, parent: str = ROOT_NODE) -> None:
     trimesh = _trimesh()
     scene.graph.update(frame_from=parent, frame_to=WORLD_NODE, matrix=np.eye(4))
 
-    def add(name: str, mesh, rgba, transform: np.ndarray) -> None:
-        mesh.visual = _material(rgba)
+    def add(name: str, mesh, rgba, transform: np.ndarray, texture=None) -> None:
+        mesh = _textured(mesh, rgba, texture)
         scene.add_geometry(mesh, node_name=name, geom_name=name, parent_node_name=WORLD_NODE, transform=transform)
 
     floor_x, floor_y = world.floor.size
     add('floor', trimesh.creation.box(extents=(floor_x, floor_y, FLOOR_THICKNESS)), world.floor.rgba,
-        homogeneous(np.eye(3), (0.0, 0.0, -FLOOR_THICKNESS / 2)))
+        homogeneous(np.eye(3), (0.0, 0.0, -FLOOR_THICKNESS / 2)), world.floor.texture)
     for index, wall in enumerate(world.walls):
         (x0, y0), (x1, y1) = wall.start, wall.end
         length = math.hypot(x1 - x0, y1 - y0) + wall.thickness  # the simulator's walls overlap at corners
         add(f'wall_{index}', trimesh.creation.box(extents=(length, wall.thickness, wall.height)), wall.rgba,
-            homogeneous(_yaw_pitch(math.atan2(y1 - y0, x1 - x0)), ((x0 + x1) / 2, (y0 + y1) / 2, wall.height / 2)))
+            homogeneous(_yaw_pitch(math.atan2(y1 - y0, x1 - x0)), ((x0 + x1) / 2, (y0 + y1) / 2, wall.height / 2)),
+            wall.texture)
     for box in world.boxes:
         add(box.name, trimesh.creation.box(extents=box.size), box.rgba,
-            homogeneous(_yaw_pitch(box.yaw, box.pitch), box.position))
+            homogeneous(_yaw_pitch(box.yaw, box.pitch), box.position), box.texture)
     for cylinder in world.cylinders:
         add(cylinder.name, trimesh.creation.cylinder(radius=cylinder.radius, height=cylinder.height,
                                                      sections=CYLINDER_SECTIONS),
-            cylinder.rgba, homogeneous(np.eye(3), cylinder.position))
+            cylinder.rgba, homogeneous(np.eye(3), cylinder.position), cylinder.texture)
     for sphere in world.spheres:
         add(sphere.name, trimesh.creation.icosphere(subdivisions=SPHERE_SUBDIVISIONS, radius=sphere.radius), sphere.rgba,
             homogeneous(np.eye(3), sphere.position))

@@ -517,6 +517,17 @@ function drawnPose(node) {
 viewer.poseAt = (t) => { viewer.seek(t); return drawnPose(baseNode); };
 viewer.nodePose = (name, t) => { viewer.seek(t); return links[name] ? drawnPose(links[name]) : null; };
 viewer.linkNames = () => Object.keys(links);
+viewer.textureOf = (name) => {  // the pattern image of a world surface as three.js decoded it (null: flat colour)
+  let found = null;
+  if (links[name]) links[name].traverse((object) => {
+    const map = object.material && object.material.map;
+    if (!found && map && map.image) {
+      found = { width: map.image.width, height: map.image.height, wrapS: map.wrapS === THREE.RepeatWrapping,
+                wrapT: map.wrapT === THREE.RepeatWrapping };
+    }
+  });
+  return found;
+};
 viewer.arrowAt = (name, t) => {  // the arrow as drawn, in its parent's frame (ROS coordinates of that link)
   viewer.seek(t);
   const entry = (overlays.arrows || {})[name];
