@@ -264,6 +264,8 @@ def test_corpus_generate_verify_corrupt_resume_engines_export(tmp_path):
     data = manifest(two)
     assert data['generator_version'] and data['source_commit'] and len(data['randomization']['sha256']) == 64
     assert data['randomization']['spec']['episode_duration'] == 5.0
+    # The spec as hashed: no machine path, no absent pattern keys (a spec without them hashes as it always did).
+    assert 'source' not in data['randomization']['spec'] and 'floor_texture' not in data['randomization']['spec']['appearance']
     assert [e['index'] for e in data['episodes']] == list(range(6))
     for entry in data['episodes']:
         assert entry['outcome'] in ('success', 'collision', 'timeout', 'gave_up')

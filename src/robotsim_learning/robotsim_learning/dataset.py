@@ -25,7 +25,6 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 from robotsim_core.output_files import file_sha256
@@ -308,7 +307,7 @@ def generate(spec_path: str, out: str, episodes: int, seed: int, driver: str, wo
     """Generate (or complete, with ``resume``) a dataset; returns the manifest. ``shield``: a policy driver's
     commands go through its velocity shield (robotsim_learning.shield)."""
     from .driving import make_driver
-    from .randomization import load_randomization, spec_hash
+    from .randomization import load_randomization, spec_content, spec_hash
 
     spec = load_randomization(spec_path)
     try:
@@ -354,7 +353,7 @@ def generate(spec_path: str, out: str, episodes: int, seed: int, driver: str, wo
     else:
         manifest = {'format': 'robotsim-dataset', 'generator_version': GENERATOR_VERSION, 'source_commit': source_commit(),
                     'settings': settings, 'randomization': {'path': os.path.abspath(spec_path), 'sha256': spec_hash(spec),
-                                                            'spec': asdict(spec)},
+                                                            'spec': spec_content(spec)},
                     'episodes': []}
         # Listed before the first episode runs: a generation killed before it finished one is a dataset
         # of 0 episodes (verify: INCOMPLETE, with the --resume command), not "no dataset".

@@ -227,15 +227,21 @@ def load_randomization(path: str) -> RandomizationSpec:
     return spec
 
 
-def spec_hash(spec: RandomizationSpec) -> str:
-    """sha256 of the spec's content (not its file's bytes: comments and key order do not count, nor where the file
-    is: ``source`` is left out, so the same spec has the same hash on every machine and in every install)."""
+def spec_content(spec: RandomizationSpec) -> dict:
+    """The spec as plain data (what a dataset manifest records): ``source`` (where the file is) left out, and the
+    optional pattern keys when absent."""
     content = asdict(spec)
     content.pop('source', None)
     for key in TEXTURE_KEYS:
         if content['appearance'][key] is None:
             del content['appearance'][key]
-    return hashlib.sha256(yaml.safe_dump(content, sort_keys=True).encode()).hexdigest()
+    return content
+
+
+def spec_hash(spec: RandomizationSpec) -> str:
+    """sha256 of the spec's content (not its file's bytes: comments and key order do not count, nor where the file
+    is, so the same spec has the same hash on every machine and in every install)."""
+    return hashlib.sha256(yaml.safe_dump(spec_content(spec), sort_keys=True).encode()).hexdigest()
 
 
 @dataclass
