@@ -378,3 +378,44 @@ def test_straight_is_a_driver_of_both_worlds():
         driver = graph_for(mode, {'driver': 'straight', 'goal': '1.5,-0.5'})[-1]
         assert (driver.package, driver.executable, driver.parameters['goal']) == \
             ('robotsim_learning', 'straight', [1.5, -0.5])
+
+
+STALL_SCRIPT = r'''
+import json, os, re, signal, sys, threading, time
+from robotsim_learning import evaluation_cli
+from robotsim_learning.ros import evaluation_graph
+evaluation_graph.STALL_TIMEOUT = 15.0
+out, spec = sys.argv[1], sys.argv[2]
+log = os.path.join(out, 'episodes', 'expert-0', 'launch.log')
+frozen = []
+resume = evaluation_graph.GraphObserver.resume
+
+def resume_then_freeze_the_driver(self, alive):
+    # The first run: once the simulator runs, its expert stops (as a hung node) for 40 s; the simulator waits for it.
+    resumed = resume(self, alive)
+    if not frozen:
+        pid = int(re.search(r'started expert \(robotsim_learning/expert, pid (\d+)\)', open(log).read()).group(1))
+        os.kill(pid, signal.SIGSTOP)
+        frozen.append(pid)
+        threading.Timer(40.0, os.kill, (pid, signal.SIGCONT)).start()
+    return resumed
+
+evaluation_graph.GraphObserver.resume = resume_then_freeze_the_driver
+task = evaluation_cli.EpisodeTask('expert', 0, 6, spec, out, None, '', False, True)
+result = evaluation_cli.evaluate_episode(task)
+print(json.dumps({'row': result['row'], 'lines': result['lines'], 'frozen': frozen}))
+'''
+
+
+def test_a_stalled_episode_is_an_error_and_runs_again(short_course, tmp_path):
+    """In lockstep a driver that stops answering holds sim time still: after STALL_TIMEOUT wall seconds without a
+    pose the run is an error (not a 17-minute wait for the backstop), and the episode runs again, deciding the
+    outcome the first run would have."""
+    completed = subprocess.run([sys.executable, '-c', STALL_SCRIPT, str(tmp_path / 'out'), str(short_course)],
+                               capture_output=True, text=True, timeout=900)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    result = __import__('json').loads(completed.stdout.strip().splitlines()[-1])
+    assert len(result['frozen']) == 1, result
+    assert any('expert: episode 0 again: the bringup stopped early or stalled ([evaluation] stalled: no ground-truth '
+               'pose for 15 wall seconds)' in line for line in result['lines']), result
+    assert result['row']['outcome'] in ('success', 'collision', 'timeout'), result

@@ -27,6 +27,9 @@ SLOWEST_PACE = 0.25
 """The slowest real-time factor auto pacing goes down to when a driver's inputs still go stale."""
 LOST_POSE_RUNS = 2
 """Runs again of an episode whose ground truth came with gaps (its outcome could hang on a missing pose)."""
+ERROR_RUNS = 2
+"""Runs again of an episode whose bringup failed to start, stopped early or stalled (``error``: the graph's doing,
+not the driver's decision; in lockstep a run again decides the same outcome the first would have)."""
 SHIELDED = 'policy+shield'
 """The rows of the policy driven through its velocity shield (the node's ``shield:=true``)."""
 SHIELD_CHOICES = ('off', 'on', 'both')
@@ -333,6 +336,12 @@ def evaluate_episode(task: EpisodeTask) -> dict:
         why = (f'/cmd_vel at {result.command_rate:.1f} of {result.nominal_rate:g} Hz; ticks '
                + (f'stale {result.stale_ticks}, waiting {result.waiting_ticks}' if result.ticks else 'not reported'))
         lines.append(f'{task.label}: episode {task.index} again at real_time_factor {real_time_factor:g} ({why})')
+        result = run(real_time_factor)
+    for _ in range(ERROR_RUNS):
+        if result.outcome != 'error':
+            break
+        lines.append(f'{task.label}: episode {task.index} again: the bringup stopped early or stalled '
+                     f'({last_lines(result.log, 1)})')
         result = run(real_time_factor)
     for _ in range(LOST_POSE_RUNS):
         if not result.lost_poses or result.outcome == 'error':

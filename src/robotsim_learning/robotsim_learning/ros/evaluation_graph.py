@@ -32,6 +32,10 @@ START_TIMEOUT = 300.0
 """Wall seconds for the bringup to come up (a loaded 2-core machine starts a Python node in seconds)."""
 STOP_TIMEOUT = 30.0
 """Wall seconds the launcher gets to stop its nodes after Ctrl-C before it is killed."""
+STALL_TIMEOUT = 120.0
+"""Wall seconds without a new ground-truth pose after which a running episode is an ``error`` (stalled): in lockstep
+the simulator waits for a driver that stopped answering (a node hung, a data connection discovery matched but never
+made), and sim time stands still, so its own duration would never end it."""
 
 
 class EvaluationError(RuntimeError):
@@ -213,9 +217,11 @@ def run_graph_episode(observer: GraphObserver, scenario: Scenario, spec, driver:
                                    stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
         period = 1.0 / next(topic.rate for topic in robot_contract(model).topics if topic.name == 'sim/ground_truth')
         try:
-            outcome, lost = _drive(observer, process, tracker, driver, uses_image, period)
+            outcome, lost, why = _drive(observer, process, tracker, driver, uses_image, period)
         finally:
             _stop(process)
+        if why:
+            log.write(f'[evaluation] {why}\n')  # the log's last line: what the evaluation saw go wrong
     elapsed = tracker.end_time
     nominal = nominal_command_rate(driver, model)
     # In lockstep the simulator does not step past a decision without its command: the rate is the nominal one by
@@ -226,8 +232,8 @@ def run_graph_episode(observer: GraphObserver, scenario: Scenario, spec, driver:
 
 
 def _drive(observer: GraphObserver, process: subprocess.Popen, tracker: EpisodeTracker, driver: str,
-           uses_image: bool, period: float) -> tuple[str, int]:
-    """(outcome, gaps in the ground truth: consecutive poses more than 1.5 ``period`` apart)."""
+           uses_image: bool, period: float) -> tuple[str, int, str]:
+    """(outcome, gaps in the ground truth: consecutive poses more than 1.5 ``period`` apart, why an ``error``)."""
     from ..observation import stamp_seconds, yaw_of
     lost, last = 0, None
 
@@ -239,7 +245,8 @@ def _drive(observer: GraphObserver, process: subprocess.Popen, tracker: EpisodeT
     while not (observer.pause.service_is_ready() and node.count_publishers('/cmd_vel') >= 1
                and all(node.count_subscribers(topic) >= count for topic, count in inputs)):
         if not alive() or time.monotonic() > deadline:
-            return 'error', lost
+            return 'error', lost, ('the bringup ended before its nodes came up' if not alive() else
+                                   f'the bringup did not come up within {START_TIMEOUT:g} s')
         observer.spin(0.1)
     # Discovery has matched the endpoints; give the data connections a moment before time starts.
     settle = time.monotonic() + 1.0
@@ -247,29 +254,33 @@ def _drive(observer: GraphObserver, process: subprocess.Popen, tracker: EpisodeT
         observer.spin(0.05)
     observer.reset()  # the simulator is still paused: whatever came before is the previous episode's
     if not observer.resume(alive):
-        return 'error', lost
+        return 'error', lost, 'the simulator could not be resumed (/sim/pause)'
     taken = 0
     # The simulator stops itself SIMULATION_MARGIN after the timeout: the launch ending is the wall-time bound;
     # this backstop only catches a simulator that hangs (50 wall seconds per sim second is far below any pace seen).
     stuck = time.monotonic() + 60 + 50 * tracker.duration
-    while time.monotonic() < stuck:
+    progress = time.monotonic()
+    while time.monotonic() < stuck and time.monotonic() - progress < STALL_TIMEOUT:
         while taken < len(observer.poses):
             message = observer.poses[taken]
             taken += 1
+            progress = time.monotonic()
             pose, stamp = message.pose.pose, stamp_seconds(message.header.stamp)
             lost += last is not None and stamp - last > 1.5 * period
             last = stamp
             outcome = tracker.update(stamp,
                                      (pose.position.x, pose.position.y, yaw_of(pose.orientation)))
             if outcome is not None:
-                return outcome, lost
+                return outcome, lost, ''
         if not alive() and taken == len(observer.poses):
             # The simulator ended (its duration): take what is still queued before calling it an error.
             if not observer.drain():
-                return 'error', lost
+                return 'error', lost, 'the bringup ended before the episode did'
             continue
         observer.spin(0.05)
-    return 'error', lost
+    if time.monotonic() - progress >= STALL_TIMEOUT:
+        return 'error', lost, f'stalled: no ground-truth pose for {STALL_TIMEOUT:g} wall seconds'
+    return 'error', lost, f'still running after {60 + 50 * tracker.duration:g} wall seconds'
 
 
 def _stop(process: subprocess.Popen) -> None:
