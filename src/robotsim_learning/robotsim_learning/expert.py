@@ -7,8 +7,8 @@ Planning: an occupancy grid of the world's floor in which every obstacle taller 
 drive over is inflated by the robot's footprint radius plus a clearance, then A* (8-connected, octile
 distance) from the robot to the goal, and the path shortened where a straight line stays free.
 Following: pure pursuit on the shortened path (turning on the spot first when the next waypoint is
-far off the heading), slowing down near the goal. Deterministic: the same world, pose and goal give
-the same commands.
+far off the heading), slowing down near the goal and where an obstacle is close to the footprint at or
+just ahead of the robot. Deterministic: the same world, pose and goal give the same commands.
 """
 
 from __future__ import annotations
@@ -27,9 +27,11 @@ from robotsim_core.description.kinematics import forward_kinematics
 class ExpertConfig:
     resolution: float = 0.05
     """Grid cell size (m)."""
-    clearance: float = 0.15
+    wide_clearance: float = 0.25
     """Margin kept between the robot's footprint circle and every obstacle where the free space allows it
     (m): a wide berth is what a policy that imitates the expert with some error can still copy safely."""
+    clearance: float = 0.15
+    """Margin used when no path keeps ``wide_clearance`` (m)."""
     min_clearance: float = 0.06
     """Margin used when no path keeps ``clearance`` (a narrow gap) (m)."""
     step_height: float = 0.03
@@ -40,6 +42,14 @@ class ExpertConfig:
     """Distance to the goal at which it counts as reached and the robot stops (m)."""
     max_linear: float = 0.35
     """Cruise speed (m/s), capped by the robot's own limit."""
+    slow_clearance: float = 0.3
+    """Clearance (m, footprint circle to the nearest obstacle, at the robot and up to ``slow_ahead`` ahead of
+    it) below which the speed falls, linearly to ``slow_fraction`` of cruise at zero clearance: beside an
+    obstacle the expert shows slowing down, which a policy imitating it copies. 0 = never."""
+    slow_ahead: float = 0.3
+    """How far ahead along the heading the clearance is also looked up (m)."""
+    slow_fraction: float = 0.35
+    """Fraction of the cruise speed kept at zero clearance."""
     max_angular: float = 1.2
     """Largest yaw rate commanded (rad/s), capped by the robot's own limit."""
     turn_in_place_angle: float = 0.7
@@ -65,9 +75,11 @@ def footprint_radius(model: RobotModel) -> float:
 
 
 class OccupancyGrid:
-    """The world's floor as cells; True = the footprint's centre may not be there."""
+    """The world's floor as cells; True = the footprint's centre may not be there. ``distance`` holds each
+    cell centre's distance to the nearest obstacle surface or floor edge (m, 0 inside an obstacle)."""
 
-    def __init__(self, world, inflation: float, resolution: float, step_height: float):
+    def __init__(self, world, inflation: float, resolution: float, step_height: float,
+                 distance: np.ndarray | None = None):
         self.resolution = resolution
         half_x, half_y = world.floor.size[0] / 2, world.floor.size[1] / 2
         self.origin = np.array([-half_x, -half_y])
@@ -75,35 +87,44 @@ class OccupancyGrid:
         xs = self.origin[0] + (np.arange(self.shape[0]) + 0.5) * resolution
         ys = self.origin[1] + (np.arange(self.shape[1]) + 0.5) * resolution
         self.x, self.y = np.meshgrid(xs, ys, indexing='ij')
-        blocked = np.zeros(self.shape, dtype=bool)
-        # The floor's own edge is an obstacle too: the robot must not drive off it.
-        blocked |= (np.abs(self.x) > half_x - inflation) | (np.abs(self.y) > half_y - inflation)
-        for wall in world.walls:
-            blocked |= self._near_segment(np.array(wall.start), np.array(wall.end), wall.thickness / 2 + inflation)
-        for box in world.boxes:
-            if box.position[2] + box.size[2] / 2 < step_height:
-                continue
-            blocked |= self._in_box(box, inflation)
-        for cylinder in world.cylinders:
-            if cylinder.position[2] + cylinder.height / 2 < step_height:
-                continue
-            blocked |= np.hypot(self.x - cylinder.position[0], self.y - cylinder.position[1]) \
-                <= cylinder.radius + inflation
-        self.blocked = blocked
+        if distance is None:
+            # The floor's own edge is an obstacle too: the robot must not drive off it.
+            distance = np.minimum(half_x - np.abs(self.x), half_y - np.abs(self.y))
+            for wall in world.walls:
+                distance = np.minimum(distance, self._segment_distance(np.array(wall.start), np.array(wall.end))
+                                      - wall.thickness / 2)
+            for box in world.boxes:
+                if box.position[2] + box.size[2] / 2 >= step_height:
+                    distance = np.minimum(distance, self._box_distance(box))
+            for cylinder in world.cylinders:
+                if cylinder.position[2] + cylinder.height / 2 >= step_height:
+                    distance = np.minimum(distance, np.hypot(self.x - cylinder.position[0],
+                                                             self.y - cylinder.position[1]) - cylinder.radius)
+            distance = np.maximum(distance, 0.0)
+        self.distance = distance
+        self.blocked = distance <= inflation
 
-    def _near_segment(self, a: np.ndarray, b: np.ndarray, distance: float) -> np.ndarray:
+    def inflated(self, world, inflation: float, step_height: float) -> OccupancyGrid:
+        """The same floor with another inflation (the distance field is shared, not recomputed)."""
+        return OccupancyGrid(world, inflation, self.resolution, step_height, self.distance)
+
+    def clearance_at(self, xy) -> float:
+        """Distance from ``xy`` to the nearest obstacle surface (m, of its cell's centre)."""
+        return float(self.distance[self.cell(xy)])
+
+    def _segment_distance(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         ab = b - a
         t = np.clip(((self.x - a[0]) * ab[0] + (self.y - a[1]) * ab[1]) / max(float(ab @ ab), 1e-12), 0.0, 1.0)
-        return np.hypot(self.x - (a[0] + t * ab[0]), self.y - (a[1] + t * ab[1])) <= distance
+        return np.hypot(self.x - (a[0] + t * ab[0]), self.y - (a[1] + t * ab[1]))
 
-    def _in_box(self, box, inflation: float) -> np.ndarray:
+    def _box_distance(self, box) -> np.ndarray:
         c, s = math.cos(box.yaw), math.sin(box.yaw)
         dx, dy = self.x - box.position[0], self.y - box.position[1]
         local_x, local_y = c * dx + s * dy, -s * dx + c * dy
         # Distance from the rectangle (0 inside), so corners are rounded like the footprint.
         out_x = np.maximum(np.abs(local_x) - box.size[0] / 2, 0.0)
         out_y = np.maximum(np.abs(local_y) - box.size[1] / 2, 0.0)
-        return np.hypot(out_x, out_y) <= inflation
+        return np.hypot(out_x, out_y)
 
     def cell(self, xy) -> tuple[int, int]:
         i, j = np.floor((np.asarray(xy, dtype=float) - self.origin) / self.resolution).astype(int)
@@ -187,9 +208,12 @@ class Expert:
     def __init__(self, world, model: RobotModel, config: ExpertConfig | None = None):
         self.config = config or ExpertConfig()
         self.radius = footprint_radius(model)
-        # The wide-berth grid first, the narrow one where the wide one finds no way.
-        self.grids = [OccupancyGrid(world, self.radius + clearance, self.config.resolution, self.config.step_height)
-                      for clearance in dict.fromkeys((self.config.clearance, self.config.min_clearance))]
+        # The widest berth first, a narrower one where the wider one finds no way.
+        clearances = [clearance for clearance in dict.fromkeys((self.config.wide_clearance, self.config.clearance,
+                                                                 self.config.min_clearance)) if clearance > 0]
+        first = OccupancyGrid(world, self.radius + clearances[0], self.config.resolution, self.config.step_height)
+        self.grids = [first] + [first.inflated(world, self.radius + clearance, self.config.step_height)
+                                for clearance in clearances[1:]]
         self.grid = self.grids[0]
         drive = model.drive
         self.max_linear = min(self.config.max_linear, drive.max_linear_speed) if drive else self.config.max_linear
@@ -230,11 +254,21 @@ class Expert:
         if abs(error) > c.turn_in_place_angle:
             return 0.0, math.copysign(self.max_angular, error), 'driving'
         distance = float(np.linalg.norm(goal - position))
-        speed = self.max_linear * min(1.0, distance / 0.5) * max(0.2, math.cos(error))
+        speed = self.max_linear * min(1.0, distance / 0.5) * max(0.2, math.cos(error)) * self._slowdown(position, yaw)
         # Pure pursuit: curvature 2 sin(error) / L toward the look-ahead point.
         lookahead = max(float(np.linalg.norm(target - position)), 1e-3)
         angular = float(np.clip(speed * 2.0 * math.sin(error) / lookahead, -self.max_angular, self.max_angular))
         return speed, angular, 'driving'
+
+    def _slowdown(self, position: np.ndarray, yaw: float) -> float:
+        """Speed factor from the clearance at the robot and ahead of it (1 in open space)."""
+        c = self.config
+        if c.slow_clearance <= 0:
+            return 1.0
+        heading = np.array([math.cos(yaw), math.sin(yaw)])
+        clearance = min(self.grid.clearance_at(position + heading * ahead)
+                        for ahead in np.linspace(0.0, c.slow_ahead, 4)) - self.radius
+        return c.slow_fraction + (1.0 - c.slow_fraction) * min(1.0, max(0.0, clearance) / c.slow_clearance)
 
     def _distance_to_path(self, position: np.ndarray) -> float:
         best = math.inf

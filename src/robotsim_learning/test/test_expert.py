@@ -12,7 +12,7 @@ from robotsim_sim.simulation import SimOptions, Simulation
 from sim_checks import body_collisions
 
 
-def drive_to(goal, seconds: float = 45.0, seed: int = 0):
+def drive_to(goal, seconds: float = 45.0, seed: int = 0, log: list | None = None):
     world = load_world(resolve_world_path('room'))
     model = load_robot('rover')
     sim = Simulation(world, [RobotPlacement(model)], SimOptions(seed=seed, cameras=False))
@@ -24,6 +24,9 @@ def drive_to(goal, seconds: float = 45.0, seed: int = 0):
             if step % steps_per_command == 0:  # 50 Hz, like the node
                 position, yaw = sim.ground_truth_pose()
                 linear, angular, status = expert.command((position[0], position[1], yaw), goal)
+                if log is not None:  # (clearance of the footprint, distance to the goal, speed)
+                    log.append((expert.grid.clearance_at(position[:2]) - expert.radius,
+                                float(np.hypot(*(np.array(goal) - position[:2]))), linear))
                 if status != 'driving' and step > 0:
                     break
                 sim.command_base(0, linear, angular)
@@ -71,3 +74,37 @@ def test_a_goal_is_taken_only_finite_nearby_and_in_odom():
     assert 'expected finite x and y' in goal_problem('odom', (float('nan'), 0.0), '')
     far = goal_problem('odom', (1e300, 1e300), '')  # no place to drive to: refused, not planned for
     assert far == f'expected finite x and y within +-{MAX_GOAL_DISTANCE:g} m, got (1e+300, 1e+300)', far
+
+
+def test_the_grid_knows_each_cells_clearance_and_the_expert_slows_beside_obstacles():
+    world = load_world(resolve_world_path('room'))
+    model = load_robot('rover')
+    expert = Expert(world, model)
+    grid, resolution = expert.grid, expert.config.resolution
+    # The shelf (-1.8, -1.6), 0.8 x 0.3, axis-aligned: 0.5 m in front of its long face is 0.5 m of clearance;
+    # the cylinder (1.2, -0.6), radius 0.15: 0.4 m from its axis is 0.25 m; the kerb (1.5 cm) is driven over.
+    assert abs(grid.clearance_at((-1.8, -1.6 + 0.15 + 0.5)) - 0.5) <= resolution
+    assert abs(grid.clearance_at((1.2 + 0.4, -0.6)) - 0.25) <= resolution
+    assert grid.clearance_at((0.9, -1.7)) > 0.3
+    assert grid.clearance_at((-1.8, -1.6)) == 0.0  # inside the shelf
+    # Every grid of a wider berth blocks a superset of the narrower one's cells.
+    assert all((wide.blocked >= narrow.blocked).all() for wide, narrow in zip(expert.grids, expert.grids[1:]))
+    # Open space: cruise speed; facing the shelf with little clearance: a fraction of it, never below the floor.
+    config = expert.config
+    assert expert._slowdown(np.array([-0.5, 1.0]), 0.0) == 1.0
+    near = expert._slowdown(np.array([-1.8, -1.6 + 0.15 + expert.radius + 0.05]), -np.pi / 2)
+    assert config.slow_fraction <= near < 0.6, near
+    # Closed loop past the crate: the speeds commanded near obstacles are below those in the open.
+    log = []
+    status, distance, collisions, _ = drive_to((2.3, 1.7), log=log)
+    assert status == 'reached' and not collisions
+    away_from_goal = [(clearance, speed) for clearance, to_goal, speed in log if to_goal > 0.6 and speed > 0]
+    # It kept the wide berth all the way, and drove slower within slow_clearance of the crate than in the open.
+    assert min(clearance for clearance, _ in away_from_goal) >= config.wide_clearance - resolution
+    tight = [(clearance, speed) for clearance, speed in away_from_goal if clearance < config.slow_clearance]
+    open_space = [speed for clearance, speed in away_from_goal if clearance > config.slow_clearance + config.slow_ahead]
+    assert tight and open_space, (len(tight), len(open_space))
+    assert max(open_space) == pytest.approx(expert.max_linear, rel=1e-3)
+    for clearance, speed in tight:  # never above what the clearance at the robot allows (half a cell of slack)
+        allowed = config.slow_fraction + (1 - config.slow_fraction) * (clearance + resolution / 2) / config.slow_clearance
+        assert speed <= expert.max_linear * allowed + 1e-9, (clearance, speed)
