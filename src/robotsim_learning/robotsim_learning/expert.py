@@ -7,8 +7,8 @@ Planning: an occupancy grid of the world's floor in which every obstacle taller 
 drive over is inflated by the robot's footprint radius plus a clearance, then A* (8-connected, octile
 distance) from the robot to the goal, and the path shortened where a straight line stays free.
 Following: pure pursuit on the shortened path (turning on the spot first when the next waypoint is
-far off the heading), slowing down near the goal and where an obstacle is close to the footprint at or
-just ahead of the robot. Deterministic: the same world, pose and goal give the same commands.
+far off the heading), slowing down near the goal (and, with ``slow_clearance``, where an obstacle is
+close to the footprint at or just ahead of the robot). Deterministic: the same world, pose and goal give the same commands.
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from robotsim_core.description.kinematics import forward_kinematics
 class ExpertConfig:
     resolution: float = 0.05
     """Grid cell size (m)."""
-    wide_clearance: float = 0.25
+    wide_clearance: float = 0.0
+    """A wider margin tried first where the free space allows it (m; 0 = none: ``clearance`` first)."""
+    clearance: float = 0.15
     """Margin kept between the robot's footprint circle and every obstacle where the free space allows it
     (m): a wide berth is what a policy that imitates the expert with some error can still copy safely."""
-    clearance: float = 0.15
-    """Margin used when no path keeps ``wide_clearance`` (m)."""
     min_clearance: float = 0.06
     """Margin used when no path keeps ``clearance`` (a narrow gap) (m)."""
     step_height: float = 0.03
@@ -42,10 +42,11 @@ class ExpertConfig:
     """Distance to the goal at which it counts as reached and the robot stops (m)."""
     max_linear: float = 0.35
     """Cruise speed (m/s), capped by the robot's own limit."""
-    slow_clearance: float = 0.3
+    slow_clearance: float = 0.0
     """Clearance (m, footprint circle to the nearest obstacle, at the robot and up to ``slow_ahead`` ahead of
-    it) below which the speed falls, linearly to ``slow_fraction`` of cruise at zero clearance: beside an
-    obstacle the expert shows slowing down, which a policy imitating it copies. 0 = never."""
+    it) below which the speed falls, linearly to ``slow_fraction`` of cruise at zero clearance (0 = never: cruise
+    speed whatever the clearance). Demonstrations that slow down beside obstacles were tried for the shipped
+    policy and made it stall (config/policies/README.md)."""
     slow_ahead: float = 0.3
     """How far ahead along the heading the clearance is also looked up (m)."""
     slow_fraction: float = 0.35

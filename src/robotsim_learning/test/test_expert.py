@@ -6,17 +6,18 @@ import numpy as np
 import pytest
 
 from robotsim_core.description import load_robot
-from robotsim_learning.expert import Expert, footprint_radius
+from robotsim_learning.expert import Expert, ExpertConfig, footprint_radius
 from robotsim_sim.scene import RobotPlacement, load_world, resolve_world_path
 from robotsim_sim.simulation import SimOptions, Simulation
 from sim_checks import body_collisions
 
 
-def drive_to(goal, seconds: float = 45.0, seed: int = 0, log: list | None = None):
+def drive_to(goal, seconds: float = 45.0, seed: int = 0, log: list | None = None,
+             config: ExpertConfig | None = None):
     world = load_world(resolve_world_path('room'))
     model = load_robot('rover')
     sim = Simulation(world, [RobotPlacement(model)], SimOptions(seed=seed, cameras=False))
-    expert = Expert(world, model)
+    expert = Expert(world, model, config)
     drivable = {sim.model.geom(name).id for name in ('floor', 'kerb')}
     collisions, status, steps_per_command = [], 'driving', round(0.02 / sim.model.opt.timestep)
     try:
@@ -76,10 +77,15 @@ def test_a_goal_is_taken_only_finite_nearby_and_in_odom():
     assert far == f'expected finite x and y within +-{MAX_GOAL_DISTANCE:g} m, got (1e+300, 1e+300)', far
 
 
+CAREFUL = ExpertConfig(wide_clearance=0.25, slow_clearance=0.3)
+"""An expert that keeps a wider berth where it can and slows down beside obstacles."""
+
+
 def test_the_grid_knows_each_cells_clearance_and_the_expert_slows_beside_obstacles():
     world = load_world(resolve_world_path('room'))
     model = load_robot('rover')
-    expert = Expert(world, model)
+    assert Expert(world, model)._slowdown(np.array([-1.8, -1.6 + 0.4]), -np.pi / 2) == 1.0  # by default: never
+    expert = Expert(world, model, CAREFUL)
     grid, resolution = expert.grid, expert.config.resolution
     # The shelf (-1.8, -1.6), 0.8 x 0.3, axis-aligned: 0.5 m in front of its long face is 0.5 m of clearance;
     # the cylinder (1.2, -0.6), radius 0.15: 0.4 m from its axis is 0.25 m; the kerb (1.5 cm) is driven over.
@@ -96,7 +102,7 @@ def test_the_grid_knows_each_cells_clearance_and_the_expert_slows_beside_obstacl
     assert config.slow_fraction <= near < 0.6, near
     # Closed loop past the crate: the speeds commanded near obstacles are below those in the open.
     log = []
-    status, distance, collisions, _ = drive_to((2.3, 1.7), log=log)
+    status, distance, collisions, _ = drive_to((2.3, 1.7), log=log, config=CAREFUL)
     assert status == 'reached' and not collisions
     away_from_goal = [(clearance, speed) for clearance, to_goal, speed in log if to_goal > 0.6 and speed > 0]
     # It kept the wide berth all the way, and drove slower within slow_clearance of the crate than in the open.
