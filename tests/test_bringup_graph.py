@@ -234,3 +234,17 @@ def test_state_publisher_choice(tmp_path, monkeypatch):
             assert node.parameters['use_sim_time'] is True
     forced = {spec.label: spec for spec in graph_for('sim', {'state_publisher': 'standin'})}['robot_state_publisher']
     assert forced.package == 'robotsim_sim'
+
+
+def test_a_recording_holds_the_commands_beside_the_observations():
+    """The recorder takes every robot's command topics (recorded once published, never waited for); `ros2 bag
+    record` (paused:=true, real mode) is given a robot's /cmd_vel only where a driver node of the bringup publishes
+    it, since it reports ready only once every topic it was given has a publisher."""
+    def recorder(arguments):
+        return next(spec for spec in graph_for('sim', {'record': 'true', **arguments}) if spec.executable == 'recorder')
+    fleet = recorder({'fleet': 'two_rovers', 'demo': 'true', 'paused': 'true'})
+    assert {'/robot1/cmd_vel', '/robot2/cmd_vel', '/robot1/goal_pose'} <= set(fleet.parameters['command_topics'])
+    assert '/robot1/cmd_vel' in fleet.full_install_command and '/robot2/cmd_vel' in fleet.full_install_command
+    alone = recorder({'paused': 'true'})  # no driver: nothing publishes /cmd_vel, a teleop may later
+    assert '/cmd_vel' in alone.parameters['command_topics'] and '/cmd_vel' not in alone.full_install_command
+    assert not set(alone.parameters['command_topics']) & set(alone.parameters['topics'])

@@ -185,13 +185,15 @@ def test_two_robots_in_one_world(tmp_path):
 @pytest.mark.flaky(reruns=1)  # seen once in a loaded full run: the recorder lost 258 of 2401 /clock messages
 def test_recording_holds_every_published_message(tmp_path):
     """The default bringup (firmware in the loop: the simulator and the motor bridge both publish
-    /joint_states) recorded on a loaded machine (one core kept busy): per topic, the bag holds every
-    message the simulator published, /clock's hundreds a second included, and Foxglove's reader
-    decodes the same messages as rosbags."""
+    /joint_states) with the wandering driver recorded on a loaded machine (one core kept busy): per topic, the bag holds every
+    message the simulator published, /clock's hundreds a second included, and every command the driver sent
+    (/cmd_vel: the actions beside the observations), and Foxglove's reader decodes the same messages as rosbags."""
     bag = tmp_path / 'bag'
-    run = Launch(['robotsim', 'launch', 'sim', 'record:=true', f'bag:={bag}', 'paused:=true', 'duration:=8'])
+    run = Launch(['robotsim', 'launch', 'sim', 'record:=true', f'bag:={bag}', 'paused:=true', 'duration:=8',
+                  'driver:=wander'])
     try:
         run.wait_for(r'\[robotsim_recorder\].*subscribed to all \d+ topics', 90)
+        run.wait_for(r'\[robotsim_recorder\].*recording the command topic /cmd_vel \(geometry_msgs/msg/Twist\)', 60)
         time.sleep(1.0)  # let the last subscriptions match their publishers
         obs = Observer('recording_start')
         try:
@@ -213,4 +215,6 @@ def test_recording_holds_every_published_message(tmp_path):
     assert_recorded_everything_published({topic: count for topic, (_, count) in recorded.items()}, published)
     assert published['/clock'] >= 8 * 250
     assert recorded['/tf_static'][1] == 1 and recorded['/robot_description'][1] == 1
+    ticks = int(run.wait_for(r'\[wander\].*wander: ticks (\d+):', 10).group(1))  # one command each
+    assert recorded['/cmd_vel'] == ('geometry_msgs/msg/Twist', ticks) and ticks >= 8 * 10 * 0.9, (recorded, ticks)
     assert published['/camera/image_raw'] >= 110 and published['/scan'] >= 75  # 8 s at 15 Hz and 10 Hz

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from robotsim_core.config_schema import field_docs, load_yaml, parse_spec, spec_field
-from robotsim_core.contract import WORLD_TOPICS, resolve_topic, robot_contract
+from robotsim_core.contract import WORLD_TOPICS, command_topics, resolve_topic, robot_contract
 from robotsim_core.description.load import share_path
 from robotsim_core.drivers import DRIVERS, bringup_drivers, goal_drivers
 from robotsim_core.errors import DescriptionError
@@ -398,6 +398,22 @@ def recorded_topics(config: BringupConfig, fleet: FleetSpec) -> list[tuple[str, 
     return sorted(topics.items())
 
 
+def recorded_commands(config: BringupConfig, fleet: FleetSpec) -> list[str]:
+    """Absolute names of every robot's command topics (contract.command_topics): recorded from when a publisher
+    appears (a teleop started later, the driver node), never waited for, so a bag holds the actions beside the
+    observations."""
+    from robotsim_core.description import load_robot
+    return sorted({resolve_topic(entry.namespace, name) for entry in fleet.robots
+                   for name in command_topics(load_robot(entry.robot))})
+
+
+def driven_bases(config: BringupConfig, fleet: FleetSpec) -> list[str]:
+    """Absolute /cmd_vel of every robot whose base a driver node of this bringup drives: the command topics that
+    surely have a publisher (``ros2 bag record`` reports ready only once every topic it was given has one)."""
+    return sorted(resolve_topic(entry.namespace, 'cmd_vel') for entry in fleet.robots
+                  if driver_of(config, entry.robot) not in ('', 'pick', 'stand') and not _legged(entry.robot))
+
+
 def recorder_holds_start(config: BringupConfig) -> bool:
     """A sim recording starts with the simulation paused until the recorder has subscribed to every
     topic; the recorder then resumes it, so the bag begins at sim time 0 (a recorder starting beside
@@ -411,19 +427,21 @@ def node_graph(config: BringupConfig) -> list[NodeSpec]:
     nodes = _sim_nodes(config, fleet) if config.use_sim else _real_nodes(config, fleet)
     use_sim_time = config.use_sim_time
     if config.record:
-        topics = recorded_topics(config, fleet)
+        topics, commands = recorded_topics(config, fleet), recorded_commands(config, fleet)
         bag = config.bag or 'robotsim_bag'
         # When the recorder holds the start, `ros2 bag record` cannot release it: the robotsim
         # recorder records on a full install too.
         hold_start = recorder_holds_start(config)
         nodes.append(NodeSpec(
             'robotsim_learning', 'recorder', 'robotsim_recorder',
-            parameters={'output': bag, 'topics': [name for name, _ in topics], 'use_sim_time': use_sim_time,
+            parameters={'output': bag, 'topics': [name for name, _ in topics], 'command_topics': commands or [''],
+                        'use_sim_time': use_sim_time,
                         'resume_simulation': '/sim/pause' if hold_start else ''},
             required=True,
             full_install_command=[] if hold_start else [
                 'ros2', 'bag', 'record', '--storage', 'mcap', '--output', bag,
-                *(['--use-sim-time'] if use_sim_time else []), *[name for name, _ in topics]]))
+                *(['--use-sim-time'] if use_sim_time else []), *[name for name, _ in topics],
+                *driven_bases(config, fleet)]))
     if config.view:
         first = fleet.robots[0]
         nodes.append(NodeSpec('robotsim_learning', 'viewer', 'robotsim_viewer', parameters={

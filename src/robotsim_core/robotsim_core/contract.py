@@ -98,6 +98,21 @@ LEG_COMMAND = 'leg_command'
 """A legged robot's low-level servo command (robotsim_msgs/LegCommand: per joint q, dq, kp, kd, torque)."""
 
 
+def command_topics(model: RobotModel) -> list[str]:
+    """The relative names of what a robot is told (its drivers publish them, the simulator or the real drivers
+    subscribe): the base command, a goal for the goal drivers, the arm's and the legs' command topics. Their
+    types depend on the bringup (cmd_vel is TwistStamped in lockstep), so only names: a recorder takes each
+    topic's type from its publisher."""
+    names = []
+    if model.drive is not None or model.legs is not None:
+        names += ['cmd_vel', 'goal_pose']
+    if model.arms:
+        names.append('arm_controller/joint_trajectory')
+    if model.legs is not None:
+        names += [LEG_POSITION_COMMANDS, LEG_COMMAND]
+    return names
+
+
 def robot_contract(model: RobotModel, joint_state_rate: float = 50.0, odom_rate: float = 50.0) -> Contract:
     topics = [
         TopicSpec('clock', 'rosgraph_msgs/msg/Clock', '', CLOCK_QOS, 0.0, sim_only=True),

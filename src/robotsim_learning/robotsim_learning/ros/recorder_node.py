@@ -5,7 +5,9 @@ publishers offer (best effort for sensor data, transient local for /tf_static an
 /robot_description), and writes an MCAP rosbag2 bag stamped with the receive time of the node's
 clock (sim time with use_sim_time, as ``ros2 bag record --use-sim-time``). Topics that appear
 later are picked up by a periodic graph scan; while some wanted topic has no publisher, a warning
-names it every few seconds, so a recording never misses a topic silently.
+names it every few seconds, so a recording never misses a topic silently. ``command_topics`` (the
+robots' commands: cmd_vel, goal_pose, ...) are recorded too, from when a publisher appears, without
+warnings and without holding the start: a teleop may start later or never.
 
 The start of a run: with ``resume_simulation`` (a robotsim_msgs/Pause service, e.g. /sim/pause) the
 simulator was started paused for this recorder, which resumes it once every wanted topic is
@@ -70,6 +72,9 @@ class RecorderNode(Node):
         super().__init__('robotsim_recorder')
         self.output = self.declare_parameter('output', 'robotsim_bag').value
         self.wanted = list(self.declare_parameter('topics', ['/clock']).value)
+        # [''] rather than []: rclpy cannot tell an empty list's type.
+        self.commands = [topic for topic in self.declare_parameter('command_topics', ['']).value
+                         if topic and topic not in self.wanted]
         self.resume_service = self.declare_parameter('resume_simulation', '').value
         self.bag = BagWriter(self.output, float(self.declare_parameter('flush_period', FLUSH_PERIOD).value))
         self.subscriptions_by_topic = {}
@@ -82,6 +87,7 @@ class RecorderNode(Node):
         self.create_timer(TICK, self.tick, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.discover()
         self.get_logger().info(f'recording {len(self.wanted)} topics to {self.output} (MCAP)'
+                               + (f', and {len(self.commands)} command topics once published' if self.commands else '')
                                + (f'; the simulation resumes ({self.resume_service}) once all are subscribed'
                                   if self.resume_service else ''))
 
@@ -102,7 +108,8 @@ class RecorderNode(Node):
         waiting for missing topics after RESUME_TIMEOUT, naming them)."""
         if self.resume_client is None:
             self.resume_client = self.create_client(Pause, self.resume_service)
-        matched = not missing and all(s.get_publisher_count() > 0 for s in self.subscriptions_by_topic.values())
+        matched = not missing and all(self.subscriptions_by_topic[topic].get_publisher_count() > 0
+                                      for topic in self.wanted)
         if matched:
             self.matched_since = self.matched_since or now
         ready = matched and now - self.matched_since >= MATCH_GRACE
@@ -126,7 +133,7 @@ class RecorderNode(Node):
 
     def discover(self) -> None:
         types = dict(self.get_topic_names_and_types())
-        for topic in self.wanted:
+        for topic in self.wanted + self.commands:
             if topic in self.subscriptions_by_topic or not types.get(topic):
                 continue
             msg_type = types[topic][0]
@@ -136,7 +143,9 @@ class RecorderNode(Node):
             self.bag.add_topic(topic, msg_type, offered_qos(publishers))
             self.subscriptions_by_topic[topic] = self.create_subscription(
                 ros_common.message_class(msg_type), topic, self._writer(topic), self._qos(publishers), raw=True)
-            if len(self.subscriptions_by_topic) == len(self.wanted):
+            if topic in self.commands:
+                self.get_logger().info(f'recording the command topic {topic} ({msg_type})')
+            elif all(wanted in self.subscriptions_by_topic for wanted in self.wanted):
                 self.get_logger().info(f'subscribed to all {len(self.wanted)} topics')
 
     @staticmethod
