@@ -75,7 +75,8 @@ def test_fast_path_messages_equal_a_recording_of_the_ros_graph_which_exports(tmp
         publisher = obs.node.create_publisher(Twist, '/cmd_vel', 10)
         obs.watch('/cmd_vel', Twist)
         run.wait_for(r'\[robotsim_recorder\].*subscribed to all \d+ topics', 90)
-        assert obs.spin_until(lambda: publisher.get_subscription_count() >= 2, 60), run.text  # simulator + watcher
+        # The simulator, the watcher and the recorder (it records a command topic once something publishes it).
+        assert obs.spin_until(lambda: publisher.get_subscription_count() >= 3, 60), run.text
         obs.spin_for(1.0)  # the recorder's subscriptions known to every publisher (as it waits itself)
         now = 0
         for sent, (stamp, linear, angular) in enumerate(commands):
@@ -110,8 +111,11 @@ def test_fast_path_messages_equal_a_recording_of_the_ros_graph_which_exports(tmp
         else:  # best effort: the recording may drop some, never alter one
             assert len(theirs) >= len(ours) // 2, f'{topic}: only {len(theirs)} of {len(ours)} recorded'
 
-    # The recording exports like a generated episode (no /goal_pose; the action from the odometry twist).
+    # The recording holds the commands, as sent; it exports like a generated episode (no /goal_pose; the
+    # action from /cmd_vel).
+    assert [(linear, angular) for _, linear, angular in commands_of(recorded)] == \
+        [(linear, angular) for _, linear, angular in commands]
     lerobot = tmp_path / 'lerobot'
     exported = robotsim('dataset', 'export', str(recorded), '--rate', '10', '--out', str(lerobot), check=True)
-    assert 'action from /odom twist (the bag has no /cmd_vel)' in exported.stdout
+    assert 'action from /cmd_vel' in exported.stdout, exported.stdout
     check_lerobot(lerobot, pyarrow, pq, Image, expected_episodes=1, camera=(48, 64, 3), has_goal=False)

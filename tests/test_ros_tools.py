@@ -209,7 +209,8 @@ def test_ros2_launch_runs_the_real_robot_state_publisher_and_ros2_bag_record(tmp
         launch.stop()
     assert '[state_publisher' not in launch.text
     counts = _bag_info(bag)
-    for topic in ('/clock', '/scan', '/odom', '/joint_states', '/tf', '/tf_static', '/sim/ground_truth'):
+    # /cmd_vel: the wanderer's commands, recorded beside the observations.
+    for topic in ('/clock', '/scan', '/odom', '/joint_states', '/tf', '/tf_static', '/sim/ground_truth', '/cmd_vel'):
         assert counts.get(topic, 0) > 0, (topic, counts)
     ours = subprocess.run(['robotsim', 'bag', 'info', str(bag)], capture_output=True, text=True, timeout=120)
     assert ours.returncode == 0, ours.stderr
