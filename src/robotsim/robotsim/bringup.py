@@ -411,7 +411,7 @@ def driven_bases(config: BringupConfig, fleet: FleetSpec) -> list[str]:
     """Absolute /cmd_vel of every robot whose base a driver node of this bringup drives: the command topics that
     surely have a publisher (``ros2 bag record`` reports ready only once every topic it was given has one)."""
     return sorted(resolve_topic(entry.namespace, 'cmd_vel') for entry in fleet.robots
-                  if driver_of(config, entry.robot) not in ('', 'pick', 'stand') and not _legged(entry.robot))
+                  if driver_of(config, entry.robot) not in ('', 'pick') and not _legged(entry.robot))
 
 
 def recorder_holds_start(config: BringupConfig) -> bool:

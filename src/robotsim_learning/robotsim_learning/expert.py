@@ -13,6 +13,7 @@ close to the footprint at or just ahead of the robot). Deterministic: the same w
 
 from __future__ import annotations
 
+import copy
 import heapq
 import math
 from dataclasses import dataclass
@@ -79,8 +80,7 @@ class OccupancyGrid:
     """The world's floor as cells; True = the footprint's centre may not be there. ``distance`` holds each
     cell centre's distance to the nearest obstacle surface or floor edge (m, 0 inside an obstacle)."""
 
-    def __init__(self, world, inflation: float, resolution: float, step_height: float,
-                 distance: np.ndarray | None = None):
+    def __init__(self, world, inflation: float, resolution: float, step_height: float):
         self.resolution = resolution
         half_x, half_y = world.floor.size[0] / 2, world.floor.size[1] / 2
         self.origin = np.array([-half_x, -half_y])
@@ -88,26 +88,26 @@ class OccupancyGrid:
         xs = self.origin[0] + (np.arange(self.shape[0]) + 0.5) * resolution
         ys = self.origin[1] + (np.arange(self.shape[1]) + 0.5) * resolution
         self.x, self.y = np.meshgrid(xs, ys, indexing='ij')
-        if distance is None:
-            # The floor's own edge is an obstacle too: the robot must not drive off it.
-            distance = np.minimum(half_x - np.abs(self.x), half_y - np.abs(self.y))
-            for wall in world.walls:
-                distance = np.minimum(distance, self._segment_distance(np.array(wall.start), np.array(wall.end))
-                                      - wall.thickness / 2)
-            for box in world.boxes:
-                if box.position[2] + box.size[2] / 2 >= step_height:
-                    distance = np.minimum(distance, self._box_distance(box))
-            for cylinder in world.cylinders:
-                if cylinder.position[2] + cylinder.height / 2 >= step_height:
-                    distance = np.minimum(distance, np.hypot(self.x - cylinder.position[0],
-                                                             self.y - cylinder.position[1]) - cylinder.radius)
-            distance = np.maximum(distance, 0.0)
-        self.distance = distance
-        self.blocked = distance <= inflation
+        # The floor's own edge is an obstacle too: the robot must not drive off it.
+        distance = np.minimum(half_x - np.abs(self.x), half_y - np.abs(self.y))
+        for wall in world.walls:
+            distance = np.minimum(distance, self._segment_distance(np.array(wall.start), np.array(wall.end))
+                                  - wall.thickness / 2)
+        for box in world.boxes:
+            if box.position[2] + box.size[2] / 2 >= step_height:
+                distance = np.minimum(distance, self._box_distance(box))
+        for cylinder in world.cylinders:
+            if cylinder.position[2] + cylinder.height / 2 >= step_height:
+                distance = np.minimum(distance, np.hypot(self.x - cylinder.position[0],
+                                                         self.y - cylinder.position[1]) - cylinder.radius)
+        self.distance = np.maximum(distance, 0.0)
+        self.blocked = self.distance <= inflation
 
-    def inflated(self, world, inflation: float, step_height: float) -> OccupancyGrid:
-        """The same floor with another inflation (the distance field is shared, not recomputed)."""
-        return OccupancyGrid(world, inflation, self.resolution, step_height, self.distance)
+    def inflated(self, inflation: float) -> OccupancyGrid:
+        """The same floor with another inflation (cell centres and distance field shared, not recomputed)."""
+        grid = copy.copy(self)
+        grid.blocked = self.distance <= inflation
+        return grid
 
     def clearance_at(self, xy) -> float:
         """Distance from ``xy`` to the nearest obstacle surface (m, of its cell's centre)."""
@@ -213,8 +213,7 @@ class Expert:
         clearances = [clearance for clearance in dict.fromkeys((self.config.wide_clearance, self.config.clearance,
                                                                  self.config.min_clearance)) if clearance > 0]
         first = OccupancyGrid(world, self.radius + clearances[0], self.config.resolution, self.config.step_height)
-        self.grids = [first] + [first.inflated(world, self.radius + clearance, self.config.step_height)
-                                for clearance in clearances[1:]]
+        self.grids = [first] + [first.inflated(self.radius + clearance) for clearance in clearances[1:]]
         self.grid = self.grids[0]
         drive = model.drive
         self.max_linear = min(self.config.max_linear, drive.max_linear_speed) if drive else self.config.max_linear
