@@ -239,11 +239,12 @@ class PolicyDriver(Driver):
         self.status = ''
         if self.shield is None:
             return command
-        moving = self.odometry[-1].twist.twist.linear.x
-        sent = self.shield.filter(command, scan, moving=moving)
+        twist = self.odometry[-1].twist.twist
+        moving, turning = twist.linear.x, twist.angular.z
+        sent = self.shield.filter(command, scan, moving=moving, turning=turning)
         goal_base = goal_in_base(goal, here)
         recovering = self.recovery.command(stamp_seconds(scan.header.stamp), here, moving, scan,
-                                           math.atan2(goal_base[1], goal_base[0]))
+                                           math.atan2(goal_base[1], goal_base[0]), turning)
         return sent if recovering is None else recovering
 
 

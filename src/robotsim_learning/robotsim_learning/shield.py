@@ -34,6 +34,8 @@ spread no larger than between the two sets of scenarios (all measured before a r
 moving away, :data:`AWAY`). The half is kept as a robot's default."""
 AWAY = 0.01
 """A robot already closer than the margin may only move so that it ends this much farther (m) from what it sees."""
+SUBSTEPS = 5
+"""Integration steps per pose of a path (:meth:`VelocityShield.path`), whose poses are ``step`` apart in time."""
 REACH = 3.0
 """Scan points farther than this (m) from the base cannot be reached within a stopping distance of the drives
 this is made for (0.8 m/s, 1 m/s^2: 0.32 m plus a reaction time); they are skipped."""
@@ -86,7 +88,7 @@ class VelocityShield:
         options.setdefault('steer', STEER * drive.max_yaw_rate)
         options.setdefault('max_yaw_rate', drive.max_yaw_rate)
         return cls(footprint(model), (relative[0, 3], relative[1, 3], yaw), drive.max_linear_acceleration,
-                   options.pop('yaw_deceleration', 2.0 * drive.max_yaw_rate), **options)
+                   options.pop('yaw_deceleration', drive.max_yaw_acceleration), **options)
 
     def points(self, ranges, angle_min: float, angle_increment: float, range_min: float,
                range_max: float) -> np.ndarray:
@@ -115,30 +117,45 @@ class VelocityShield:
         signed = np.where((gap <= 0).all(-1), gap.max(-1), outside)                      # inside: -depth
         return signed.min(axis=(1, 2))
 
-    def path(self, linear: float, angular: float, moving: float = 0.0) -> np.ndarray:
-        """Poses (K, 3) of the base, relative to now, along the command's arc: the reaction time at the command
-        (at the speed ``moving`` the base has now, when that is faster the same way: it cannot slow down at once),
-        then braking to a stop on the same arc (speed and turn reach zero together)."""
+    def path(self, linear: float, angular: float, moving: float = 0.0, turning: float = 0.0) -> np.ndarray:
+        """Poses (K, 3) of the base, relative to now, for the command (v, w) given while the base moves at
+        ``moving`` (m/s) and turns at ``turning`` (rad/s): for the reaction time at the command's speed (at
+        ``moving`` when that is faster the same way: it cannot slow down at once), its yaw rate slewing from
+        ``turning`` toward the command's at the yaw deceleration limit, then braking, speed and turn each toward
+        zero at its limit (as the drive's velocity limiter does: a robot stopping from a turn at speed goes on
+        nearly straight). A turn the base is not yet making is not assumed made: a path that swerves past an
+        obstacle at once would let a fast robot run at it."""
         if linear == 0.0 and moving != 0.0:
             linear = moving  # still rolling while it turns
         elif moving * linear > 0 and abs(moving) > abs(linear):
-            angular, linear = angular * moving / linear, moving
-        stop = max(abs(linear) / self.deceleration, abs(angular) / self.yaw_deceleration)
-        total = self.reaction_time + stop
-        times = np.append(np.arange(self.step, total, self.step), total)
-        braking = np.clip(times - self.reaction_time, 0.0, stop)
-        # Arc length fraction: constant speed, then uniform deceleration over ``stop`` seconds.
-        travelled = np.minimum(times, self.reaction_time) + (braking - braking ** 2 / (2 * stop) if stop > 0 else 0.0)
-        distance, heading = linear * travelled, angular * travelled
-        straight = np.abs(heading) < 1e-9
-        radius = np.where(straight, 0.0, distance / np.where(straight, 1.0, heading))
-        x = np.where(straight, distance, radius * np.sin(heading))
-        y = np.where(straight, 0.0, radius * (1 - np.cos(heading)))
-        return np.stack([x, y, heading], axis=1)
+            linear = moving
+        angular = float(np.clip(angular, -self.max_yaw_rate, self.max_yaw_rate))
+        turning = float(np.clip(turning, -self.max_yaw_rate, self.max_yaw_rate))
+        react = self.reaction_time
+        turned = turning + math.copysign(min(self.yaw_deceleration * react, abs(angular - turning)),
+                                         angular - turning)      # the yaw rate when braking starts
+        total = react + max(abs(linear) / self.deceleration, abs(turned) / self.yaw_deceleration)
+        count = max(1, math.ceil(total / self.step)) * SUBSTEPS
+        dt = total / count
+        t = (np.arange(count) + 0.5) * dt                        # midpoints of the integration steps
+        braking = np.maximum(t - react, 0.0)
+        speed = np.where(t < react, linear, np.sign(linear) * np.maximum(abs(linear) - self.deceleration * braking,
+                                                                         0.0))
+        yaw_rate = np.where(t < react,
+                            turning + np.sign(angular - turning) * np.minimum(self.yaw_deceleration * t,
+                                                                              abs(angular - turning)),
+                            np.sign(turned) * np.maximum(abs(turned) - self.yaw_deceleration * braking, 0.0))
+        heading = np.cumsum(yaw_rate) * dt
+        middle = heading - 0.5 * yaw_rate * dt                   # heading at each step's midpoint
+        x = np.cumsum(speed * np.cos(middle)) * dt
+        y = np.cumsum(speed * np.sin(middle)) * dt
+        poses = np.stack([x, y, heading], axis=1)
+        return poses[SUBSTEPS - 1::SUBSTEPS]
 
-    def filter(self, command: tuple[float, float], scan, moving: float = 0.0) -> tuple[float, float]:
-        """The command made safe against ``scan`` (a sensor_msgs/LaserScan, read by attribute); ``moving``: the
-        base's forward speed now (m/s, from odometry)."""
+    def filter(self, command: tuple[float, float], scan, moving: float = 0.0,
+               turning: float = 0.0) -> tuple[float, float]:
+        """The command made safe against ``scan`` (a sensor_msgs/LaserScan, read by attribute); ``moving`` and
+        ``turning``: the base's forward speed (m/s) and yaw rate (rad/s) now, from odometry."""
         self.checked += 1
         points = self.points(scan.ranges, scan.angle_min, scan.angle_increment, scan.range_min, scan.range_max)
         if not len(points):
@@ -160,7 +177,7 @@ class VelocityShield:
         # Then turning on the spot at the commanded rate and less, down to standing still.
         candidates = driving + [(0.0, f * angular) for f in FRACTIONS]
         for candidate in candidates:
-            if candidate == (0.0, 0.0) or self._passes(points, self.path(*candidate, moving), floor, away):
+            if candidate == (0.0, 0.0) or self._passes(points, self.path(*candidate, moving, turning), floor, away):
                 if candidate != (linear, angular):
                     self.limited += 1
                 return candidate
@@ -234,14 +251,14 @@ class StallRecovery:
         return float(HEADINGS[good][np.argmin(off[good])])
 
     def command(self, now: float, pose: tuple[float, float, float], moving: float, scan,
-                goal_bearing: float) -> tuple[float, float] | None:
+                goal_bearing: float, turning: float = 0.0) -> tuple[float, float] | None:
         """The recovery's command at sim time ``now`` (s) with the robot at ``pose`` (x, y, yaw in odom), or None while
         the policy's (shielded) command is to go out. Call once per decision."""
         yaw = pose[2]
         if self.phase == 'turn':
             left = math.remainder(self.target - yaw, math.tau)
             if abs(left) > TURN_TOLERANCE and now - self.phase_since < RECOVERY_TURN_TIME:
-                turn = self.shield.filter((0.0, math.copysign(self.turn_rate, left)), scan, moving)
+                turn = self.shield.filter((0.0, math.copysign(self.turn_rate, left)), scan, moving, turning)
                 if turn != (0.0, 0.0):
                     return turn
                 self.phase, self.phase_since = 'back', now      # its corners would touch: back up, then turn
@@ -249,14 +266,14 @@ class StallRecovery:
                 self.phase, self.phase_since = 'drive', now
         if self.phase == 'back':
             if now - self.phase_since < RECOVERY_BACK_TIME:
-                return self.shield.filter((-0.5 * self.speed, 0.0), scan, moving)
+                return self.shield.filter((-0.5 * self.speed, 0.0), scan, moving, turning)
             self.phase, self.phase_since = 'turn', now
-            return self.command(now, pose, moving, scan, goal_bearing)
+            return self.command(now, pose, moving, scan, goal_bearing, turning)
         if self.phase == 'drive':
             if now - self.phase_since < RECOVERY_DRIVE_TIME:
                 steer = float(np.clip(2.0 * math.remainder(self.target - yaw, math.tau), -self.turn_rate,
                                       self.turn_rate))
-                return self.shield.filter((self.speed, steer), scan, moving)
+                return self.shield.filter((self.speed, steer), scan, moving, turning)
             self.reset()
         if self.anchor is None or math.hypot(pose[0] - self.anchor[1], pose[1] - self.anchor[2]) > STALL_DISTANCE:
             self.anchor = (now, pose[0], pose[1])
@@ -267,4 +284,4 @@ class StallRecovery:
         self.recoveries += 1
         self.phase, self.phase_since = 'turn', now
         self.target = yaw + self.heading(points, goal_bearing)
-        return self.command(now, pose, moving, scan, goal_bearing)
+        return self.command(now, pose, moving, scan, goal_bearing, turning)

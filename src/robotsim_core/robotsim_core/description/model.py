@@ -232,6 +232,12 @@ class DriveRole:
         wheels' track on a skid-steer base, whose tyres scrub sideways in a turn."""
         return self.track * self.wheel_separation_multiplier
 
+    @property
+    def max_yaw_acceleration(self) -> float:
+        """Yaw acceleration (rad/s^2) at which the base's velocity limiter (robotsim_core.drive) slews its yaw
+        rate: the one that accelerates the outer wheel at :attr:`max_linear_acceleration`."""
+        return self.max_linear_acceleration / max(self.effective_track / 2, 1e-6)
+
 
 @dataclass(frozen=True)
 class LinkContact:
