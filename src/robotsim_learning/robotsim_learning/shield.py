@@ -2,14 +2,14 @@
 still stop before any scan point enters its footprint.
 
 The policy node (``shield:=true``) and the fast path (``--shield``) put every command of the policy through
-:meth:`VelocityShield.filter`. For a command (v, w) it rolls the robot's footprint forward along the command's arc
-for one reaction time (a decision period plus a margin for latency) and then while braking at the drive's
-deceleration limit on the same arc (the classic dynamic-window check), against the scan points of the newest
-scan in the base frame. The command passes when the footprint keeps ``margin`` from every point along that
-path (or, already closer than that, ends farther away); else the nearest command that passes is sent: its speed scaled down in
-steps, its turn changed by up to ``steer`` (so a robot headed at an obstacle is turned past it instead of
-stopped in front of it, where a policy that keeps pushing ahead would stay), down to standing still, which always
-passes. It never adds speed: what it cannot make safe it stops.
+:meth:`VelocityShield.filter`. For a command (v, w) it rolls the robot's footprint forward for one reaction time (a
+decision period plus a margin for latency) at the command, its yaw rate slewing from the base's toward the
+command's, and then while braking at the drive's limits (a dynamic-window check with the drive's own dynamics),
+against the scan points of the newest scan in the base frame. The command passes when the footprint keeps ``margin``
+from every point along that path (or, already closer than that, ends farther away); else the nearest command that
+passes is sent: its speed scaled down in steps, its turn changed by up to ``steer`` (so a robot headed at an
+obstacle is turned past it instead of stopped in front of it, where a policy that keeps pushing ahead would stay),
+down to standing still, which always passes. It never adds speed: what it cannot make safe it stops.
 
 What it cannot see, it cannot avoid: obstacles outside the lidar's plane, and slip (a robot sliding on a floor
 less grippy than the deceleration limit assumes stops later than the rollout says).
