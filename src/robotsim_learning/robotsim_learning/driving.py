@@ -204,7 +204,7 @@ class PolicyDriver(Driver):
             self.recovery.reset()
 
     def act(self, observation: Observation) -> tuple[float, float]:
-        from .observation import closest_by_stamp, stamp_seconds
+        from .observation import decision_state, stamp_seconds
         from .policy_runtime import InferenceError
         latest = observation.latest
         if self.estimate is not None and 'imu/data' in observation.updated:
@@ -220,12 +220,7 @@ class PolicyDriver(Driver):
                 or (self.runtime.spec.uses_image and not self.images) or (self.estimate is not None and pose is None):
             self.status = self.estimate.problem if self.estimate is not None and pose is None else ''
             return 0.0, 0.0
-        decided = scan if self.runtime.spec.uses_scan else self.images[-1]
-        if pose is None:
-            odometry = closest_by_stamp(self.odometry, stamp_seconds(decided.header.stamp)).pose.pose
-            here = (odometry.position.x, odometry.position.y, yaw_of(odometry.orientation))
-        else:
-            here = pose
+        _, _, here = decision_state(self.runtime.spec, scan, self.images, self.odometry, pose)
         if self.goal_tolerance > 0:
             if math.hypot(*goal_in_base(goal, here)) <= self.goal_tolerance:
                 self.status = 'goal reached'

@@ -358,22 +358,29 @@ class ImuHeadingOdometry:
         return None if self.position is None else (float(self.position[0]), float(self.position[1]), self.heading)
 
 
+def decision_state(spec: ObservationSpec, scan, images, odometries,
+                   pose: tuple[float, float, float] | None = None) -> tuple[float, object, tuple[float, float, float]]:
+    """A decision's instant and where the robot is then: (the scan's stamp, or without one, a camera-only
+    policy, the newest image's; the odometry message closest to it; the robot's x, y, yaw in odom: ``pose``
+    when given, the :class:`ImuHeadingOdometry` estimate, else that odometry's pose). The one rule for the policy
+    node and the training set alike."""
+    stamp = stamp_seconds(scan.header.stamp if spec.uses_scan else images[-1].header.stamp)
+    odometry = closest_by_stamp(odometries, stamp)
+    if pose is not None:
+        return stamp, odometry, tuple(pose)
+    if spec.uses_imu:
+        raise ValueError('heading imu: expected the IMU-heading pose')
+    at = odometry.pose.pose
+    return stamp, odometry, (at.position.x, at.position.y, yaw_of(at.orientation))
+
+
 def observation_from_messages(spec: ObservationSpec, scan, images, odometries, goal_odom,
                               pose: tuple[float, float, float] | None = None, perceive=None) -> np.ndarray:
     """The observation at a scan: the image and odometry closest to its stamp, the goal (x, y in odom)
     seen from ``pose`` (heading imu: the :class:`ImuHeadingOdometry` estimate), else from the odometry's
-    pose. Shared by the policy node and the training set, so both see the same vector for the same messages
-    (``perceive``: a chained policy's perception stage, as :func:`observation`)."""
-    # The decision's instant: the scan's, or without one (a camera-only policy) the newest image's.
-    stamp = stamp_seconds(scan.header.stamp if spec.uses_scan else images[-1].header.stamp)
-    odometry = closest_by_stamp(odometries, stamp)
-    if pose is None:
-        if spec.uses_imu:
-            raise ValueError('heading imu: expected the IMU-heading pose')
-        pose = odometry.pose.pose
-        robot = (pose.position.x, pose.position.y, yaw_of(pose.orientation))
-    else:
-        robot = pose
+    pose (:func:`decision_state`). Shared by the policy node and the training set, so both see the same vector
+    for the same messages (``perceive``: a chained policy's perception stage, as :func:`observation`)."""
+    stamp, odometry, robot = decision_state(spec, scan, images, odometries, pose)
     rgb = rgb_array(closest_by_stamp(images, stamp)) if spec.uses_image else None
     return observation(spec, np.asarray(scan.ranges, dtype=np.float64) if spec.uses_scan else None, rgb,
                        (odometry.twist.twist.linear.x, odometry.twist.twist.angular.z), goal_in_base(goal_odom, robot),
