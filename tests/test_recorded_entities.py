@@ -67,9 +67,29 @@ def three_moments(samples) -> list[tuple[float, np.ndarray]]:
     return [samples[len(samples) // 20], samples[carried], samples[-1]]
 
 
+def stamps(bag: Path, topic: str) -> set[int]:
+    """The header stamps (ns) of a topic's messages (a TFMessage's: its first transform's)."""
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+    found = set()
+    with open(next(Path(bag).glob('*.mcap')), 'rb') as stream:
+        for _, _, _, decoded in make_reader(stream, decoder_factories=[DecoderFactory()]).iter_decoded_messages(
+                topics=[topic]):
+            header = decoded.transforms[0].header if hasattr(decoded, 'transforms') else decoded.header
+            found.add(header.stamp.sec * 10**9 + header.stamp.nanosec)
+    return found
+
+
 def test_the_recording_holds_the_world_s_free_bodies_and_its_scenario(pick_recording):
     counts = foxglove_counts(pick_recording)
-    assert counts['/sim/entities'] == counts['/sim/ground_truth'] > 0  # at the ground-truth rate
+    assert counts['/sim/entities'] > 100 and counts['/sim/ground_truth'] > 100
+    # At the ground-truth rate: one /sim/entities for every ground-truth pose, at its stamp. The simulator publishes
+    # the two one after the other, so a recording stopped between them (seen once in a loaded full run: 657 and
+    # 658) holds one without the other at its end; nothing may be missing in between.
+    entities, truth = stamps(pick_recording, '/sim/entities'), stamps(pick_recording, '/sim/ground_truth')
+    first, last = max(min(entities), min(truth)), min(max(entities), max(truth))
+    assert {s for s in entities if first <= s <= last} == {s for s in truth if first <= s <= last}
+    assert len(entities ^ truth) <= 2, sorted(entities ^ truth)
     assert counts['/sim/scenario'] == 1
     from robotsim_sim.scenario import read_scenario
     scenario = read_scenario(pick_recording)
