@@ -64,6 +64,55 @@ def test_policy_train_writes_a_policy_that_drives_an_episode(expert_dataset, tmp
     assert result.counts['/cmd_vel'] > 10 and result.travel > 0.05, result
 
 
+def test_mirror_reads_each_return_at_the_opposite_bearing():
+    """The scan in the world mirrored about the robot's x axis: a return at +30 degrees is read at -30, straight ahead
+    and behind stay, mirroring twice gives the scan back; a scan of less than a full turn mirrors onto itself."""
+    import math
+
+    from robotsim_learning.observation import mirrored_ranges
+    full = np.full(360, np.inf)
+    full[180 + 30] = 1.5     # the rover's scan: -pi + k degrees; +30 degrees
+    full[180] = 2.0          # ahead
+    full[0] = 3.0            # behind
+    mirrored = mirrored_ranges(full, -math.pi, math.radians(1))
+    assert mirrored[180 - 30] == 1.5 and mirrored[180] == 2.0 and mirrored[0] == 3.0
+    assert np.isinf(mirrored[180 + 30]) and np.isfinite(mirrored).sum() == 3
+    assert np.array_equal(mirrored_ranges(mirrored, -math.pi, math.radians(1)), full)
+    partial = np.arange(241.0)  # -120 ... +120 degrees
+    assert np.array_equal(mirrored_ranges(partial, -math.radians(120), math.radians(1)), partial[::-1])
+
+
+def test_mirror_adds_every_decision_s_mirror_image_and_trains(expert_dataset, tmp_path):
+    from robotsim_core.description import load_robot
+    from robotsim_learning.policy_training import mirror_problem
+    bag = next(p for p in sorted(expert_dataset.iterdir()) if (p / 'robot.yaml').is_file())
+    spec = spec_for_robot(robot_of(bag), 72, image=False, heading='imu')
+    observations, actions = episode_samples(bag, spec)
+    both, both_actions = episode_samples(bag, spec, mirror=True)
+    assert len(both) == 2 * len(observations) > 40
+    assert np.array_equal(both[0::2], observations) and np.array_equal(both_actions[0::2], actions)
+    assert np.array_equal(both_actions[1::2], actions * np.array([1, -1], np.float32))
+    # After the 72 sectors: speed, yaw rate, goal distance, cos and sin of its bearing.
+    assert np.allclose(both[1::2, 72:], observations[:, 72:] * np.array([1, -1, 1, 1, -1], np.float32), atol=1e-5)
+    # The nearest return's distance is kept; its side changes (a scan that is not symmetric mirrors to another).
+    assert np.allclose(both[1::2, :72].min(axis=1), observations[:, :72].min(axis=1), atol=1e-6)
+    assert not np.allclose(both[1::2, :72], observations[:, :72])
+    # Only for a robot symmetric about its x axis with its lidar on it, observing no image.
+    assert mirror_problem(robot_of(bag), spec) == ''
+    assert 'footprint is not symmetric' in mirror_problem(load_robot('tiago'), spec)
+    assert 'no camera image' in mirror_problem(robot_of(bag), spec_for_robot(robot_of(bag), 72))
+    policy = tmp_path / 'mirrored.onnx'
+    completed = robotsim('policy', 'train', str(expert_dataset), '--out', str(policy), '--epochs', '3', '--hidden',
+                         '16,16', '--sectors', '72', '--no-image', '--mirror', '--seed', '1')
+    assert completed.returncode == 0, completed.stderr
+    report = json.loads(PolicyRuntime(str(policy)).session.get_modelmeta().custom_metadata_map['robotsim.training'])
+    assert report['mirror'] is True and report['samples'] == 2 * sum(
+        len(episode_samples(b, spec)[0]) for b in sorted(expert_dataset.iterdir()) if (b / 'robot.yaml').is_file())
+    refused = robotsim('policy', 'train', str(expert_dataset), '--out', str(tmp_path / 'x.onnx'), '--mirror')
+    assert refused.returncode == 2 and refused.stderr.strip().endswith(
+        'expected a policy observing the scan and no camera image (--no-image)'), refused.stderr
+
+
 def test_a_camera_only_policy_trains_and_drives_without_the_scan(expert_dataset, tmp_path):
     """`policy train --no-scan`: the observation is the camera image, odometry and goal (no scan sector), the
     policy driver subscribes to no scan (unless its shield reads one), and the policy drives a fast-path episode."""

@@ -259,6 +259,19 @@ def goal_problem(frame_id: str, point, frame_prefix: str, other_frames: tuple[st
     return ''
 
 
+def mirrored_ranges(ranges, angle_min: float, angle_increment: float) -> np.ndarray:
+    """A scan's ranges as the same lidar would read them in the world mirrored about the base's x axis (a lidar on
+    that axis, looking forward): the sample at angle a takes the reading at -a, the nearest sample of a full turn
+    (a scan of less than a full turn: the nearest within it). Training's ``--mirror`` data augmentation."""
+    ranges = np.asarray(ranges, dtype=np.float64)
+    count = len(ranges)
+    angles = angle_min + angle_increment * np.arange(count)
+    index = np.rint((-angles - angle_min) / angle_increment).astype(int)
+    if abs(count * angle_increment - 2 * math.pi) < 0.5 * abs(angle_increment):
+        index %= count
+    return ranges[np.clip(index, 0, count - 1)]
+
+
 def goal_in_base(goal_xy, pose: tuple[float, float, float]) -> tuple[float, float]:
     """A goal (x, y) given in the frame of ``pose`` (x, y, yaw: e.g. odom) in the robot's base frame."""
     dx, dy = goal_xy[0] - pose[0], goal_xy[1] - pose[1]

@@ -50,6 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--corridors', action='store_true',
                         help='also observe how far the way is free straight ahead, toward the goal and 20 and 40 '
                              "degrees either side of it (a corridor as wide as the robot's footprint, from the scan)")
+    parser.add_argument('--mirror', action='store_true',
+                        help="also train on every decision's mirror image about the robot's x axis (scan, yaw rate, "
+                             'goal and turn mirrored; for a robot symmetric about that axis, with --no-image)')
     parser.add_argument('--perception', default='', metavar='FILE',
                         help='train the control stage of a chained policy: the camera image is observed through this '
                              'perception model (robotsim perception train) as its floor/wall/obstacle abstraction; '
@@ -164,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
                                                                         near_range=args.near_range),
                                     image=not args.no_image, progress=progress, heading=args.heading,
                                     sectors=args.sectors, corridors=CORRIDORS if args.corridors else (),
-                                    scan=not args.no_scan, perception=args.perception,
+                                    scan=not args.no_scan, perception=args.perception, mirror=args.mirror,
                                     command=['robotsim', 'policy', 'train', *sys.argv[3:]]
                                     if sys.argv[1:3] == ['policy', 'train'] else None)
     except TrainingDataError as error:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shlex
 import time
@@ -83,17 +84,18 @@ READERS = 2
 the bags' order, so the result does not depend on it."""
 
 
-def _read_samples(bags: list[Path], spec: ObservationSpec, perception: str = ''):
+def _read_samples(bags: list[Path], spec: ObservationSpec, perception: str = '', mirror: bool = False):
     """episode_samples of every bag, in order: in READERS spawned processes when there are many bags."""
     readers = min(READERS, os.cpu_count() or 1)
     if readers < 2 or len(bags) < 8:
-        yield from (episode_samples(bag, spec, perception) for bag in bags)
+        yield from (episode_samples(bag, spec, perception, mirror) for bag in bags)
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     # spawn: the parent may hold JAX's threads, which a forked child must not inherit.
     with ProcessPoolExecutor(readers, mp_context=multiprocessing.get_context('spawn')) as pool:
-        yield from pool.map(episode_samples, bags, [spec] * len(bags), [perception] * len(bags), chunksize=8)
+        yield from pool.map(episode_samples, bags, [spec] * len(bags), [perception] * len(bags),
+                            [mirror] * len(bags), chunksize=8)
 
 
 _STAGES: dict[str, object] = {}
@@ -107,9 +109,11 @@ def _perception_stage(path: str, spec: ObservationSpec):
     return _STAGES[path]
 
 
-def episode_samples(bag: Path, spec: ObservationSpec, perception: str = '') -> tuple[np.ndarray, np.ndarray]:
+def episode_samples(bag: Path, spec: ObservationSpec, perception: str = '',
+                    mirror: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(observations, actions) of one bag, one per recorded command once every input has arrived (``perception``:
-    the perception model's file, for a spec that observes its abstraction)."""
+    the perception model's file, for a spec that observes its abstraction). ``mirror``: each followed by its
+    mirror image about the robot's x axis (:func:`mirrored_sample`)."""
     from rosbags.highlevel import AnyReader
 
     from .observation import ImuHeadingOdometry, observation_from_messages
@@ -138,10 +142,45 @@ def episode_samples(bag: Path, spec: ObservationSpec, perception: str = '') -> t
                 goal = (message.pose.position.x, message.pose.position.y)
             elif topic == label_topic and (scan is not None or not spec.uses_scan) and goal is not None and odometry \
                     and (images or not spec.uses_image) and (estimate is None or estimate.pose() is not None):
-                rows.append(observation_from_messages(spec, scan, images, odometry, goal,
-                                                      estimate.pose() if estimate is not None else None, perceive))
+                pose = estimate.pose() if estimate is not None else None
+                rows.append(observation_from_messages(spec, scan, images, odometry, goal, pose, perceive))
                 actions.append((message.linear.x, message.angular.z))
+                if mirror:
+                    row, action = mirrored_sample(spec, scan, odometry, goal, pose, actions[-1])
+                    rows.append(row)
+                    actions.append(action)
     return np.array(rows, dtype=np.float32).reshape(-1, spec.size), np.array(actions, dtype=np.float32).reshape(-1, 2)
+
+
+def mirrored_sample(spec: ObservationSpec, scan, odometries, goal_odom, pose, action) -> tuple[np.ndarray, tuple]:
+    """A decision mirrored about the robot's x axis: the scan read in the mirrored world, the yaw rate, the goal's
+    lateral offset and the commanded turn negated (a robot symmetric about that axis, with its lidar on it, makes
+    the mirrored decision in the mirrored room). For a spec that observes no image."""
+    from .observation import decision_state, goal_in_base, mirrored_ranges, observation
+    _, odometry, robot = decision_state(spec, scan, [], odometries, pose)
+    x, y = goal_in_base(goal_odom, robot)
+    twist = odometry.twist.twist
+    row = observation(spec, mirrored_ranges(scan.ranges, scan.angle_min, scan.angle_increment), None,
+                      (twist.linear.x, -twist.angular.z), (x, -y))
+    return row, (action[0], -action[1])
+
+
+def mirror_problem(model, spec: ObservationSpec) -> str:
+    """'' when ``--mirror`` makes sense for the robot and the observation; otherwise why not."""
+    from robotsim_core.description.kinematics import forward_kinematics
+
+    from .evaluation import footprint
+    if spec.uses_image or not spec.uses_scan:
+        return 'mirrors the scan: expected a policy observing the scan and no camera image (--no-image)'
+    lidars = [s for s in model.sensors if s.type == 'lidar' and s.spec.channels == 1]
+    poses = forward_kinematics(model.tree, {})
+    relative = np.linalg.inv(poses[model.base_link]) @ poses[lidars[0].frame]
+    if abs(relative[1, 3]) > 1e-3 or abs(math.atan2(relative[1, 0], relative[0, 0])) > 1e-3:
+        return f"robot {model.name}'s lidar is not on its base's x axis facing forward: its mirror image is no scan it reads"
+    shapes = footprint(model)
+    if not np.allclose(np.sort(shapes[:, :, 1].max(axis=1)), np.sort(-shapes[:, :, 1].min(axis=1)), atol=1e-3):
+        return f"robot {model.name}'s footprint is not symmetric about its x axis"
+    return ''
 
 
 def robot_of(bag: Path):
@@ -180,7 +219,8 @@ def portable_command(argv: list[str]) -> str:
 
 def train_from_dataset(datasets: list[str], out: str, config, image: bool = True, progress=None,
                        heading: str = 'imu', command: list[str] | None = None, sectors: int = 36,
-                       corridors: tuple[float, ...] = (), scan: bool = True, perception: str = '') -> dict:
+                       corridors: tuple[float, ...] = (), scan: bool = True, perception: str = '',
+                       mirror: bool = False) -> dict:
     """Train on ``datasets`` and write the ONNX policy to ``out``; its ``robotsim.training`` metadata holds the
     report: losses, sizes, the training configuration, the datasets' provenance (:func:`dataset_provenance`)
     and ``command`` (:func:`portable_command`). ``perception`` (a perception model's file) trains the control stage
@@ -214,6 +254,8 @@ def train_from_dataset(datasets: list[str], out: str, config, image: bool = True
             raise TrainingDataError(f'--perception: {perception}: shrinks the {spec.image_width}x{spec.image_height} '
                                     f'camera image by {stage.factor} to {size[1]}x{size[0]}; expected at least '
                                     f'{spec.image_sectors[1]}x{spec.image_sectors[0]} (a smaller --factor)')
+    if mirror and mirror_problem(model, spec):
+        raise TrainingDataError(f'--mirror: {mirror_problem(model, spec)}')
     if spec.sectors > spec.scan_samples:
         raise TrainingDataError(f'--sectors: expected at most the {spec.scan_samples} samples of the scan of '
                                 f'{bags[0]}, got {spec.sectors}')
@@ -224,7 +266,7 @@ def train_from_dataset(datasets: list[str], out: str, config, image: bool = True
                                         f'which a policy observing the camera image needs; expected a dataset with '
                                         f'camera images, or train with --no-image (lidar, odometry and goal only)')
     observations, actions, episodes = [], [], []
-    for index, (rows, commands) in enumerate(_read_samples(bags, spec, perception)):
+    for index, (rows, commands) in enumerate(_read_samples(bags, spec, perception, mirror)):
         observations.append(rows)
         actions.append(commands)
         episodes.append(np.full(len(rows), index))
@@ -238,7 +280,7 @@ def train_from_dataset(datasets: list[str], out: str, config, image: bool = True
     policy.report.update({'datasets': provenance, 'training_seeds': sorted({d['seed'] for d in provenance
                                                                              if isinstance(d['seed'], int)}),
                           'episodes': len(bags), 'samples': int(len(observations)), 'robot': model.name,
-                          'heading': heading, 'image': image, 'scan': scan,
+                          'heading': heading, 'image': image, 'scan': scan, 'mirror': mirror,
                           **({'perception': {'name': os.path.basename(perception), 'sha256': spec.perception}}
                              if perception else {}),
                           'command': portable_command(command) if command else None,
