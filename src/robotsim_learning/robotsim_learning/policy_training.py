@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import shlex
 import time
@@ -167,15 +166,12 @@ def mirrored_sample(spec: ObservationSpec, scan, odometries, goal_odom, pose, ac
 
 def mirror_problem(model, spec: ObservationSpec) -> str:
     """'' when ``--mirror`` makes sense for the robot and the observation; otherwise why not."""
-    from robotsim_core.description.kinematics import forward_kinematics
-
     from .evaluation import footprint
+    from .shield import lidar_pose
     if spec.uses_image or not spec.uses_scan:
         return 'mirrors the scan: expected a policy observing the scan and no camera image (--no-image)'
-    lidars = [s for s in model.sensors if s.type == 'lidar' and s.spec.channels == 1]
-    poses = forward_kinematics(model.tree, {})
-    relative = np.linalg.inv(poses[model.base_link]) @ poses[lidars[0].frame]
-    if abs(relative[1, 3]) > 1e-3 or abs(math.atan2(relative[1, 0], relative[0, 0])) > 1e-3:
+    _, y, yaw = lidar_pose(model)
+    if abs(y) > 1e-3 or abs(yaw) > 1e-3:
         return f"robot {model.name}'s lidar is not on its base's x axis facing forward: its mirror image is no scan it reads"
     shapes = footprint(model)
     if not np.allclose(np.sort(shapes[:, :, 1].max(axis=1)), np.sort(-shapes[:, :, 1].min(axis=1)), atol=1e-3):
@@ -254,8 +250,9 @@ def train_from_dataset(datasets: list[str], out: str, config, image: bool = True
             raise TrainingDataError(f'--perception: {perception}: shrinks the {spec.image_width}x{spec.image_height} '
                                     f'camera image by {stage.factor} to {size[1]}x{size[0]}; expected at least '
                                     f'{spec.image_sectors[1]}x{spec.image_sectors[0]} (a smaller --factor)')
-    if mirror and mirror_problem(model, spec):
-        raise TrainingDataError(f'--mirror: {mirror_problem(model, spec)}')
+    problem = mirror_problem(model, spec) if mirror else ''
+    if problem:
+        raise TrainingDataError(f'--mirror: {problem}')
     if spec.sectors > spec.scan_samples:
         raise TrainingDataError(f'--sectors: expected at most the {spec.scan_samples} samples of the scan of '
                                 f'{bags[0]}, got {spec.sectors}')

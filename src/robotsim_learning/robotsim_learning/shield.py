@@ -41,6 +41,17 @@ REACH = 3.0
 this is made for (0.8 m/s, 1 m/s^2: 0.32 m plus a reaction time); they are skipped."""
 
 
+def lidar_pose(model) -> tuple[float, float, float]:
+    """(x, y, yaw) in the base frame of a robot description's first 1-channel lidar (mounted level, REP 103 axes)."""
+    from robotsim_core.description.kinematics import forward_kinematics
+    lidars = [s for s in model.sensors if s.type == 'lidar' and s.spec.channels == 1]
+    if not lidars:
+        raise ValueError(f'robot {model.name} has no 1-channel lidar: the shield reads a LaserScan')
+    poses = forward_kinematics(model.tree, {})
+    relative = np.linalg.inv(poses[model.base_link]) @ poses[lidars[0].frame]
+    return float(relative[0, 3]), float(relative[1, 3]), math.atan2(relative[1, 0], relative[0, 0])
+
+
 class VelocityShield:
     """Owns the robot's footprint, the lidar's pose in the base frame and the braking limits; no ROS, no state
     beyond its counters (:attr:`checked`, :attr:`limited`)."""
@@ -74,20 +85,12 @@ class VelocityShield:
     def for_robot(cls, model, rate: float, **options) -> 'VelocityShield':
         """The shield of a robot description (robotsim_core.description.RobotModel) for a driver deciding at
         ``rate`` Hz: its footprint, its first 1-channel lidar's pose, its drive's acceleration limits."""
-        from robotsim_core.description.kinematics import forward_kinematics
-
         from .evaluation import footprint
-        lidars = [s for s in model.sensors if s.type == 'lidar' and s.spec.channels == 1]
-        if not lidars:
-            raise ValueError(f'robot {model.name} has no 1-channel lidar: the shield reads a LaserScan')
-        poses = forward_kinematics(model.tree, {})
-        relative = np.linalg.inv(poses[model.base_link]) @ poses[lidars[0].frame]
-        yaw = math.atan2(relative[1, 0], relative[0, 0])  # a lidar mounted level (REP 103 axes)
         drive = model.drive
         options.setdefault('reaction_time', 1.0 / rate + 0.1)
         options.setdefault('steer', STEER * drive.max_yaw_rate)
         options.setdefault('max_yaw_rate', drive.max_yaw_rate)
-        return cls(footprint(model), (relative[0, 3], relative[1, 3], yaw), drive.max_linear_acceleration,
+        return cls(footprint(model), lidar_pose(model), drive.max_linear_acceleration,
                    options.pop('yaw_deceleration', drive.max_yaw_acceleration), **options)
 
     def points(self, ranges, angle_min: float, angle_increment: float, range_min: float,
