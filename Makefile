@@ -26,9 +26,9 @@ help:
 	@echo "make evaluate the policy evaluation on two courses, room_obstacles (its training course) and room_obstacles_hard"
 	@echo "              (more and larger obstacles, farther goals, wider friction, robot and noise ranges): per course 100"
 	@echo "              held-out episodes (a seed drawn at evaluation time) of the shipped policy alone and through its"
-	@echo "              velocity shield and of the expert, straight and wanderer baselines, through the ROS graph on"
-	@echo "              WORKERS= (2) workers into $(OUT)/evaluation/<course>, then the tables in docs/policies.md"
-	@echo "              (several hours; POLICY= EPISODES= SEED= BASELINES= WORKERS= override)"
+	@echo "              velocity shield and of the expert (BASELINES=expert,straight,wander adds the others), through"
+	@echo "              the ROS graph on WORKERS= (2) workers into $(OUT)/evaluation/<course>, then the tables in"
+	@echo "              docs/policies.md (about 40 min; POLICY= EPISODES= SEED= BASELINES= WORKERS= override)"
 	@echo "make evaluate-table  write the tables again from an existing $(OUT)/evaluation (no episodes run)"
 	@echo "make evaluate-fast  the same held-out scenarios on the fast path (in-process, minutes): 100 episodes per course"
 	@echo "              of the policy alone, through its shield and of the expert, into $(OUT)/fast-evaluation and the"
@@ -93,7 +93,7 @@ evaluate: setup
 	@source scripts/env.sh && scripts/build.sh && for course in $(EVALUATION_COURSES); do \
 		python bench/evaluation_table.py --run --write-readme --block evaluation-$$course \
 		--policy $(or $(POLICY),config/policies/rover_goal_reaching.onnx) --episodes $(or $(EPISODES),100) \
-		$(if $(SEED),--seed $(SEED)) --baselines $(or $(BASELINES),expert,straight,wander) \
+		$(if $(SEED),--seed $(SEED)) --baselines $(or $(BASELINES),expert) \
 		--workers $(or $(WORKERS),2) --randomization config/randomization/$$course.yaml \
 		--out $(OUT)/evaluation/$$course || exit $$?; done
 

@@ -243,7 +243,7 @@ def test_the_policy_file_records_its_training_provenance_and_no_machine_path(exp
     assert training_seed_clash(str(policies[0]), 6) is None
 
 
-SHIPPED_NETWORK_SHA256 = '43faf4fd5be5e195717774590983ee4e0291cc9a0557176217cfa4553d1716fb'
+SHIPPED_NETWORK_SHA256 = 'fc716a3c147670da8993a45b742ad3f835a3a9eba6de97940aea95ebe9069344'
 """sha256 of the shipped policy's ONNX graph (weights and operators, no metadata): the network the held-out tables
 in docs/policies.md measured. A retrained policy changes it, and the tables must then be measured again."""
 
@@ -256,8 +256,8 @@ def test_the_shipped_policy_refuses_its_training_seeds():
     from robotsim_learning.evaluation import training_randomization, training_seed_clash
     shipped = str(WORKSPACE / 'config' / 'policies' / 'rover_goal_reaching.onnx')
     assert hashlib.sha256(onnx.load(shipped).graph.SerializeToString()).hexdigest() == SHIPPED_NETWORK_SHA256
-    assert [training_seed_clash(shipped, seed) for seed in (5000, 5253, 5400, 1000)] == \
-        ['expert_base', 'dagger5_crowded_shield', 'expert_crowded', None]
+    assert [training_seed_clash(shipped, seed) for seed in (5000, 8633, 5400, 1000)] == \
+        ['expert_base', 'd3_varied_shield', 'expert_crowded', None]
     # Its spec, found by name and recognised by its content's hash.
     assert training_randomization(shipped).endswith('room_obstacles.yaml')
 
