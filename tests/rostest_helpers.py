@@ -233,9 +233,12 @@ def wait_until_publishing(topic: str, msg_type, count: int = 10, timeout: float 
 class Launch:
     """A bringup (`robotsim launch ...` or scripts/run-sim.sh) in a subprocess, its output collected live."""
 
-    def __init__(self, args: list[str], env: dict | None = None):
+    def __init__(self, args: list[str], env: dict | None = None, session: bool = False):
+        """``session``: in a session and process group of its own, as a terminal starts a command (so a test can
+        send Ctrl-C to the whole group, as the terminal does)."""
         self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                        env={**os.environ, **(env or {})}, preexec_fn=_die_with_parent)
+                                        env={**os.environ, **(env or {})}, preexec_fn=_die_with_parent,
+                                        start_new_session=session)
         self.lines: list[str] = []
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()

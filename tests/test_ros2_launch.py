@@ -26,7 +26,7 @@ import yaml
 from launch_loader import fake_driver_prefix, load_launch_file
 from robotsim.bringup import graph_for, launch_arguments, load_real_config
 from robotsim.launcher import command_line, params_document
-from rostest_helpers import WORKSPACE, Launch
+from rostest_helpers import WORKSPACE, Launch, wait_until_it_catches_sigint
 
 LAUNCH = WORKSPACE / 'launch'
 CASES = [
@@ -145,9 +145,10 @@ def _our_processes(marker: str) -> list[str]:
     return found
 
 
-def ros2_launch(launch_file: str, *arguments: str) -> tuple[Launch, str]:
+def ros2_launch(launch_file: str, *arguments: str, session: bool = False) -> tuple[Launch, str]:
     marker = uuid.uuid4().hex
-    return Launch([ROS2, 'launch', 'robotsim', launch_file, *arguments], env={'ROBOTSIM_TEST_MARKER': marker}), marker
+    return Launch([ROS2, 'launch', 'robotsim', launch_file, *arguments], env={'ROBOTSIM_TEST_MARKER': marker},
+                  session=session), marker
 
 
 def assert_nothing_left(marker: str) -> None:
@@ -285,3 +286,22 @@ def test_sigkill_of_ros2_launch_leaves_no_node_running():
         assert not left, f'left running 10 s after the SIGKILL: {left}'
     finally:
         launch.stop()
+
+
+@needs_ros2
+def test_ctrl_c_in_a_terminal_stops_ros2_launch_and_every_node_cleanly():
+    """A terminal's Ctrl-C signals the whole foreground process group: ros2 launch and, directly, every node, which
+    then gets SIGINT a second time from ros2 launch. Every node (the simulator, the state publisher, the motor bridge
+    with its firmware) ends cleanly: no traceback, no "process has died", exit status 0, nothing left running."""
+    launch, marker = ros2_launch('sim.launch.py', 'cameras:=false', session=True)
+    try:
+        launch.wait_for(r'motor_bridge.*firmware .* channels', 120)  # every node up, the firmware answering
+        wait_until_it_catches_sigint(launch.process)
+        os.killpg(launch.process.pid, signal.SIGINT)
+        code = launch.finish(timeout=60)
+    finally:
+        launch.stop()
+    assert code == 0, launch.text
+    assert 'Traceback' not in launch.text and 'process has died' not in launch.text, launch.text
+    assert len(re.findall(r'process has finished cleanly', launch.text)) == 3, launch.text
+    assert_nothing_left(marker)

@@ -3,9 +3,12 @@ running; instabilities, clamping and rejections are reported; Ctrl-C is a clean 
 items 7, 10, 11, 14 (set_gains), 16)."""
 
 import math
+import os
 import re
 import signal
 import struct
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -272,6 +275,35 @@ def test_ctrl_c_of_a_standalone_sim_node_exits_cleanly(observer):
         status = sim.stop()
         log = sim.output()
         assert status == 0 and 'Traceback' not in log, f'Ctrl-C {delay} s after start:\n{log}'
+
+
+SECOND_CTRL_C = """
+import os, signal, sys, time
+from rclpy.node import Node
+from robotsim_core.ros.common import run_node
+
+def spin(node):
+    os.kill(os.getpid(), signal.SIGINT)   # Ctrl-C while the node spins
+    time.sleep(30)
+
+def finish(node):                         # closing a bag, writing a report ...
+    os.kill(os.getpid(), signal.SIGINT)   # ... when the second Ctrl-C arrives
+    time.sleep(0.5)
+    print('finished', flush=True)
+
+sys.exit(run_node('probe', lambda: Node('second_ctrl_c_probe'), (), run=spin, finish=finish))
+"""
+
+
+def test_a_second_ctrl_c_does_not_cut_a_nodes_cleanup_short():
+    """A terminal's Ctrl-C reaches every process of a launch, and ros2 launch forwards it to each node too: every
+    node gets SIGINT twice. The second one, landing in the cleanup, used to raise KeyboardInterrupt out of it (a
+    traceback, exit status -2, ros2 launch's "process has died"); every robotsim executable's run_node now finishes
+    its cleanup and exits 0."""
+    result = subprocess.run([sys.executable, '-c', SECOND_CTRL_C], capture_output=True, text=True, timeout=60,
+                            env={**os.environ, 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'})
+    assert result.returncode == 0 and 'Traceback' not in result.stderr, result.stderr
+    assert result.stdout.strip() == 'finished', result.stdout
 
 
 def test_set_gains_refuses_non_finite_and_negative_gains():

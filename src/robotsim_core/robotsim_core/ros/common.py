@@ -14,6 +14,7 @@ import importlib
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -196,8 +197,22 @@ def run_node(program: str, make_node: Callable, expected_errors: tuple[type[Exce
         if not _stopped_by_a_signal(error):
             raise
     finally:
+        # The stop has been asked for: a second Ctrl-C or hang-up must not cut the cleanup short. A terminal's
+        # Ctrl-C reaches every process of its foreground group and `ros2 launch` forwards it to each node as well,
+        # so every node of a launch gets it twice; the second one used to interrupt destroy_node() (a
+        # KeyboardInterrupt traceback, exit -2, "process has died"). SIGTERM and SIGKILL still end a hung cleanup
+        # (as ros2 launch escalates).
+        _ignore_stop_requests()
         if finish is not None:
             finish(node)
         node.destroy_node()
         rclpy.try_shutdown()
+        _ignore_stop_requests()  # rclpy's shutdown puts back the handlers it replaced
     return 0
+
+
+def _ignore_stop_requests() -> None:
+    """Ignore further SIGINT and SIGHUP in this process (main thread only, where signal handlers live)."""
+    if threading.current_thread() is threading.main_thread():
+        for number in (signal.SIGINT, signal.SIGHUP):
+            signal.signal(number, signal.SIG_IGN)
