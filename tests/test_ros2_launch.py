@@ -289,7 +289,7 @@ def test_sigkill_of_ros2_launch_leaves_no_node_running():
 
 
 @needs_ros2
-@pytest.mark.flaky(reruns=1)  # as the test above: ros2 launch's rare slow exit on Ctrl-C in full runs
+@pytest.mark.flaky(reruns=1)  # as test_ros2_launch_runs_the_simulator...: ros2 launch slow to exit on Ctrl-C, seen in full runs
 def test_ctrl_c_in_a_terminal_stops_ros2_launch_and_every_node_cleanly():
     """A terminal's Ctrl-C signals the whole foreground process group: ros2 launch and, directly, every node, which
     then gets SIGINT a second time from ros2 launch. Every node (the simulator, the state publisher, the motor bridge
