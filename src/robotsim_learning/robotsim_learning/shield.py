@@ -33,7 +33,17 @@ quarter, a half or all of the limit reached 91-96 of 100 with 0-3 collisions on 
 spread no larger than between the two sets of scenarios (all measured before a robot within the margin was held to
 moving away, :data:`AWAY`). The half is kept as a robot's default."""
 AWAY = 0.01
-"""A robot already closer than the margin may only move so that it ends this much farther (m) from what it sees."""
+"""A robot already closer than :data:`HARD` may only move so that it ends this much farther (m) from what it sees."""
+HARD = 0.03
+"""m: a robot closer than the margin but not closer than this may also move along a path that does not end closer than
+it is now and on the way comes no closer than this and at most :data:`DIP` closer than now: it may slide along an
+obstacle beside it (forward or back) to where the obstacle ends. Closer than this, only moving away by :data:`AWAY`
+passes. Measured on the fast path with the shipped policy on the hard course: held to moving away at any clearance
+inside the margin, a robot alongside an obstacle could neither turn (a corner swings in) nor back up or drive on
+(neither ends farther away) and stayed there until the episode's time ran out."""
+DIP = 0.02
+"""m: how much closer than now a path may come on the way for a robot between :data:`HARD` and the margin (a scan's
+noise moves its nearest point by about this much from one scan to the next)."""
 SUBSTEPS = 5
 """Integration steps per pose of a path (:meth:`VelocityShield.path`), whose poses are ``step`` apart in time."""
 REACH = 3.0
@@ -164,9 +174,10 @@ class VelocityShield:
         if not len(points):
             return command
         now = float(self.clearances(points, np.zeros((1, 3)))[0])
-        # Closer than the margin already: allowed only to get away, by AWAY at the end of the path and never closer
-        # on the way. "No closer than now" was not enough: each scan's noise lets a robot pushed on by its policy
-        # creep by what the noise reads too far, and within seconds it touches (a centimetre's noise per beam).
+        # Closer than the margin already: closer than HARD, allowed only to get away, by AWAY at the end of the path
+        # and never closer on the way. "No closer than now" was not enough: each scan's noise lets a robot pushed on by
+        # its policy creep by what the noise reads too far, and within seconds it touches (a centimetre's noise per
+        # beam). Between HARD and the margin, also to slide along what it is beside (HARD).
         floor, away = min(self.margin, now), now < self.margin
         linear, angular = float(command[0]), float(command[1])
         driving = [(f * linear, angular) for f in FRACTIONS[:-1]]
@@ -188,6 +199,9 @@ class VelocityShield:
 
     def _passes(self, points: np.ndarray, path: np.ndarray, floor: float, away: bool) -> bool:
         clearances = self.clearances(points, path)
+        if away and floor >= HARD:
+            # 1e-6: a scan's float32 ranges round the same wall's distance differently at different points.
+            return clearances.min() >= max(floor - DIP, HARD) and clearances[-1] >= floor - 1e-6
         return clearances.min() >= floor and (not away or clearances[-1] >= floor + AWAY)
 
 
