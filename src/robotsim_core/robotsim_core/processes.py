@@ -1,5 +1,7 @@
 """Child processes the way every robotsim tool runs them (the launcher, the ROS-graph evaluation): each in a
-session of its own that dies with its parent, stopped by Ctrl-C and, if it does not stop, SIGKILL."""
+session of its own that dies with its parent, stopped by Ctrl-C and, if it does not stop, SIGKILL; and the worker
+processes of a pool (dataset generation, evaluation, training's bag readers), which end with the process that
+started them."""
 
 from __future__ import annotations
 
@@ -24,3 +26,13 @@ def interrupt(process: subprocess.Popen, timeout: float) -> None:
 def die_with_parent() -> None:
     os.setsid()  # Ctrl-C in the terminal reaches the launcher only; it forwards it once
     ctypes.CDLL('libc.so.6', use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def exit_with_parent(parent: int) -> None:
+    """A process pool's initializer (``initializer=exit_with_parent, initargs=(os.getpid(),)``): the worker gets
+    SIGTERM when the process that started it dies, however it dies (SIGKILL included), and exits at once when that
+    has already happened. Without it the workers of a killed ``robotsim dataset generate`` or ``policy eval`` went on
+    with the episodes already queued to them, writing into the output folder a resumed run was about to fill."""
+    ctypes.CDLL('libc.so.6', use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(1)

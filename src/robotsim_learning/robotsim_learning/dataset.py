@@ -238,7 +238,9 @@ def _pool_map(tasks: list[tuple], workers: int):
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
     # spawn: a fresh interpreter per worker (MuJoCo's GL context and rclpy do not survive fork).
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context('spawn')) as pool:
+    from robotsim_core.processes import exit_with_parent
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context('spawn'),
+                             initializer=exit_with_parent, initargs=(os.getpid(),)) as pool:
         futures = [pool.submit(generate_episode, *task) for task in tasks]
         try:
             for future in as_completed(futures):

@@ -380,8 +380,11 @@ def worker_domains(workers: int) -> list[int]:
     return [(base + k) % 233 for k in range(workers)]
 
 
-def _take_domain(domains) -> None:
-    """Pool initializer: this worker process's ROS domain, for its observer and the launches it starts."""
+def _take_domain(domains, parent: int) -> None:
+    """Pool initializer: this worker process's ROS domain, for its observer and the launches it starts; the worker
+    ends with ``parent`` (robotsim_core.processes.exit_with_parent)."""
+    from robotsim_core.processes import exit_with_parent
+    exit_with_parent(parent)
     os.environ['ROS_DOMAIN_ID'] = str(domains.get())
 
 
@@ -448,7 +451,7 @@ def _episodes(tasks: list[EpisodeTask], workers: int, executor: str = 'local', a
     for domain in worker_domains(workers):
         domains.put(domain)
     with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_take_domain,
-                             initargs=(domains,)) as pool:
+                             initargs=(domains, os.getpid())) as pool:
         futures = [pool.submit(evaluate_episode, task) for task in tasks]
         try:
             for future in as_completed(futures):

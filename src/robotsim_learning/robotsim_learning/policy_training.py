@@ -92,7 +92,9 @@ def _read_samples(bags: list[Path], spec: ObservationSpec, perception: str = '',
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     # spawn: the parent may hold JAX's threads, which a forked child must not inherit.
-    with ProcessPoolExecutor(readers, mp_context=multiprocessing.get_context('spawn')) as pool:
+    from robotsim_core.processes import exit_with_parent
+    with ProcessPoolExecutor(readers, mp_context=multiprocessing.get_context('spawn'), initializer=exit_with_parent,
+                             initargs=(os.getpid(),)) as pool:
         yield from pool.map(episode_samples, bags, [spec] * len(bags), [perception] * len(bags),
                             [mirror] * len(bags), chunksize=8)
 
