@@ -208,18 +208,21 @@ def test_full_disk_stops_with_one_line_and_keeps_finished_episodes_verifiable(tm
 
 
 # ------------------------------------------------------------------------------------------ a corpus end to end
-def kill_generation_mid_episode(out: Path, arguments: list[str], finished: int) -> None:
+def kill_generation_mid_episode(out: Path, arguments: list[str], finished: int, writing: int = 1) -> set[int]:
     """Start ``robotsim dataset generate ARGUMENTS --out OUT`` and SIGKILL it once ``finished`` episodes are
-    in the manifest and the next is being written (a half-written episode left under .partial/)."""
+    in the manifest and ``writing`` more are being written (half-written episodes left under .partial/); the
+    processes it had started, as they were when it was killed."""
     process = subprocess.Popen([sys.executable, '-m', 'robotsim.cli', 'dataset', 'generate', *arguments,
                                 '--out', str(out), '--no-progress'],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
+    children: set[int] = set()
     try:
         while time.monotonic() < deadline and process.poll() is None:
             partial = list((out / '.partial').glob('episode_*/*.mcap')) if (out / '.partial').is_dir() else []
             done = len(manifest(out)['episodes']) if (out / 'dataset.json').is_file() else 0
-            if done >= finished and partial:
+            if done >= finished and len(partial) >= writing:
+                children = _children(process.pid)
                 process.send_signal(signal.SIGKILL)
                 break
             time.sleep(0.005)
@@ -227,6 +230,21 @@ def kill_generation_mid_episode(out: Path, arguments: list[str], finished: int) 
         process.kill()
         process.wait()
     assert process.returncode == -signal.SIGKILL, f'the generation ended before it could be killed: {process.stderr.read()}'
+    return children
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for task in Path(f'/proc/{pid}/task').iterdir():
+        found |= {int(child) for child in (task / 'children').read_text().split()}
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0] != 'Z'
+    except FileNotFoundError:
+        return False
 
 
 def test_a_generation_killed_in_its_first_episode_is_incomplete_with_the_resume_command(tmp_path):
@@ -244,42 +262,13 @@ def test_a_generation_killed_in_its_first_episode_is_incomplete_with_the_resume_
     assert robotsim('dataset', 'verify', str(out)).returncode == 0
 
 
-def _children(pid: int) -> set[int]:
-    found = set()
-    for task in Path(f'/proc/{pid}/task').iterdir():
-        found |= {int(child) for child in (task / 'children').read_text().split()}
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0] != 'Z'
-    except FileNotFoundError:
-        return False
-
-
 def test_the_workers_of_a_killed_generation_stop_with_it(tmp_path):
     """SIGKILL a 2-worker generation while both workers record an episode: its workers end with it (they get
     SIGTERM from the kernel, robotsim_core.processes.exit_with_parent) and finish no episode after it died. Without
     that they went on with the episodes already queued to them, writing into the folder a --resume would fill."""
     out = tmp_path / 'killed'
-    process = subprocess.Popen([sys.executable, '-m', 'robotsim.cli', 'dataset', 'generate', '--randomization',
-                                str(SMALL_COURSE), '--episodes', '6', '--seed', '5', '--workers', '2', '--no-cameras',
-                                '--out', str(out), '--no-progress'],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 300
-    try:
-        while time.monotonic() < deadline and process.poll() is None:
-            partial = list((out / '.partial').glob('episode_*/*.mcap')) if (out / '.partial').is_dir() else []
-            if len(partial) >= 2:
-                workers = _children(process.pid)
-                process.send_signal(signal.SIGKILL)
-                break
-            time.sleep(0.005)
-    finally:
-        process.kill()
-        process.wait()
-    assert process.returncode == -signal.SIGKILL, f'the generation ended before it could be killed: {process.stderr.read()}'
+    workers = kill_generation_mid_episode(out, ['--randomization', str(SMALL_COURSE), '--episodes', '6', '--seed', '5',
+                                                '--workers', '2', '--no-cameras'], finished=0, writing=2)
     finished = sorted(p.name for p in out.glob('episode_*'))
     assert len(workers) >= 2, workers  # the pool's workers (and its resource tracker)
     deadline = time.monotonic() + 120
