@@ -30,6 +30,8 @@ SIMULATION_MARGIN = 30.0
 """Sim seconds the simulator runs past an episode's timeout before it stops by itself."""
 START_TIMEOUT = 300.0
 """Wall seconds for the bringup to come up (a loaded 2-core machine starts a Python node in seconds)."""
+RESUME_RETRY = 5.0
+"""Wall seconds the evaluation waits for the simulator to answer its unpause request before it asks again."""
 STOP_TIMEOUT = 30.0
 """Wall seconds the launcher gets to stop its nodes after Ctrl-C before it is killed."""
 STALL_TIMEOUT = 120.0
@@ -151,11 +153,17 @@ class GraphObserver:
         return len(self.poses) > before
 
     def resume(self, alive) -> bool:
-        future = self.pause.call_async(self.Pause.Request(paused=False))
+        """Unpause the simulator; the request is sent again every RESUME_RETRY s until one is answered (it is
+        idempotent): a service that reads as ready may not yet have matched the client's reply reader, and drops its
+        answer (seen once, on a loaded machine with four launches beside each other: 60 s without a reply)."""
+        futures = []
         deadline = time.monotonic() + 60
-        while not future.done() and alive() and time.monotonic() < deadline:
-            self.spin()
-        return future.done() and future.result().success
+        while alive() and time.monotonic() < deadline and not any(f.done() for f in futures):
+            futures.append(self.pause.call_async(self.Pause.Request(paused=False)))
+            retry = time.monotonic() + RESUME_RETRY
+            while not futures[-1].done() and alive() and time.monotonic() < min(retry, deadline):
+                self.spin()
+        return any(f.done() and f.result().success for f in futures)
 
     def close(self) -> None:
         """Shut the node and its context down (once: a second call does nothing)."""
