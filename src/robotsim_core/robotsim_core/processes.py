@@ -23,9 +23,13 @@ def interrupt(process: subprocess.Popen, timeout: float) -> None:
             process.wait()
 
 
+def _signal_on_parent_death(signum: int) -> None:
+    ctypes.CDLL('libc.so.6', use_errno=True).prctl(1, signum)  # PR_SET_PDEATHSIG
+
+
 def die_with_parent() -> None:
     os.setsid()  # Ctrl-C in the terminal reaches the launcher only; it forwards it once
-    ctypes.CDLL('libc.so.6', use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    _signal_on_parent_death(signal.SIGKILL)
 
 
 def exit_with_parent(parent: int) -> None:
@@ -33,6 +37,6 @@ def exit_with_parent(parent: int) -> None:
     SIGTERM when the process that started it dies, however it dies (SIGKILL included), and exits at once when that
     has already happened. Without it the workers of a killed ``robotsim dataset generate`` or ``policy eval`` went on
     with the episodes already queued to them, writing into the output folder a resumed run was about to fill."""
-    ctypes.CDLL('libc.so.6', use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    _signal_on_parent_death(signal.SIGTERM)
     if os.getppid() != parent:
         os._exit(1)
