@@ -214,10 +214,11 @@ def test_full_disk_stops_with_one_line_and_keeps_finished_episodes_verifiable(tm
 
 
 # ------------------------------------------------------------------------------------------ a corpus end to end
-def kill_generation_mid_episode(out: Path, arguments: list[str], finished: int, writing: int = 1) -> set[int]:
-    """Start ``robotsim dataset generate ARGUMENTS --out OUT`` and SIGKILL it once ``finished`` episodes are
-    in the manifest and ``writing`` more are being written (half-written episodes left under .partial/); the
-    processes it had started, as they were when it was killed."""
+def kill_generation_mid_episode(out: Path, arguments: list[str], finished: int, writing: int = 1,
+                                signum: int = signal.SIGKILL) -> set[int]:
+    """Start ``robotsim dataset generate ARGUMENTS --out OUT`` and SIGKILL it (or send it ``signum``, to its main
+    process only) once ``finished`` episodes are in the manifest and ``writing`` more are being written
+    (half-written episodes left under .partial/); the processes it had started, as they were then."""
     process = subprocess.Popen([sys.executable, '-m', 'robotsim.cli', 'dataset', 'generate', *arguments,
                                 '--out', str(out), '--no-progress'],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -229,13 +230,20 @@ def kill_generation_mid_episode(out: Path, arguments: list[str], finished: int, 
             done = len(manifest(out)['episodes']) if (out / 'dataset.json').is_file() else 0
             if done >= finished and len(partial) >= writing:
                 children = _children(process.pid)
-                process.send_signal(signal.SIGKILL)
+                process.send_signal(signum)
                 break
             time.sleep(0.005)
+        if signum != signal.SIGKILL:
+            process.wait(timeout=120)  # no speed assumed: an episode of the small course takes seconds
     finally:
         process.kill()
         process.wait()
-    assert process.returncode == -signal.SIGKILL, f'the generation ended before it could be killed: {process.stderr.read()}'
+    if signum == signal.SIGINT:
+        stderr = process.stderr.read()
+        assert process.returncode == 130 and f'interrupted; the finished episodes are in {out}' in stderr, stderr
+    else:
+        assert process.returncode == -signal.SIGKILL, \
+            f'the generation ended before it could be killed: {process.stderr.read()}'
     return children
 
 
@@ -283,6 +291,22 @@ def test_the_workers_of_a_killed_generation_stop_with_it(tmp_path):
     assert not [pid for pid in workers if _alive(pid)], 'a worker outlived the generation'
     assert sorted(p.name for p in out.glob('episode_*')) == finished, 'an episode was finished after the kill'
     assert len(list((out / '.partial').glob('episode_*'))) >= 2
+
+
+def test_ctrl_c_to_a_generation_s_main_process_stops_its_workers_at_once(tmp_path):
+    """SIGINT to the main process only (as `kill -INT` or a supervisor sends it; a terminal's Ctrl-C reaches the
+    workers too) while both workers record: it ends its workers and returns 130 without finishing an episode after
+    it. Without that it waited for the episodes running and queued to its workers, and they went on writing."""
+    out = tmp_path / 'interrupted'
+    workers = kill_generation_mid_episode(out, ['--randomization', str(SMALL_COURSE), '--episodes', '6', '--seed',
+                                                '5', '--workers', '2', '--no-cameras'], finished=0, writing=2,
+                                          signum=signal.SIGINT)
+    assert len(workers) >= 2, workers
+    assert not [pid for pid in workers if _alive(pid)], 'a worker outlived the interrupted generation'
+    assert not list(out.glob('episode_*')), 'an episode was finished after the interrupt'
+    assert len(list((out / '.partial').glob('episode_*'))) >= 2
+    verified = robotsim('dataset', 'verify', str(out))
+    assert 'INCOMPLETE' in verified.stdout and '--resume' in verified.stdout, verified.stdout
 
 
 def _kill_mid_way(out: Path) -> None:

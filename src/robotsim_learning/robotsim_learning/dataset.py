@@ -230,25 +230,14 @@ def prune_reason(rules, result) -> str | None:
 
 # ---------------------------------------------------------------------------------------------- executors
 def _pool_map(tasks: list[tuple], workers: int):
-    """Yield results as episodes finish: in this process for one worker, else a process pool."""
+    """Yield results as episodes finish: in this process for one worker, else a process pool whose workers end
+    with this process and with the run when it stops early (robotsim_core.processes)."""
     if workers <= 1:
         for task in tasks:
             yield generate_episode(*task)
         return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    # spawn: a fresh interpreter per worker (MuJoCo's GL context and rclpy do not survive fork).
-    from robotsim_core.processes import exit_with_parent
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context('spawn'),
-                             initializer=exit_with_parent, initargs=(os.getpid(),)) as pool:
-        futures = [pool.submit(generate_episode, *task) for task in tasks]
-        try:
-            for future in as_completed(futures):
-                yield future.result()
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            raise
+    from robotsim_core.processes import exit_with_parent, pool_results
+    yield from pool_results(generate_episode, tasks, workers, exit_with_parent, (os.getpid(),))
 
 
 @contextlib.contextmanager

@@ -78,6 +78,13 @@ def run(args) -> int:
     except (DatasetError, ExportError, ValueError, DescriptionError) as error:
         print(f'robotsim: error: {error}', file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        if args.action != 'generate':
+            raise
+        # The workers are stopped (robotsim_core.processes.pool_results); the manifest lists every finished episode.
+        print(f'robotsim dataset generate: interrupted; the finished episodes are in {args.out} (complete it with the '
+              f'same command and --resume)', file=sys.stderr)
+        return 130
 
 
 def _check_lerobot(export: str) -> int:

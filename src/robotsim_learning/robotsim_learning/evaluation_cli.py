@@ -445,18 +445,10 @@ def _episodes(tasks: list[EpisodeTask], workers: int, executor: str = 'local', a
                 _observer = None
         return
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    context = multiprocessing.get_context('spawn')
-    domains = context.Queue()
+
+    from robotsim_core.processes import pool_results
+    domains = multiprocessing.get_context('spawn').Queue()
     for domain in worker_domains(workers):
         domains.put(domain)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_take_domain,
-                             initargs=(domains, os.getpid())) as pool:
-        futures = [pool.submit(evaluate_episode, task) for task in tasks]
-        try:
-            for future in as_completed(futures):
-                yield future.result()
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            raise
+    yield from pool_results(evaluate_episode, [(task,) for task in tasks], workers, _take_domain,
+                            (domains, os.getpid()))
