@@ -291,6 +291,37 @@ def test_rows_are_the_same_for_one_and_two_workers_each_on_its_own_ros_domain(sh
         assert len(domains[run]) == 2 and os.environ['ROS_DOMAIN_ID'] in domains[run], domains
 
 
+def test_ctrl_c_to_an_evaluation_s_main_process_ends_its_workers_and_their_launches(short_course, tmp_path):
+    """SIGINT to `robotsim policy eval --workers 2`'s main process alone while both workers have a launch running:
+    it exits 130 at once and nothing of the evaluation outlives it. Before, it waited for its workers to run their
+    episodes (and the one queued behind them) to the end."""
+    import signal
+    import time
+    out = tmp_path / 'interrupted'
+    process = subprocess.Popen([sys.executable, '-m', 'robotsim.cli', 'policy', 'eval', '--driver', 'expert',
+                                '--baselines', '', '--episodes', '6', '--seed', str(EVALUATION_SEED),
+                                '--randomization', str(short_course), '--out', str(out), '--workers', '2',
+                                '--no-progress'], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and process.poll() is None and \
+                len(list((out / 'episodes').glob('*/launch.log'))) < 2:
+            time.sleep(0.05)
+        assert process.poll() is None, process.stdout.read()
+        process.send_signal(signal.SIGINT)
+        output = process.communicate(timeout=120)[0]  # a bound, not a speed: each launch stops within seconds
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == 130 and 'interrupted' in output, output
+    time.sleep(1.0)  # the kernel's SIGKILL to a launch whose worker ended is immediate; its reaping is not
+    assert not _running_with(str(out)), 'a launch outlived the interrupted evaluation'
+    started = sorted(p.parent.name for p in (out / 'episodes').glob('*/launch.log'))
+    assert len(started) <= 3, started  # the two running (and a third a worker may have been starting), no more
+    # The workers ended mid-episode: none ran its episode to the end (a worker writes trajectory.csv then).
+    assert not list((out / 'episodes').glob('*/trajectory.csv')), 'a worker went on with its episode'
+
+
 LOAD_SEED = 913_577
 """Held-out scenarios of the shipped policy's course for the load test (no training dataset of it used this seed)."""
 
