@@ -277,3 +277,34 @@ def test_a_dagger_dataset_is_recorded_by_its_policy_file_name_and_shield(tmp_pat
     assert entry['driver'] == 'dagger:p.onnx' and entry['shield'] is True
     assert entry['randomization'] == {'name': 'course.yaml', 'sha256': 'f00'}
     assert str(tmp_path) not in json.dumps(entry)
+
+
+def test_the_bins_head_follows_one_of_disagreeing_demonstrations_and_its_export_acts_alike(tmp_path):
+    """Demonstrations that turn full left or full right from the same observations: the tanh head learns their
+    average (hardly turning), the bins head one of them, with the best cell's command or (``bin_window``) the
+    probability-weighted mean of the cells around it. The ONNX file acts as the NumPy and JAX networks do."""
+    import onnxruntime
+
+    from robotsim_learning.observation import ObservationSpec
+    from robotsim_learning.policy_model import TrainConfig, act_jax, export_onnx, train
+    spec = ObservationSpec(8, 5.0, 8)
+    rng = np.random.default_rng(3)
+    observations = rng.uniform(0.5, 5.0, (4000, spec.size)).astype(np.float32)
+    turn = np.where(rng.random(4000) < 0.5, -1.5, 1.5)
+    actions = np.stack([np.full(4000, 0.05), turn + rng.normal(0, 0.05, 4000)], axis=1).astype(np.float32)
+    probe = observations[:64]
+    averaged = train(observations, actions, spec, (0.4, 1.5), TrainConfig(hidden=(32,), epochs=8, seed=1))
+    assert np.abs(averaged.act(probe)[:, 1]).mean() < 0.6
+    for window in ((0, 0), (1, 1)):
+        policy = train(observations, actions, spec, (0.4, 1.5),
+                       TrainConfig(hidden=(32,), epochs=8, seed=1, head='bins', bins=(5, 9), bin_window=window))
+        acted = policy.act(probe)
+        assert np.abs(acted[:, 1]).min() > 1.0, acted  # always one side, never their average
+        assert policy.report['bin_window'] == list(window)
+        path = tmp_path / f'bins_{window[0]}_{window[1]}.onnx'
+        export_onnx(policy, str(path))
+        session = onnxruntime.InferenceSession(str(path), providers=['CPUExecutionProvider'])
+        exported = session.run(None, {'observation': probe})[0]
+        assert np.allclose(exported, acted, atol=1e-5) and np.allclose(act_jax(policy, probe), acted, atol=1e-5)
+        on_grid = (acted[:, None, :] == policy.bin_actions[None, :, :]).all(axis=-1).any(axis=1)
+        assert on_grid.all() if window == (0, 0) else not on_grid.all()  # the mean lies between cells

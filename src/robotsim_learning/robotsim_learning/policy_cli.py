@@ -41,6 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'one of disagreeing demonstrations)')
     parser.add_argument('--bins', default='9,15',
                         help=f'cells of the bins head: linear,angular, each 2 ... {MAX_BINS} (default 9,15)')
+    parser.add_argument('--bin-window', default='0,0',
+                        help='the bins head commands the probability-weighted mean of the cells within linear,angular '
+                             "cells of the best-scoring one (default 0,0: the best cell's command)")
     from .policy_model import MAX_NEAR_WEIGHT
     parser.add_argument('--near-weight', type=float, default=1.0,
                         help='weight in the loss of the decisions taken with an obstacle closer than --near-range '
@@ -112,6 +115,11 @@ def _argument_problem(args: argparse.Namespace) -> str:
     bins = _bins(args.bins)
     if len(bins) != 2 or not all(2 <= count <= MAX_BINS for count in bins):
         return f'--bins: expected linear,angular cell counts, each 2 ... {MAX_BINS}, got {args.bins!r}'
+    window = _bins(args.bin_window)
+    if len(window) != 2 or not all(0 <= count <= MAX_BINS for count in window):
+        return f'--bin-window: expected linear,angular cell counts, each 0 ... {MAX_BINS}, got {args.bin_window!r}'
+    if window != (0, 0) and args.head != 'bins':
+        return f'--bin-window: applies to the bins head (--head bins), got --head {args.head}'
     if args.no_scan and args.no_image:
         return '--no-scan: expected the camera image observed with it (not --no-image): a policy must see something'
     if args.no_scan and args.corridors:
@@ -163,6 +171,7 @@ def run(args: argparse.Namespace) -> int:
                                                                         weight_decay=args.weight_decay,
                                                                         ensemble=args.ensemble, head=args.head,
                                                                         bins=_bins(args.bins),
+                                                                        bin_window=_bins(args.bin_window),
                                                                         near_weight=args.near_weight,
                                                                         near_range=args.near_range),
                                     image=not args.no_image, progress=progress, heading=args.heading,

@@ -83,6 +83,11 @@ class TrainConfig:
     bins: tuple[int, int] = (9, 15)
     """Cells of the bins head's grid: linear speeds x turn rates, each evenly spaced from the smallest to the largest
     demonstrated value; 2 ... :data:`MAX_BINS` each."""
+    bin_window: tuple[int, int] = (0, 0)
+    """Cells either side of the best-scoring one (linear, angular) whose commands the bins head averages, each
+    weighed by its probability: (0, 0) takes the best cell's command; (1, 1) the mean over the 3 x 3 cells around it,
+    a command between the grid's cells that moves smoothly as the scores do and still follows one of disagreeing
+    demonstrations (the best cell's). 0 ... :data:`MAX_BINS` each."""
     near_weight: float = 1.0
     """Weight in the loss of a sample whose nearest scan sector is closer than ``near_range`` (others weigh 1):
     the decisions next to an obstacle, a few in a hundred of the demonstrations, are the ones a collision follows
@@ -105,6 +110,18 @@ class TrainedPolicy:
     """The further networks of an ensemble, each a list like ``layers``: the action is the mean of every network's."""
     bin_actions: np.ndarray | None = None
     """(K, 2) float32 commands of the bins head's grid, in the order of the last layer's outputs; None: tanh head."""
+    bins: tuple[int, int] = (0, 0)
+    """(linear, angular) cells of the bins head's grid."""
+    bin_window: tuple[int, int] = (0, 0)
+    """:attr:`TrainConfig.bin_window`: the cells around the best one the command is the probability-weighted mean of."""
+
+    @property
+    def window_mask(self) -> np.ndarray | None:
+        """(K, K) float32: row k is 1 for the cells within :attr:`bin_window` of cell k (the grid is linear-major:
+        cell = linear index x angular cells + angular index); None when the best cell's command is taken."""
+        if self.bin_actions is None or tuple(self.bin_window) == (0, 0):
+            return None
+        return window_mask(self.bins, self.bin_window)
 
     @property
     def networks(self) -> list:
@@ -121,7 +138,7 @@ class TrainedPolicy:
                     x = np.maximum(x, 0.0)
             if self.bin_actions is None:
                 outputs.append(np.tanh(x) * self.action_scale)
-            elif len(self.networks) == 1:
+            elif len(self.networks) == 1 and self.window_mask is None:
                 outputs.append(x)  # one network: the best score is the best logit
             else:
                 z = np.exp(x - x.max(axis=-1, keepdims=True))
@@ -129,7 +146,12 @@ class TrainedPolicy:
         combined = np.mean(outputs, axis=0)
         if self.bin_actions is None:
             return combined.astype(np.float32)
-        return self.bin_actions[np.argmax(combined, axis=-1)].astype(np.float32)
+        best = np.argmax(combined, axis=-1)
+        mask = self.window_mask
+        if mask is None:
+            return self.bin_actions[best].astype(np.float32)
+        weights = combined * mask[best]
+        return ((weights @ self.bin_actions) / weights.sum(axis=-1, keepdims=True)).astype(np.float32)
 
 
 def act_jax(policy: TrainedPolicy, observations: np.ndarray) -> np.ndarray:
@@ -147,11 +169,24 @@ def act_jax(policy: TrainedPolicy, observations: np.ndarray) -> np.ndarray:
         if policy.bin_actions is None:
             outputs.append(jnp.tanh(x) * policy.action_scale)
         else:
-            outputs.append(x if len(policy.networks) == 1 else jax.nn.softmax(x, axis=-1))
+            outputs.append(x if len(policy.networks) == 1 and policy.window_mask is None
+                           else jax.nn.softmax(x, axis=-1))
     combined = jnp.mean(jnp.stack(outputs), axis=0)
     if policy.bin_actions is None:
         return np.asarray(combined)
-    return policy.bin_actions[np.asarray(jnp.argmax(combined, axis=-1))]
+    best = jnp.argmax(combined, axis=-1)
+    if policy.window_mask is None:
+        return policy.bin_actions[np.asarray(best)]
+    weights = combined * jnp.asarray(policy.window_mask)[best]
+    return np.asarray((weights @ jnp.asarray(policy.bin_actions)) / jnp.sum(weights, axis=-1, keepdims=True))
+
+
+def window_mask(bins, window) -> np.ndarray:
+    """(K, K) float32 for a grid of ``bins`` (linear, angular) cells: row k is 1 for the cells within ``window``
+    (linear, angular) cells of cell k."""
+    linear, angular = np.divmod(np.arange(bins[0] * bins[1]), bins[1])
+    return ((np.abs(linear[:, None] - linear[None, :]) <= window[0])
+            & (np.abs(angular[:, None] - angular[None, :]) <= window[1])).astype(np.float32)
 
 
 def bin_grid(actions: np.ndarray, bins: tuple[int, int], scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -211,12 +246,17 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
     if config.head == 'bins' and not (len(bins) == 2 and all(isinstance(b, int) and 2 <= b <= MAX_BINS
                                                              for b in bins)):
         raise ValueError(f'bins: expected 2 cell counts (linear, angular), each 2 ... {MAX_BINS}, got {list(bins)}')
-    bin_actions = None
+    window = tuple(config.bin_window)
+    if not (len(window) == 2 and all(isinstance(w, int) and 0 <= w <= MAX_BINS for w in window)):
+        raise ValueError(f'bin_window: expected 2 cell counts (linear, angular), each 0 ... {MAX_BINS}, got '
+                         f'{list(window)}')
+    bin_actions = mask = None
     if config.head == 'bins':
         linear_centres, angular_centres = bin_grid(actions[train_index], bins, scale)
         bin_actions = np.stack(np.meshgrid(linear_centres, angular_centres, indexing='ij'), axis=-1).reshape(-1, 2)
         # A demonstrated command counts for the cells around it: a Gaussian of half a cell's width on each axis.
         widths = [max(float(c[1] - c[0]), 1e-6) * 0.5 for c in (linear_centres, angular_centres)]
+        mask = window_mask(bins, window) if window != (0, 0) else None
     sizes = [spec.size, *config.hidden, 2 if bin_actions is None else len(bin_actions)]
     if not (1.0 <= config.near_weight <= MAX_NEAR_WEIGHT and config.near_range > 0):
         raise ValueError(f'near_weight: expected 1 ... {MAX_NEAR_WEIGHT:g} and near_range > 0, got '
@@ -237,7 +277,10 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
         z = logits(p, x)
         if bin_actions is None:
             return jnp.tanh(z) * scale
-        return jnp.asarray(bin_actions)[jnp.argmax(z, axis=-1)]
+        if mask is None:
+            return jnp.asarray(bin_actions)[jnp.argmax(z, axis=-1)]
+        weights = jax.nn.softmax(z, axis=-1) * jnp.asarray(mask)[jnp.argmax(z, axis=-1)]
+        return (weights @ jnp.asarray(bin_actions)) / jnp.sum(weights, axis=-1, keepdims=True)
 
     def targets(y):
         """(batch, K) probabilities of the grid's cells for demonstrated commands y (batch, 2)."""
@@ -309,13 +352,13 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
         networks.append([(np.asarray(w, dtype=np.float32), np.asarray(b, dtype=np.float32)) for w, b in params])
     # The predict-the-mean baseline: what the loss is without looking at the observation.
     baseline = float(np.mean(((actions[train_index].mean(axis=0) - y_val) / scale) ** 2))
-    policy = TrainedPolicy(spec, networks[0], mean.astype(np.float32), std, scale, members=networks[1:],
-                           bin_actions=bin_actions)
     extra = {}
     if bin_actions is not None:
         # Reported like the tanh head's: the squared error of the commands taken (cross-entropy kept beside it).
         extra = {'validation_cross_entropy': validation_loss, 'train_cross_entropy': train_loss,
-                 'bins': list(bins)}
+                 'bins': list(bins), 'bin_window': list(window)}
+    policy = TrainedPolicy(spec, networks[0], mean.astype(np.float32), std, scale, members=networks[1:],
+                           bin_actions=bin_actions, bins=bins, bin_window=window)
     if bin_actions is not None or config.near_weight != 1.0:
         # Every sample alike, as the predict-the-mean baseline: a weighted loss is not comparable with it.
         validation_loss = float(command_error(networks[0], x_val, y_val))
@@ -324,11 +367,11 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
         validation_loss = float(np.mean(((policy.act(x_val) - y_val) / scale) ** 2))
         train_loss = float(np.mean(((policy.act(observations[train_index]) - actions[train_index]) / scale) ** 2))
     policy.report = {
-        'train_loss': train_loss, 'validation_loss': validation_loss, 'mean_baseline_loss': baseline,
+        **extra, 'train_loss': train_loss, 'validation_loss': validation_loss, 'mean_baseline_loss': baseline,
         'train_samples': int(len(train_index)), 'validation_samples': int(len(validation_index)),
         'seconds': time.monotonic() - started, 'epochs': config.epochs, 'seed': config.seed,
         'hidden': list(config.hidden), 'schedule': config.schedule, 'weight_decay': config.weight_decay,
-        'ensemble': config.ensemble, 'head': config.head, **extra}
+        'ensemble': config.ensemble, 'head': config.head}
     if config.near_weight != 1.0:
         policy.report.update(near_weight=config.near_weight, near_range=config.near_range,
                              near_samples=int(np.count_nonzero(sample_weights[train_index] > 1.0)))
@@ -386,8 +429,22 @@ def export_onnx(policy: TrainedPolicy, path: str, description: str = '') -> None
         if len(outputs) > 1:
             nodes.append(helper.make_node('Mean', outputs, ['mean_scores']))
             scores = 'mean_scores'
-        nodes += [helper.make_node('ArgMax', [scores], ['best_bin'], axis=1, keepdims=0),
-                  helper.make_node('Gather', ['bin_actions', 'best_bin'], [ONNX_OUTPUT], axis=0)]
+        nodes.append(helper.make_node('ArgMax', [scores], ['best_bin'], axis=1, keepdims=0))
+        mask = policy.window_mask
+        if mask is None:
+            nodes.append(helper.make_node('Gather', ['bin_actions', 'best_bin'], [ONNX_OUTPUT], axis=0))
+        else:  # the probability-weighted mean of the commands of the cells around the best one
+            probabilities = scores
+            if len(outputs) == 1:
+                nodes.append(helper.make_node('Softmax', [scores], ['probabilities'], axis=-1))
+                probabilities = 'probabilities'
+            initializers += [numpy_helper.from_array(mask, 'bin_window'),
+                             numpy_helper.from_array(np.array([1], np.int64), 'cell_axis')]
+            nodes += [helper.make_node('Gather', ['bin_window', 'best_bin'], ['near_best'], axis=0),
+                      helper.make_node('Mul', [probabilities, 'near_best'], ['window_weights']),
+                      helper.make_node('MatMul', ['window_weights', 'bin_actions'], ['weighted_sum']),
+                      helper.make_node('ReduceSum', ['window_weights', 'cell_axis'], ['window_total'], keepdims=1),
+                      helper.make_node('Div', ['weighted_sum', 'window_total'], [ONNX_OUTPUT])]
     elif len(outputs) > 1:
         nodes.append(helper.make_node('Mean', outputs, [ONNX_OUTPUT]))
     graph = helper.make_graph(
