@@ -23,7 +23,7 @@ import yaml
 from robotsim_learning.randomization import Randomizer, load_randomization
 from robotsim_sim.scene import load_world
 from bag_readers import foxglove_counts
-from rostest_helpers import WORKSPACE
+from rostest_helpers import WORKSPACE, _die_with_parent
 
 SMALL_COURSE = WORKSPACE / 'tests' / 'data' / 'datasets' / 'small_course.yaml'
 SHIPPED_SPEC = WORKSPACE / 'config' / 'randomization' / 'room_obstacles.yaml'
@@ -221,7 +221,8 @@ def kill_generation_mid_episode(out: Path, arguments: list[str], finished: int, 
     (half-written episodes left under .partial/); the processes it had started, as they were then."""
     process = subprocess.Popen([sys.executable, '-m', 'robotsim.cli', 'dataset', 'generate', *arguments,
                                 '--out', str(out), '--no-progress'],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=_die_with_parent)  # Ctrl-C not ignored, whatever started the tests
     deadline = time.monotonic() + 300
     children: set[int] = set()
     try:

@@ -19,7 +19,7 @@ from robotsim_core.description import load_robot
 from robotsim_learning.evaluation import (CSV_COLUMNS, EpisodeTracker, WorldObstacles, footprint, placed,
                                           wilson_interval)
 from robotsim_sim.scene import load_world
-from rostest_helpers import WORKSPACE, CpuHog
+from rostest_helpers import WORKSPACE, CpuHog, _die_with_parent
 
 DATASETS = WORKSPACE / 'tests' / 'data' / 'datasets'
 TRAINING_SEED = 5
@@ -301,7 +301,8 @@ def test_ctrl_c_to_an_evaluation_s_main_process_ends_its_workers_and_their_launc
     process = subprocess.Popen([sys.executable, '-m', 'robotsim.cli', 'policy', 'eval', '--driver', 'expert',
                                 '--baselines', '', '--episodes', '6', '--seed', str(EVALUATION_SEED),
                                 '--randomization', str(short_course), '--out', str(out), '--workers', '2',
-                                '--no-progress'], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                                '--no-progress'], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               preexec_fn=_die_with_parent)  # Ctrl-C not ignored, whatever started the tests
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and process.poll() is None and \
