@@ -315,7 +315,9 @@ def test_ctrl_c_to_an_evaluation_s_main_process_ends_its_workers_and_their_launc
         process.kill()
         process.wait()
     assert process.returncode == 130 and 'interrupted' in output, output
-    time.sleep(1.0)  # the kernel's SIGKILL to a launch whose worker ended is immediate; its reaping is not
+    deadline = time.monotonic() + 30  # the kernel's SIGKILL to a launch whose worker ended is prompt; its reaping is not
+    while time.monotonic() < deadline and _running_with(str(out)):
+        time.sleep(0.1)
     assert not _running_with(str(out)), 'a launch outlived the interrupted evaluation'
     started = sorted(p.parent.name for p in (out / 'episodes').glob('*/launch.log'))
     assert len(started) <= 3, started  # the two running (and a third a worker may have been starting), no more

@@ -86,7 +86,7 @@ def _out_problem(out: str) -> str:
 
 
 def _bins(text: str) -> tuple[int, ...]:
-    """``--bins`` as cell counts (empty when it is not comma-separated integers)."""
+    """``--bins`` or ``--bin-window`` as cell counts (empty when it is not comma-separated integers)."""
     try:
         return tuple(int(count) for count in text.split(','))
     except ValueError:

@@ -130,6 +130,7 @@ class TrainedPolicy:
     def act(self, observations: np.ndarray) -> np.ndarray:
         """The network(s) in NumPy float32 (the reference the ONNX export is checked against)."""
         outputs = []
+        mask = self.window_mask
         for layers in self.networks:
             x = (np.asarray(observations, dtype=np.float32) - self.mean) / self.std
             for index, (weights, bias) in enumerate(layers):
@@ -138,7 +139,7 @@ class TrainedPolicy:
                     x = np.maximum(x, 0.0)
             if self.bin_actions is None:
                 outputs.append(np.tanh(x) * self.action_scale)
-            elif len(self.networks) == 1 and self.window_mask is None:
+            elif len(self.networks) == 1 and mask is None:
                 outputs.append(x)  # one network: the best score is the best logit
             else:
                 z = np.exp(x - x.max(axis=-1, keepdims=True))
@@ -146,12 +147,9 @@ class TrainedPolicy:
         combined = np.mean(outputs, axis=0)
         if self.bin_actions is None:
             return combined.astype(np.float32)
-        best = np.argmax(combined, axis=-1)
-        mask = self.window_mask
         if mask is None:
-            return self.bin_actions[best].astype(np.float32)
-        weights = combined * mask[best]
-        return ((weights @ self.bin_actions) / weights.sum(axis=-1, keepdims=True)).astype(np.float32)
+            return self.bin_actions[np.argmax(combined, axis=-1)].astype(np.float32)
+        return window_command(np, combined, mask, self.bin_actions).astype(np.float32)
 
 
 def act_jax(policy: TrainedPolicy, observations: np.ndarray) -> np.ndarray:
@@ -160,6 +158,7 @@ def act_jax(policy: TrainedPolicy, observations: np.ndarray) -> np.ndarray:
     import jax.numpy as jnp
 
     outputs = []
+    mask = policy.window_mask
     for layers in policy.networks:
         x = (jnp.asarray(observations, jnp.float32) - policy.mean) / policy.std
         for index, (weights, bias) in enumerate(layers):
@@ -169,16 +168,20 @@ def act_jax(policy: TrainedPolicy, observations: np.ndarray) -> np.ndarray:
         if policy.bin_actions is None:
             outputs.append(jnp.tanh(x) * policy.action_scale)
         else:
-            outputs.append(x if len(policy.networks) == 1 and policy.window_mask is None
-                           else jax.nn.softmax(x, axis=-1))
+            outputs.append(x if len(policy.networks) == 1 and mask is None else jax.nn.softmax(x, axis=-1))
     combined = jnp.mean(jnp.stack(outputs), axis=0)
     if policy.bin_actions is None:
         return np.asarray(combined)
-    best = jnp.argmax(combined, axis=-1)
-    if policy.window_mask is None:
-        return policy.bin_actions[np.asarray(best)]
-    weights = combined * jnp.asarray(policy.window_mask)[best]
-    return np.asarray((weights @ jnp.asarray(policy.bin_actions)) / jnp.sum(weights, axis=-1, keepdims=True))
+    if mask is None:
+        return policy.bin_actions[np.asarray(jnp.argmax(combined, axis=-1))]
+    return np.asarray(window_command(jnp, combined, mask, policy.bin_actions))
+
+
+def window_command(xp, probabilities, mask: np.ndarray, bin_actions: np.ndarray):
+    """The bins head's command with a window: the probability-weighted mean of the commands of the cells ``mask``
+    puts around the best cell (``xp``: numpy or jax.numpy; the ONNX export builds the same graph)."""
+    weights = probabilities * xp.asarray(mask)[xp.argmax(probabilities, axis=-1)]
+    return (weights @ xp.asarray(bin_actions)) / xp.sum(weights, axis=-1, keepdims=True)
 
 
 def window_mask(bins, window) -> np.ndarray:
@@ -279,8 +282,7 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
             return jnp.tanh(z) * scale
         if mask is None:
             return jnp.asarray(bin_actions)[jnp.argmax(z, axis=-1)]
-        weights = jax.nn.softmax(z, axis=-1) * jnp.asarray(mask)[jnp.argmax(z, axis=-1)]
-        return (weights @ jnp.asarray(bin_actions)) / jnp.sum(weights, axis=-1, keepdims=True)
+        return window_command(jnp, jax.nn.softmax(z, axis=-1), mask, bin_actions)
 
     def targets(y):
         """(batch, K) probabilities of the grid's cells for demonstrated commands y (batch, 2)."""
