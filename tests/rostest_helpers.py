@@ -205,6 +205,14 @@ class Observer:
                 return answered[0].result()
         raise AssertionError(f'service {name} did not answer {len(futures)} request(s) within {timeout:g} s\n{context()}')
 
+    def of_node(self, query: str, node: str, namespace: str = '/', timeout: float = 60.0) -> list:
+        """What the graph query ``query`` (e.g. ``get_subscriber_names_and_types_by_node``) says of ``node``, once
+        the node is in this observer's graph: a node's endpoints (a service answering, a topic matched) can be
+        discovered before its participant information, and rclpy's by-node queries raise for a node not yet known."""
+        assert self.spin_until(lambda: (node, namespace) in self.node.get_node_names_and_namespaces(), timeout), \
+            f'node {namespace.rstrip("/")}/{node} not in the graph within {timeout:g} s'
+        return getattr(self.node, query)(node, namespace)
+
     def close(self) -> None:
         self.executor.shutdown()
         self.node.destroy_node()

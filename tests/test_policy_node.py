@@ -76,7 +76,7 @@ def test_the_policy_node_drives_from_contract_topics_and_stops_when_the_scan_sto
         assert observer.spin_until(lambda: len(observer.messages['/cmd_vel']) >= 5, 30)
         assert all(m.linear.x == 0.0 and m.angular.z == 0.0 for m in observer.messages['/cmd_vel'])
         # Only contract topics and the goal: nothing of the simulator.
-        subscribed = dict(observer.node.get_subscriber_names_and_types_by_node('policy', '/'))
+        subscribed = dict(observer.of_node('get_subscriber_names_and_types_by_node', 'policy'))
         assert subscribed and not any(name.startswith('/sim') for name in subscribed), subscribed
         assert set(subscribed) <= {'/relayed_scan', '/camera/image_raw', '/odom', '/goal_pose', '/clock',
                                    '/parameter_events'}, subscribed
@@ -161,7 +161,7 @@ def test_the_chained_policy_node_drives_from_the_camera_and_stops_when_the_image
         observer.messages['/cmd_vel'].clear()
         assert observer.spin_until(lambda: len(observer.messages['/cmd_vel']) >= 5, 30)
         assert all(m.linear.x == 0.0 and m.angular.z == 0.0 for m in observer.messages['/cmd_vel'])
-        subscribed = dict(observer.node.get_subscriber_names_and_types_by_node('policy', '/'))
+        subscribed = dict(observer.of_node('get_subscriber_names_and_types_by_node', 'policy'))
         assert '/relayed_image' in subscribed and '/scan' not in subscribed, subscribed
     finally:
         observer.close()

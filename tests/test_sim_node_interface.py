@@ -26,9 +26,9 @@ def test_a_running_simulator_node_offers_exactly_its_table():
         for parameter, value in zip(SIM_NODE_PARAMETERS, values):
             got = {1: value.bool_value, 2: value.integer_value, 3: value.double_value, 4: value.string_value}[value.type]
             assert got == given.get(parameter.name, parameter.default), (parameter.name, got, parameter.default)
-        assert observer.spin_until(lambda: any(name == '/sim/pause' for name, _ in
-                                               observer.node.get_service_names_and_types_by_node(NODE, '/')), 60)
-        offered = {name: types[0] for name, types in observer.node.get_service_names_and_types_by_node(NODE, '/')}
+        services_of = 'get_service_names_and_types_by_node'
+        assert observer.spin_until(lambda: any(name == '/sim/pause' for name, _ in observer.of_node(services_of, NODE)), 60)
+        offered = {name: types[0] for name, types in observer.of_node(services_of, NODE)}
         own = {name for name in offered if name.startswith(f'/{NODE}/')}  # parameter services of every node
         actions = {name.split('/_action/')[0] for name in offered if '/_action/' in name}
         services = set(offered) - own - {name for name in offered if '/_action/' in name}
@@ -36,7 +36,7 @@ def test_a_running_simulator_node_offers_exactly_its_table():
         for service in SIM_NODE_SERVICES:
             assert offered[f'/{service.name}'] == service.type, service
         assert actions == {f'/{a.name}' for a in SIM_NODE_ACTIONS}, actions  # the rover has an arm and a gripper
-        subscribed = dict(observer.node.get_subscriber_names_and_types_by_node(NODE, '/'))
+        subscribed = dict(observer.of_node('get_subscriber_names_and_types_by_node', NODE))
         commands = {name for name in subscribed if name not in ('/clock', '/parameter_events')}
         assert commands == {f'/{s.name}' for s in SIM_NODE_SUBSCRIPTIONS}, commands
         for subscription in SIM_NODE_SUBSCRIPTIONS:
