@@ -25,10 +25,12 @@ def robotsim(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
 
 
 def one_line(completed: subprocess.CompletedProcess, prefix: str) -> str:
-    """The refusal's only line (exit 2, no traceback)."""
+    """The refusal's only line (exit 2, no traceback; the progress bar of reading the bags, when the refusal
+    comes from what they hold, is not a line of it)."""
     assert completed.returncode == 2, (completed.returncode, completed.stdout, completed.stderr)
     assert 'Traceback' not in completed.stderr, completed.stderr
-    lines = completed.stderr.strip().splitlines()
+    lines = [line for line in completed.stderr.strip().splitlines()
+             if line.strip() and not line.startswith('reading the bags:')]
     assert len(lines) == 1 and lines[0].startswith(prefix), completed.stderr
     return lines[0]
 

@@ -308,3 +308,72 @@ def test_the_bins_head_follows_one_of_disagreeing_demonstrations_and_its_export_
         assert np.allclose(exported, acted, atol=1e-5) and np.allclose(act_jax(policy, probe), acted, atol=1e-5)
         on_grid = (acted[:, None, :] == policy.bin_actions[None, :, :]).all(axis=-1).any(axis=1)
         assert on_grid.all() if window == (0, 0) else not on_grid.all()  # the mean lies between cells
+
+
+def test_the_sample_cache_gives_the_same_policy_decodes_a_changed_bag_again_and_stays_within_its_bound(
+        expert_dataset, tmp_path):
+    """`policy train` keeps each bag's samples in the sample cache ($ROBOTSIM_CACHE/samples): a second training
+    reads them from there and writes the same file as one without the cache; a bag whose bytes changed, or another
+    observation, is decoded again; the cache is trimmed to $ROBOTSIM_SAMPLE_CACHE_BYTES, least recently used first."""
+    import dataclasses
+    import os
+    import shutil
+
+    from robotsim_learning.policy_training import cached_episode_samples
+    from robotsim_learning.sample_cache import SampleCache
+
+    root = tmp_path / 'cache'
+    environment = {**os.environ, 'ROBOTSIM_CACHE': str(root), 'ROBOTSIM_SAMPLE_CACHE_BYTES': str(1 << 30)}
+
+    def train(name: str, *extra: str, limit: str | None = None) -> subprocess.CompletedProcess:
+        env = dict(environment, **({'ROBOTSIM_SAMPLE_CACHE_BYTES': limit} if limit is not None else {}))
+        (tmp_path / name).mkdir()
+        completed = subprocess.run([sys.executable, '-m', 'robotsim.cli', 'policy', 'train', str(expert_dataset),
+                                    '--out', str(tmp_path / name / 'a.onnx'), '--epochs', '2', '--hidden', '8',
+                                    '--seed', '3',
+                                    '--no-image', *extra], capture_output=True, text=True, timeout=900, env=env)
+        assert completed.returncode == 0, completed.stderr
+        return completed
+
+    episodes = json.loads((expert_dataset / 'dataset.json').read_text())['episodes']
+    bags = [expert_dataset / e['bag'] for e in episodes if e['outcome'] == 'success']  # what training reads
+    successes = len(bags)
+    assert '0 of them from the sample cache' in train('cold').stdout
+    entries = sorted((root / 'samples').glob('*.npz'))
+    assert len(entries) == successes
+    assert f'{successes} of them from the sample cache' in train('warm').stdout
+    assert 'reading the bags' in train('off', '--no-cache').stderr  # the progress bar of the reading
+    assert (tmp_path / 'cold' / 'a.onnx').read_bytes() == (tmp_path / 'warm' / 'a.onnx').read_bytes()
+    import onnx
+    graphs = [onnx.load(str(tmp_path / name / 'a.onnx')).graph.SerializeToString() for name in ('cold', 'off')]
+    assert graphs[0] == graphs[1]  # the file records --no-cache in its command, the network is the same
+    assert sorted((root / 'samples').glob('*.npz')) == entries  # --no-cache wrote nothing
+
+    # The samples read back are the decoded ones, bit for bit; another spec or a changed bag is decoded again.
+    spec = PolicyRuntime(str(tmp_path / 'cold' / 'a.onnx')).spec  # the one the training observed
+    decoded = episode_samples(bags[0], spec)
+    observations, actions, cached = cached_episode_samples(bags[0], spec, cache=str(root / 'samples'))
+    assert cached and observations.tobytes() == decoded[0].tobytes() and actions.tobytes() == decoded[1].tobytes()
+    assert not cached_episode_samples(bags[0], dataclasses.replace(spec, sectors=18), cache=str(root / 'samples'))[2]
+    assert not cached_episode_samples(bags[0], spec, mirror=True, cache=str(root / 'samples'))[2]
+    changed = tmp_path / 'changed' / bags[0].name
+    shutil.copytree(bags[0], changed)
+    assert cached_episode_samples(changed, spec, cache=str(root / 'samples'))[2]  # a copy is the same bag
+    metadata = changed / 'metadata.yaml'
+    metadata.write_text(metadata.read_text() + '\n')
+    assert not cached_episode_samples(changed, spec, cache=str(root / 'samples'))[2]
+
+    # A damaged entry is decoded again; the bound keeps the most recently used entries.
+    store = SampleCache(root / 'samples')
+    for entry in store.root.glob('*.npz'):
+        entry.write_bytes(b'not a numpy file')
+    assert not cached_episode_samples(bags[0], spec, cache=str(root / 'samples'))[2]
+    sizes = {p: p.stat().st_size for p in store.root.glob('*.npz')}
+    newest = max(sizes, key=lambda p: p.stat().st_mtime_ns)
+    assert 'of them from the sample cache' in train('bounded', limit=str(sizes[newest])).stdout
+    kept = list(store.root.glob('*.npz'))
+    assert sum(p.stat().st_size for p in kept) <= sizes[newest] and len(kept) == 1
+    completed = subprocess.run([sys.executable, '-m', 'robotsim.cli', 'policy', 'train', str(expert_dataset),
+                                '--out', str(tmp_path / 'x.onnx'), '--epochs', '1'], capture_output=True, text=True,
+                               timeout=900, env=dict(environment, ROBOTSIM_SAMPLE_CACHE_BYTES='4G'))
+    assert completed.returncode == 2 and 'ROBOTSIM_SAMPLE_CACHE_BYTES: expected a size in bytes' in completed.stderr

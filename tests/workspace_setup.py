@@ -33,6 +33,11 @@ else:
     os.environ['ROS_LOCALHOST_ONLY'] = '1'  # Humble's switch (Kilted ignores it)
 os.environ['ROS_DOMAIN_ID'] = str(110 + os.getpid() % 120)
 
+# Every training in the tests decodes its bags: the sample cache keeps nothing after a training (the bags a test
+# generates are the same bytes every run, and a warm cache would skip the decoding the tests are there to
+# exercise). The sample cache's own test sets its folder and bound.
+os.environ['ROBOTSIM_SAMPLE_CACHE_BYTES'] = '0'
+
 # Choose MuJoCo's offscreen GL backend (EGL, else OSMesa) before any test imports mujoco.
 from robotsim_sensors.gl_backend import select_gl_backend  # noqa: E402
 

@@ -66,6 +66,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--heading', choices=['imu', 'odometry'], default='imu',
                         help="the robot's heading for the goal's bearing: the IMU's orientation with the wheel "
                              "odometry's travel (default; skid-steer odometry's heading drifts), or the odometry alone")
+    parser.add_argument('--no-cache', action='store_true',
+                        help="decode every bag, without reading or writing the sample cache (by default each bag's "
+                             'samples are kept in ~/.cache/robotsim/samples, or $ROBOTSIM_CACHE/samples, bounded by '
+                             '$ROBOTSIM_SAMPLE_CACHE_BYTES, default 4 GiB, and the same bag is not decoded again)')
 
 
 def _out_problem(out: str) -> str:
@@ -155,7 +159,17 @@ def run(args: argparse.Namespace) -> int:
         print(f'robotsim policy: error: {problem}', file=sys.stderr)
         return 2
     hidden = tuple(int(width) for width in args.hidden.split(','))
-    bar = None
+    bar = reading_bar = None
+
+    def reading(done: int, total: int, cached: int) -> None:
+        nonlocal reading_bar
+        if reading_bar is None:
+            from tqdm import tqdm
+            reading_bar = tqdm(total=total, desc='reading the bags', unit='episode', file=sys.stderr)
+        reading_bar.update(1)
+        reading_bar.set_postfix(cached=cached)
+        if done == total:
+            reading_bar.close()
 
     def progress(epoch: int, epochs: int, train_loss: float, validation_loss: float) -> None:
         nonlocal bar
@@ -177,15 +191,18 @@ def run(args: argparse.Namespace) -> int:
                                     image=not args.no_image, progress=progress, heading=args.heading,
                                     sectors=args.sectors, corridors=CORRIDORS if args.corridors else (),
                                     scan=not args.no_scan, perception=args.perception, mirror=args.mirror,
+                                    cache=None if args.no_cache else '', reading=reading,
                                     command=['robotsim', 'policy', 'train', *sys.argv[3:]]
                                     if sys.argv[1:3] == ['policy', 'train'] else None)
     except TrainingDataError as error:
         print(f'robotsim policy: error: {error}', file=sys.stderr)
         return 2
     finally:
-        if bar is not None:
-            bar.close()
+        for shown in (reading_bar, bar):
+            if shown is not None:
+                shown.close()
     print(f"wrote {args.out}: {report['episodes']} episodes, {report['samples']} samples; validation loss "
           f"{report['validation_loss']:.4f} vs {report['mean_baseline_loss']:.4f} predicting the mean action; "
-          f"training {report['seconds']:.1f} s ({report['total_seconds']:.1f} s with reading the bags)")
+          f"training {report['seconds']:.1f} s ({report['total_seconds']:.1f} s with reading the bags, "
+          f"{report['cached_episodes']} of them from the sample cache)")
     return 0

@@ -380,9 +380,9 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
     return policy
 
 
-WALL_CLOCK_KEYS = ('seconds', 'total_seconds')
-"""Report entries the file does not keep: how long training took is the machine's, not the policy's (the same
-datasets, configuration and seed give the same file)."""
+WALL_CLOCK_KEYS = ('seconds', 'total_seconds', 'cached_episodes')
+"""Report entries the file does not keep: how long training took and how many episodes' samples came from the
+sample cache are the machine's, not the policy's (the same datasets, configuration and seed give the same file)."""
 
 
 def stored_report(report: dict) -> dict:

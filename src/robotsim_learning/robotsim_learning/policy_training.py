@@ -83,20 +83,39 @@ READERS = 2
 the bags' order, so the result does not depend on it."""
 
 
-def _read_samples(bags: list[Path], spec: ObservationSpec, perception: str = '', mirror: bool = False):
-    """episode_samples of every bag, in order: in READERS spawned processes when there are many bags."""
+def _read_samples(bags: list[Path], spec: ObservationSpec, perception: str = '', mirror: bool = False,
+                  cache: str = ''):
+    """(observations, actions, from the cache) of every bag, in order: in READERS spawned processes when there are
+    many bags; ``cache``: the folder of a :class:`~robotsim_learning.sample_cache.SampleCache` ('' : none)."""
     readers = min(READERS, os.cpu_count() or 1)
     if readers < 2 or len(bags) < 8:
-        yield from (episode_samples(bag, spec, perception, mirror) for bag in bags)
+        yield from (cached_episode_samples(bag, spec, perception, mirror, cache) for bag in bags)
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     # spawn: the parent may hold JAX's threads, which a forked child must not inherit.
     from robotsim_core.processes import exit_with_parent
+    count = len(bags)
     with ProcessPoolExecutor(readers, mp_context=multiprocessing.get_context('spawn'), initializer=exit_with_parent,
                              initargs=(os.getpid(),)) as pool:
-        yield from pool.map(episode_samples, bags, [spec] * len(bags), [perception] * len(bags),
-                            [mirror] * len(bags), chunksize=8)
+        yield from pool.map(cached_episode_samples, bags, [spec] * count, [perception] * count, [mirror] * count,
+                            [cache] * count, chunksize=8)
+
+
+def cached_episode_samples(bag: Path, spec: ObservationSpec, perception: str = '', mirror: bool = False,
+                           cache: str = '') -> tuple[np.ndarray, np.ndarray, bool]:
+    """:func:`episode_samples` of ``bag`` through the sample cache in folder ``cache`` ('' : decoded from the bag),
+    and whether they came from the cache."""
+    if not cache:
+        return (*episode_samples(bag, spec, perception, mirror), False)
+    from .sample_cache import SampleCache, sample_key
+    store, key = SampleCache(Path(cache)), sample_key(bag, spec.to_json(), mirror)
+    stored = store.get(key)
+    if stored is not None:
+        return (*stored, True)
+    observations, actions = episode_samples(bag, spec, perception, mirror)
+    store.put(key, observations, actions)
+    return observations, actions, False
 
 
 _STAGES: dict[str, object] = {}
@@ -218,12 +237,14 @@ def portable_command(argv: list[str]) -> str:
 def train_from_dataset(datasets: list[str], out: str, config, image: bool = True, progress=None,
                        heading: str = 'imu', command: list[str] | None = None, sectors: int = 36,
                        corridors: tuple[float, ...] = (), scan: bool = True, perception: str = '',
-                       mirror: bool = False) -> dict:
+                       mirror: bool = False, cache: str | None = '', reading=None) -> dict:
     """Train on ``datasets`` and write the ONNX policy to ``out``; its ``robotsim.training`` metadata holds the
     report: losses, sizes, the training configuration, the datasets' provenance (:func:`dataset_provenance`)
     and ``command`` (:func:`portable_command`). ``perception`` (a perception model's file) trains the control stage
     of a chained policy: the camera image is observed through that model's abstraction, and the model is copied
-    beside ``out`` (:func:`~robotsim_learning.policy_runtime.perception_path`)."""
+    beside ``out`` (:func:`~robotsim_learning.policy_runtime.perception_path`). ``cache``: the folder of the
+    sample cache ('' : :func:`~robotsim_learning.sample_cache.cache_root`'s, bounded by the environment; None: no
+    cache); ``reading(done, total, cached)`` is called after each bag is read."""
     import dataclasses
     import shutil
 
@@ -264,11 +285,24 @@ def train_from_dataset(datasets: list[str], out: str, config, image: bool = True
                 raise TrainingDataError(f'{dataset}: generated with --no-cameras, so its bags have no {IMAGE_TOPIC}, '
                                         f'which a policy observing the camera image needs; expected a dataset with '
                                         f'camera images, or train with --no-image (lidar, odometry and goal only)')
-    observations, actions, episodes = [], [], []
-    for index, (rows, commands) in enumerate(_read_samples(bags, spec, perception, mirror)):
+    from .sample_cache import SampleCache, cache_root, limit_from_environment
+    limit = None
+    if cache == '':
+        try:
+            limit = limit_from_environment()
+        except ValueError as error:
+            raise TrainingDataError(str(error)) from None
+        cache = str(cache_root() / 'samples')
+    observations, actions, episodes, cached = [], [], [], 0
+    for index, (rows, commands, stored) in enumerate(_read_samples(bags, spec, perception, mirror, cache or '')):
         observations.append(rows)
         actions.append(commands)
         episodes.append(np.full(len(rows), index))
+        cached += stored
+        if reading is not None:
+            reading(index + 1, len(bags), cached)
+    if cache and limit is not None:
+        SampleCache(Path(cache)).trim(limit)
     observations, actions = np.concatenate(observations), np.concatenate(actions)
     if len(observations) < 10:
         raise TrainingDataError(_too_few_samples(datasets, bags, spec, len(observations)))
@@ -283,7 +317,7 @@ def train_from_dataset(datasets: list[str], out: str, config, image: bool = True
                           **({'perception': {'name': os.path.basename(perception), 'sha256': spec.perception}}
                              if perception else {}),
                           'command': portable_command(command) if command else None,
-                          'total_seconds': time.monotonic() - started})
+                          'total_seconds': time.monotonic() - started, 'cached_episodes': cached})
     try:
         export_onnx(policy, out, f'robotsim behaviour-cloning policy for {model.name}: observation -> cmd_vel')
         if perception and os.path.abspath(perception) != os.path.abspath(perception_path(out)):
