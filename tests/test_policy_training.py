@@ -312,7 +312,7 @@ def test_the_bins_head_follows_one_of_disagreeing_demonstrations_and_its_export_
 
 def test_the_sample_cache_gives_the_same_policy_decodes_a_changed_bag_again_and_stays_within_its_bound(
         expert_dataset, tmp_path):
-    """`policy train` keeps each bag's samples in the sample cache ($ROBOTSIM_CACHE/samples): a second training
+    """`policy train` keeps each bag's samples in the sample cache ($ROBOTSIM_SAMPLE_CACHE): a second training
     reads them from there and writes the same file as one without the cache; a bag whose bytes changed, or another
     observation, is decoded again; the cache is trimmed to $ROBOTSIM_SAMPLE_CACHE_BYTES, least recently used first."""
     import dataclasses
@@ -323,7 +323,8 @@ def test_the_sample_cache_gives_the_same_policy_decodes_a_changed_bag_again_and_
     from robotsim_learning.sample_cache import SampleCache
 
     root = tmp_path / 'cache'
-    environment = {**os.environ, 'ROBOTSIM_CACHE': str(root), 'ROBOTSIM_SAMPLE_CACHE_BYTES': str(1 << 30)}
+    environment = {**os.environ, 'ROBOTSIM_SAMPLE_CACHE': str(root / 'samples'),
+                   'ROBOTSIM_SAMPLE_CACHE_BYTES': str(1 << 30)}
 
     def train(name: str, *extra: str, limit: str | None = None) -> subprocess.CompletedProcess:
         env = dict(environment, **({'ROBOTSIM_SAMPLE_CACHE_BYTES': limit} if limit is not None else {}))

@@ -6,9 +6,12 @@ this test run's own."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -33,10 +36,13 @@ else:
     os.environ['ROS_LOCALHOST_ONLY'] = '1'  # Humble's switch (Kilted ignores it)
 os.environ['ROS_DOMAIN_ID'] = str(110 + os.getpid() % 120)
 
-# Every training in the tests decodes its bags: the sample cache keeps nothing after a training (the bags a test
-# generates are the same bytes every run, and a warm cache would skip the decoding the tests are there to
-# exercise). The sample cache's own test sets its folder and bound.
+# Every training in the tests decodes its bags, and never touches the user's sample cache: the tests' trainings
+# use a folder of this run's own and keep nothing in it after a training (the bags a test generates are the same
+# bytes every run, and a warm cache would skip the decoding the tests are there to exercise). The sample cache's
+# own test sets its folder and bound.
+os.environ['ROBOTSIM_SAMPLE_CACHE'] = tempfile.mkdtemp(prefix='robotsim-test-samples-')
 os.environ['ROBOTSIM_SAMPLE_CACHE_BYTES'] = '0'
+atexit.register(shutil.rmtree, os.environ['ROBOTSIM_SAMPLE_CACHE'], ignore_errors=True)
 
 # Choose MuJoCo's offscreen GL backend (EGL, else OSMesa) before any test imports mujoco.
 from robotsim_sensors.gl_backend import select_gl_backend  # noqa: E402

@@ -68,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "odometry's travel (default; skid-steer odometry's heading drifts), or the odometry alone")
     parser.add_argument('--no-cache', action='store_true',
                         help="decode every bag, without reading or writing the sample cache (by default each bag's "
-                             'samples are kept in ~/.cache/robotsim/samples, or $ROBOTSIM_CACHE/samples, bounded by '
+                             'samples are kept in ~/.cache/robotsim/samples, or $ROBOTSIM_SAMPLE_CACHE, bounded by '
                              '$ROBOTSIM_SAMPLE_CACHE_BYTES, default 4 GiB, and the same bag is not decoded again)')
 
 

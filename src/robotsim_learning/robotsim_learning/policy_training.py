@@ -243,7 +243,7 @@ def train_from_dataset(datasets: list[str], out: str, config, image: bool = True
     and ``command`` (:func:`portable_command`). ``perception`` (a perception model's file) trains the control stage
     of a chained policy: the camera image is observed through that model's abstraction, and the model is copied
     beside ``out`` (:func:`~robotsim_learning.policy_runtime.perception_path`). ``cache``: the folder of the
-    sample cache ('' : :func:`~robotsim_learning.sample_cache.cache_root`'s, bounded by the environment; None: no
+    sample cache ('' : :func:`~robotsim_learning.sample_cache.cache_folder`, bounded by the environment; None: no
     cache); ``reading(done, total, cached)`` is called after each bag is read."""
     import dataclasses
     import shutil
@@ -285,14 +285,14 @@ def train_from_dataset(datasets: list[str], out: str, config, image: bool = True
                 raise TrainingDataError(f'{dataset}: generated with --no-cameras, so its bags have no {IMAGE_TOPIC}, '
                                         f'which a policy observing the camera image needs; expected a dataset with '
                                         f'camera images, or train with --no-image (lidar, odometry and goal only)')
-    from .sample_cache import SampleCache, cache_root, limit_from_environment
+    from .sample_cache import SampleCache, cache_folder, limit_from_environment
     limit = None
     if cache == '':
         try:
             limit = limit_from_environment()
         except ValueError as error:
             raise TrainingDataError(str(error)) from None
-        cache = str(cache_root() / 'samples')
+        cache = str(cache_folder())
     observations, actions, episodes, cached = [], [], [], 0
     for index, (rows, commands, stored) in enumerate(_read_samples(bags, spec, perception, mirror, cache or '')):
         observations.append(rows)

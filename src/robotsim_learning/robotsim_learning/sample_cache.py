@@ -8,10 +8,11 @@ file of the bag folder, the observation spec (with the perception model's sha256
 time; anything that changes what the samples would be changes the key. The samples read back are the same float32
 arrays (``.npy`` in a ``.npz``), so a training gives the same file with the cache cold, warm or off.
 
-The cache lives in ``$ROBOTSIM_CACHE/samples`` (default ``~/.cache/robotsim/samples``, the folder the converted
-meshes share) and is bounded: after a training the least recently used entries go until the total is within
-``ROBOTSIM_SAMPLE_CACHE_BYTES`` (default :data:`DEFAULT_LIMIT_BYTES`). It is an optimisation only: an entry that
-cannot be written (a full or read-only disk) or read back (damaged) is decoded from the bag again.
+The cache lives in ``$ROBOTSIM_SAMPLE_CACHE``, else ``$ROBOTSIM_CACHE/samples`` (default
+``~/.cache/robotsim/samples``, beside the converted meshes), and is bounded: after a training the least recently
+used entries go until the total is within ``ROBOTSIM_SAMPLE_CACHE_BYTES`` (default :data:`DEFAULT_LIMIT_BYTES`).
+It is an optimisation only: an entry that cannot be written (a full or read-only disk) or read back (damaged) is
+decoded from the bag again.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ DEFAULT_LIMIT_BYTES = 4 << 30
 """The cache's default bound (4 GiB: the samples of about 50000 rover episodes of 72 sectors with --mirror, 0.4 GB
 for 4650)."""
 
+FOLDER_VARIABLE = 'ROBOTSIM_SAMPLE_CACHE'
+"""Environment variable naming the cache's folder (the test suite points it at a folder of its own)."""
+
 LIMIT_VARIABLE = 'ROBOTSIM_SAMPLE_CACHE_BYTES'
 """Environment variable bounding the cache's size in bytes (0: keep nothing)."""
 
@@ -41,10 +45,13 @@ STALE_WRITE_SECONDS = 3600.0
 """A temporary file this old was left by a killed process (an entry is written in well under a second)."""
 
 
-def cache_root() -> Path:
-    """``$ROBOTSIM_CACHE`` or ``$XDG_CACHE_HOME/robotsim`` (default ``~/.cache/robotsim``)."""
+def cache_folder() -> Path:
+    """``$ROBOTSIM_SAMPLE_CACHE``, else ``samples`` in ``$ROBOTSIM_CACHE`` or ``$XDG_CACHE_HOME/robotsim``
+    (default ``~/.cache/robotsim/samples``)."""
+    if os.environ.get(FOLDER_VARIABLE):
+        return Path(os.environ[FOLDER_VARIABLE])
     from robotsim_core.description.meshes import cache_dir
-    return Path(cache_dir()).parent
+    return Path(cache_dir()).parent / 'samples'
 
 
 def limit_from_environment() -> int:
