@@ -1,12 +1,12 @@
 """The training samples of each episode bag, kept between trainings (ROS-free).
 
-Decoding a bag's messages into (observation, action) samples is most of a training's time (about half of a
-60-epoch training on thousands of episodes), and a DAgger loop trains again and again on mostly the same
-datasets. :class:`SampleCache` keeps each episode's samples in one file named by a content key: the bytes of every
-file of the bag folder, the observation spec (with the perception model's sha256), the mirror option and
-:data:`SAMPLES_FORMAT`. A bag recorded again, moved or copied is recognised by its bytes, never by its path or
-time; anything that changes what the samples would be changes the key. The samples read back are the same float32
-arrays (``.npy`` in a ``.npz``), so a training gives the same file with the cache cold, warm or off.
+Decoding a bag's messages into (observation, action) samples is most of a training's time (about half of a 60-epoch
+training on thousands of episodes), and a DAgger loop trains again and again on mostly the same datasets.
+:class:`SampleCache` keeps each episode's samples in one file named by a content key: the bytes of every file of the
+bag folder, the observation spec (with the perception model's sha256), the mirror option and the source of the code
+that decodes (:data:`DECODER_SOURCES`). A bag recorded again, moved or copied is recognised by its bytes, never by
+its path or time; anything that changes what the samples would be changes the key. The samples read back are the
+same float32 arrays (``.npy`` in a ``.npz``), so a training gives the same file with the cache cold, warm or off.
 
 The cache lives in ``$ROBOTSIM_SAMPLE_CACHE``, else ``$ROBOTSIM_CACHE/samples`` (default
 ``~/.cache/robotsim/samples``, beside the converted meshes), and is bounded: after a training the least recently
@@ -17,6 +17,7 @@ decoded from the bag again.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import tempfile
@@ -25,9 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
-SAMPLES_FORMAT = 1
-"""Version of what :func:`robotsim_learning.policy_training.episode_samples` makes of a bag for a given spec:
-entries of another version are never read (raise it whenever the decoding changes)."""
+DECODER_SOURCES = ('observation.py', 'policy_training.py', 'policy_runtime.py')
+"""The package's modules that decide what :func:`robotsim_learning.policy_training.episode_samples` makes of a bag
+(the observation, the reading, a chained policy's perception stage): any edit of them changes every key, so an entry
+decoded by other code is never read."""
 
 DEFAULT_LIMIT_BYTES = 4 << 30
 """The cache's default bound (4 GiB: the samples of about 50000 rover episodes of 72 sectors with --mirror, 0.4 GB
@@ -76,10 +78,19 @@ def bag_digest(bag: Path) -> str:
     return hasher.hexdigest()
 
 
+@functools.lru_cache(maxsize=1)
+def decoder_digest() -> str:
+    """sha256 over the source of :data:`DECODER_SOURCES` (read once per process)."""
+    hasher = hashlib.sha256()
+    for name in DECODER_SOURCES:
+        hasher.update(name.encode() + b'\0' + (Path(__file__).parent / name).read_bytes() + b'\0')
+    return hasher.hexdigest()
+
+
 def sample_key(bag: Path, spec_json: str, mirror: bool) -> str:
     """The content key of a bag's samples for the observation spec ``spec_json`` (which names a perception
     model by its sha256)."""
-    parts = (f'format {SAMPLES_FORMAT}', bag_digest(bag), spec_json, f'mirror {bool(mirror)}')
+    parts = (decoder_digest(), bag_digest(bag), spec_json, f'mirror {bool(mirror)}')
     return hashlib.sha256('\n'.join(parts).encode()).hexdigest()
 
 
@@ -132,12 +143,13 @@ class SampleCache:
             entries.append((status.st_mtime_ns, path.name, status.st_size, path))
         total = sum(size for _, name, size, _ in entries if not name.startswith('.'))
         for used, name, size, path in sorted(entries):
-            if name.startswith('.') and used > stale or not name.startswith('.') and total <= limit:
+            partial = name.startswith('.')
+            if (used > stale) if partial else (total <= limit):
                 continue
             try:
                 path.unlink()
             except OSError:
                 continue
-            if not name.startswith('.'):
+            if not partial:
                 total -= size
         return total
