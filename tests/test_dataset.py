@@ -303,6 +303,9 @@ def test_ctrl_c_to_a_generation_s_main_process_stops_its_workers_at_once(tmp_pat
                                                 '5', '--workers', '2', '--no-cameras'], finished=0, writing=2,
                                           signum=signal.SIGINT)
     assert len(workers) >= 2, workers
+    deadline = time.monotonic() + 30  # terminated before the main process returned; their exit may still be under way
+    while time.monotonic() < deadline and any(_alive(pid) for pid in workers):
+        time.sleep(0.1)
     assert not [pid for pid in workers if _alive(pid)], 'a worker outlived the interrupted generation'
     assert not list(out.glob('episode_*')), 'an episode was finished after the interrupt'
     assert len(list((out / '.partial').glob('episode_*'))) >= 2
