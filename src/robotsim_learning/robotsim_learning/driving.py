@@ -147,7 +147,7 @@ class ExpertDriver(Driver):
         q = truth.pose.pose.orientation
         pose = (truth.pose.pose.position.x, truth.pose.pose.position.y, quat_to_yaw(q.w, q.x, q.y, q.z))
         x, y = observation.goal_in_world[:2]
-        linear, angular, status = self.expert.command(pose, (x, y))
+        linear, angular, status = self.expert.command(pose, (x, y), truth.twist.twist.angular.z)
         if status == 'no_path':
             self.status = f'no collision-free path to the goal ({x:.2f}, {y:.2f}) in world'
             return None

@@ -58,6 +58,16 @@ class ExpertConfig:
     """Heading error above which the robot turns on the spot before driving (rad)."""
     replan_distance: float = 0.3
     """Re-plan when the robot is this far from its path (pushed, slipped) (m)."""
+    commit_margin: float = 0.5
+    """When the robot already turns (``commit_yaw_rate`` or faster) the other way than its path asks it to turn
+    on the spot, the path is made again around the side the robot turns to, and taken when it is at most this
+    much longer than the best (m; 0 = never): a label that keeps a turn going where both sides are about as good,
+    so a policy that imitates it learns to hold the side it chose instead of turning back and forth."""
+    commit_yaw_rate: float = 0.3
+    """Yaw rate (rad/s) from which the robot counts as turning (``commit_margin``)."""
+    commit_radius: float = 0.6
+    """Radius (m) of the half disc about the robot, on the side it does not turn to, that the path made again
+    around the other side may not enter (``commit_margin``)."""
 
 
 def footprint_radius(model: RobotModel) -> float:
@@ -189,6 +199,10 @@ def astar(grid: OccupancyGrid, start: tuple[int, int], goal: tuple[int, int]) ->
     return None
 
 
+def _length(points: list[np.ndarray]) -> float:
+    return float(sum(np.linalg.norm(b - a) for a, b in zip(points, points[1:])))
+
+
 def shortcut(grid: OccupancyGrid, points: list[np.ndarray]) -> list[np.ndarray]:
     """Greedy line-of-sight shortening: from each kept point, jump to the farthest visible one."""
     kept, index = [points[0]], 0
@@ -220,11 +234,12 @@ class Expert:
         self.max_angular = min(self.config.max_angular, drive.max_yaw_rate) if drive else self.config.max_angular
         self.path: list[np.ndarray] | None = None
         self.goal: np.ndarray | None = None
+        self._declined: list[np.ndarray] | None = None  # the path no other side was found short enough for
 
-    def plan(self, start_xy, goal_xy) -> list[np.ndarray] | None:
+    def plan(self, start_xy, goal_xy, grids=None) -> list[np.ndarray] | None:
         """Waypoints from start to goal (the goal last), or None when no collision-free path exists; the
         widest margin that admits a path is used (``self.grid`` is the grid the path was planned on)."""
-        for grid in self.grids:
+        for grid in grids or self.grids:
             start = grid.nearest_free(grid.cell(start_xy))
             goal = grid.nearest_free(grid.cell(goal_xy), limit=2)
             cells = astar(grid, start, goal) if start is not None and goal is not None else None
@@ -235,9 +250,9 @@ class Expert:
                 return shortcut(grid, points)
         return None
 
-    def command(self, pose: tuple[float, float, float], goal_xy) -> tuple[float, float, str]:
-        """(linear m/s, angular rad/s, status) for the robot at ``pose`` (x, y, yaw in the world);
-        status: 'driving', 'reached' (stopped at the goal) or 'no_path' (stopped: unreachable)."""
+    def command(self, pose: tuple[float, float, float], goal_xy, yaw_rate: float = 0.0) -> tuple[float, float, str]:
+        """(linear m/s, angular rad/s, status) for the robot at ``pose`` (x, y, yaw in the world) turning at
+        ``yaw_rate`` (rad/s); status: 'driving', 'reached' (stopped at the goal) or 'no_path' (stopped: unreachable)."""
         c = self.config
         position, yaw = np.array(pose[:2], dtype=float), float(pose[2])
         goal = np.asarray(goal_xy, dtype=float)
@@ -251,6 +266,13 @@ class Expert:
         target = self._lookahead_point(position)
         heading = math.atan2(target[1] - position[1], target[0] - position[0])
         error = math.remainder(heading - yaw, math.tau)
+        if abs(error) > c.turn_in_place_angle and abs(yaw_rate) >= c.commit_yaw_rate and error * yaw_rate < 0 \
+                and self._commit(position, yaw, goal, math.copysign(1.0, yaw_rate)):
+            target = self._lookahead_point(position)
+            heading = math.atan2(target[1] - position[1], target[0] - position[0])
+            error = math.remainder(heading - yaw, math.tau)
+            if error * yaw_rate < 0 and abs(error) > math.pi - 0.2:  # right behind: on round the way it turns
+                error = math.copysign(abs(error), yaw_rate)
         if abs(error) > c.turn_in_place_angle:
             return 0.0, math.copysign(self.max_angular, error), 'driving'
         distance = float(np.linalg.norm(goal - position))
@@ -259,6 +281,31 @@ class Expert:
         lookahead = max(float(np.linalg.norm(target - position)), 1e-3)
         angular = float(np.clip(speed * 2.0 * math.sin(error) / lookahead, -self.max_angular, self.max_angular))
         return speed, angular, 'driving'
+
+    def _commit(self, position: np.ndarray, yaw: float, goal: np.ndarray, side: float) -> bool:
+        """Take a path around ``side`` (+1 left, -1 right of the heading) when it is at most ``commit_margin``
+        longer than the best path from here; False (and the current path kept) otherwise."""
+        c = self.config
+        if c.commit_margin <= 0 or self._declined is self.path:
+            return False
+        best = self.plan(position, goal)
+        dx, dy = self.grids[0].x - position[0], self.grids[0].y - position[1]
+        bearing = np.arctan2(dy, dx) - yaw
+        lateral = np.sin(bearing)  # > 0: left of the heading
+        wedge = (np.hypot(dx, dy) <= c.commit_radius) & (lateral * side < 0) & (np.hypot(dx, dy) > 1.5 * c.resolution)
+        grids = []
+        for grid in self.grids:
+            sided = copy.copy(grid)
+            sided.blocked = grid.blocked | wedge
+            grids.append(sided)
+        grid = self.grid
+        other = self.plan(position, goal, grids)
+        if best is None or other is None or _length(other) > _length(best) + c.commit_margin:
+            self.grid = grid
+            self._declined = self.path
+            return False
+        self.path, self.grid = other, self.grids[grids.index(self.grid)]
+        return True
 
     def _slowdown(self, position: np.ndarray, yaw: float) -> float:
         """Speed factor from the clearance at the robot and ahead of it (1 in open space)."""

@@ -114,3 +114,36 @@ def test_the_grid_knows_each_cells_clearance_and_the_expert_slows_beside_obstacl
     for clearance, speed in tight:  # never above what the clearance at the robot allows (half a cell of slack)
         allowed = config.slow_fraction + (1 - config.slow_fraction) * (clearance + resolution / 2) / config.slow_clearance
         assert speed <= expert.max_linear * allowed + 1e-9, (clearance, speed)
+
+
+def test_a_turn_already_going_is_kept_where_the_other_side_is_about_as_short():
+    """A robot that turns left where the plan turns it right gets a path around the left when that is at most
+    ``commit_margin`` longer (its label keeps the turn going); a longer one, or none asked for, keeps the plan."""
+    from robotsim_learning.expert import _length
+
+    world = load_world(resolve_world_path('room'))
+    model = load_robot('rover')
+    pose, goal = (0.0, 0.0, -1.5), (-2.3, -0.9)  # the plan turns right on the spot
+    still = Expert(world, model)
+    assert still.command(pose, goal)[:2] == (0.0, -still.max_angular)
+    best = _length(still.path)
+    for config, turns in ((ExpertConfig(), True), (ExpertConfig(commit_margin=0.0), False),
+                          (ExpertConfig(commit_margin=0.2), False)):
+        runs = []
+        for _ in range(2):
+            expert = Expert(world, model, config)
+            expert.command(pose, goal)
+            linear, angular, status = expert.command(pose, goal, yaw_rate=0.8)
+            runs.append((linear, angular, [tuple(p) for p in expert.path]))
+            assert status == 'driving'
+            if turns:  # around the left: its first step leaves to the left of the heading
+                assert angular > 0 and best < _length(expert.path) <= best + config.commit_margin, (angular, best)
+                first = expert.path[1] - np.array(pose[:2])
+                assert np.cos(pose[2]) * first[1] - np.sin(pose[2]) * first[0] > 0
+            else:
+                assert angular == -expert.max_angular and _length(expert.path) == pytest.approx(best)
+        assert runs[0] == runs[1]  # deterministic
+    # Turning the way the plan asks changes nothing.
+    expert = Expert(world, model)
+    assert expert.command(pose, goal, yaw_rate=-0.8)[:2] == (0.0, -expert.max_angular)
+    assert _length(expert.path) == pytest.approx(best)
