@@ -127,7 +127,7 @@ def test_a_turn_already_going_is_kept_where_the_other_side_is_about_as_short():
     still = Expert(world, model)
     assert still.command(pose, goal)[:2] == (0.0, -still.max_angular)
     best = _length(still.path)
-    for config, turns in ((ExpertConfig(), True), (ExpertConfig(commit_margin=0.0), False),
+    for config, turns in ((ExpertConfig(commit_margin=0.5), True), (ExpertConfig(commit_margin=0.0), False),
                           (ExpertConfig(commit_margin=0.2), False)):
         runs = []
         for _ in range(2):
@@ -144,6 +144,6 @@ def test_a_turn_already_going_is_kept_where_the_other_side_is_about_as_short():
                 assert angular == -expert.max_angular and _length(expert.path) == pytest.approx(best)
         assert runs[0] == runs[1]  # deterministic
     # Turning the way the plan asks changes nothing.
-    expert = Expert(world, model)
+    expert = Expert(world, model, ExpertConfig(commit_margin=0.5))
     assert expert.command(pose, goal, yaw_rate=-0.8)[:2] == (0.0, -expert.max_angular)
     assert _length(expert.path) == pytest.approx(best)
