@@ -307,8 +307,12 @@ def test_ctrl_c_to_a_generation_s_main_process_stops_its_workers_at_once(tmp_pat
     while time.monotonic() < deadline and any(_alive(pid) for pid in workers):
         time.sleep(0.1)
     assert not [pid for pid in workers if _alive(pid)], 'a worker outlived the interrupted generation'
-    assert not list(out.glob('episode_*')), 'an episode was finished after the interrupt'
-    assert len(list((out / '.partial').glob('episode_*'))) >= 2
+    # The two episodes being written when the signal went are left half-written, or (a loaded machine: the
+    # main process handles the signal late) the one that had run longer got finished before it did; waiting
+    # for the running and queued episodes, as before, finished all six.
+    finished, half = list(out.glob('episode_*')), list((out / '.partial').glob('episode_*'))
+    assert len(finished) <= 1, f'episodes were finished after the interrupt: {sorted(p.name for p in finished)}'
+    assert len(finished) + len(half) >= 2, (finished, half)
     verified = robotsim('dataset', 'verify', str(out))
     assert 'INCOMPLETE' in verified.stdout and '--resume' in verified.stdout, verified.stdout
 
