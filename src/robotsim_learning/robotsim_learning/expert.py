@@ -58,11 +58,12 @@ class ExpertConfig:
     """Heading error above which the robot turns on the spot before driving (rad)."""
     replan_distance: float = 0.3
     """Re-plan when the robot is this far from its path (pushed, slipped) (m)."""
-    commit_margin: float = 0.5
+    commit_margin: float = 0.0
     """When the robot already turns (``commit_yaw_rate`` or faster) the other way than its path asks it to turn
     on the spot, the path is made again around the side the robot turns to, and taken when it is at most this
-    much longer than the best (m; 0 = never): a label that keeps a turn going where both sides are about as good,
-    so a policy that imitates it learns to hold the side it chose instead of turning back and forth."""
+    much longer than the best (m; 0 = never, the default): a label that keeps a turn going where both sides are
+    about as good, so a policy that imitates it learns to hold the side it chose instead of turning back and forth.
+    Tried with 0.5 for DAgger labels (config/policies/README.md): fewer timeouts, as many more collisions."""
     commit_yaw_rate: float = 0.3
     """Yaw rate (rad/s) from which the robot counts as turning (``commit_margin``)."""
     commit_radius: float = 0.6
