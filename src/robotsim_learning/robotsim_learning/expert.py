@@ -272,7 +272,7 @@ class Expert:
             target = self._lookahead_point(position)
             heading = math.atan2(target[1] - position[1], target[0] - position[0])
             error = math.remainder(heading - yaw, math.tau)
-            if error * yaw_rate < 0 and abs(error) > math.pi - 0.2:  # right behind: on round the way it turns
+            if error * yaw_rate < 0 and abs(error) > math.pi - 0.2:  # right behind: round the way it already turns
                 error = math.copysign(abs(error), yaw_rate)
         if abs(error) > c.turn_in_place_angle:
             return 0.0, math.copysign(self.max_angular, error), 'driving'
