@@ -182,8 +182,26 @@ def test_dagger_episodes_carry_expert_labels_and_train_with_the_demonstrations(e
     dagger = tmp_path / 'dagger'
     completed = robotsim('dataset', 'generate', '--randomization', str(EXPERT_COURSE), '--out', str(dagger),
                          '--episodes', '2', '--seed', '6', '--driver', 'dagger', '--policy', str(policy), '--workers', '1',
-                         '--no-progress')
+                         '--no-progress', '--expert-commit', '0.5')
     assert completed.returncode == 0, completed.stderr
+    # The expert's commit margin is a setting of the dataset: kept, and a --resume with another one refused.
+    assert json.loads((dagger / 'dataset.json').read_text())['settings']['expert_commit'] == 0.5
+    resumed = robotsim('dataset', 'generate', '--randomization', str(EXPERT_COURSE), '--out', str(dagger),
+                       '--episodes', '2', '--seed', '6', '--driver', 'dagger', '--policy', str(policy), '--resume',
+                       '--no-progress')
+    assert resumed.returncode == 2 and 'expert_commit 0.5 -> None' in resumed.stderr, resumed.stderr
+    from robotsim_learning.driving import DriveContext, make_driver
+    driver = make_driver(f'dagger:{policy}', expert_commit=0.5)
+    driver.reset(DriveContext(robot=lambda: None))
+    assert driver.expert.commit_margin == 0.5
+    for arguments, expected in ((['--driver', 'wander', '--expert-commit', '0.5'],
+                                 '--expert-commit: applies only to the drivers with the expert in them (expert, dagger)'),
+                                (['--driver', 'expert', '--expert-commit', '-1'],
+                                 '--expert-commit: expected 0 ... 5 m, got -1.0')):
+        wrong = robotsim('dataset', 'generate', '--randomization', str(EXPERT_COURSE), '--out', str(tmp_path / 'y'),
+                         '--episodes', '1', *arguments)
+        assert wrong.returncode == 2 and wrong.stderr.strip().count('\n') == 0, wrong.stderr
+        assert expected in wrong.stderr and not (tmp_path / 'y').exists(), wrong.stderr
     bag = dagger / json.loads((dagger / 'dataset.json').read_text())['episodes'][0]['bag']
     with AnyReader([bag]) as reader:
         counts = {c.topic: c.msgcount for c in reader.connections}
@@ -264,17 +282,17 @@ def test_the_shipped_policy_refuses_its_training_seeds():
 
 def test_a_dagger_dataset_is_recorded_by_its_policy_file_name_and_shield(tmp_path):
     """A DAgger dataset's driver holds the path of the policy that drove it: the policy file records its name only
-    (no folder of the machine that generated it), and whether the shield was on."""
+    (no folder of the machine that generated it), whether the shield was on and the expert's commit margin."""
     from robotsim_learning.policy_training import dataset_provenance
     folder = tmp_path / 'dagger_shielded'
     folder.mkdir()
     (folder / 'dataset.json').write_text(json.dumps({
         'format': 'robotsim-dataset', 'source_commit': 'abc', 'episodes': [],
         'settings': {'episodes': 3, 'seed': 11, 'driver': f'dagger:{tmp_path}/runs/p.onnx', 'cameras': False,
-                     'prune': False, 'shield': True},
+                     'prune': False, 'shield': True, 'expert_commit': 0.5},
         'randomization': {'path': f'{tmp_path}/specs/course.yaml', 'sha256': 'f00'}}))
     entry = dataset_provenance(folder)
-    assert entry['driver'] == 'dagger:p.onnx' and entry['shield'] is True
+    assert entry['driver'] == 'dagger:p.onnx' and entry['shield'] is True and entry['expert_commit'] == 0.5
     assert entry['randomization'] == {'name': 'course.yaml', 'sha256': 'f00'}
     assert str(tmp_path) not in json.dumps(entry)
 

@@ -57,7 +57,7 @@ def run(args) -> int:
             generate(args.randomization, args.out, args.episodes, args.seed, _driver(args),
                      args.workers if args.workers is not None else 1, args.executor, args.resume, args.prune,
                      cameras=not args.no_cameras, ray_address=args.ray_address, progress=not args.no_progress,
-                     shield=args.shield)
+                     shield=args.shield, expert_commit=args.expert_commit)
             return 0
         if args.action == 'verify':
             problems = verify(args.dataset)
@@ -136,6 +136,10 @@ def add_arguments(parser) -> None:
     generate.add_argument('--shield', action='store_true',
                           help="with --policy: the policy's commands go through the velocity shield from the scan "
                                '(as the policy node with shield:=true)')
+    generate.add_argument('--expert-commit', type=float, default=0.0, metavar='M',
+                          help='with --driver expert or dagger: when the robot already turns the other way than the '
+                               "expert's path asks, the expert keeps the turn if the path around that side is at "
+                               'most M metres longer (0 ... 5; default 0: never)')
     generate.add_argument('--workers', type=int, default=None,
                           help='processes (or local Ray CPUs) in parallel (default 1)')
     generate.add_argument('--executor', choices=['local', 'ray'], default='local',

@@ -32,6 +32,8 @@ GOAL = 'goal_pose'
 """The goal's topic (geometry_msgs/PoseStamped in odom), read by every goal driver."""
 GROUND_TRUTH = 'sim/ground_truth'
 """The simulator's ground truth (nav_msgs/Odometry in world), read by privileged drivers only."""
+MAX_EXPERT_COMMIT = 5.0
+"""Largest ``expert_commit`` (m) taken: a detour longer than that is no longer "about as short"."""
 
 
 @dataclass
@@ -68,6 +70,8 @@ class Driver:
     """True: the observation carries ground truth and the world (simulation-only drivers, e.g. the expert)."""
     rate = 10.0
     """Hz of sim time at which :meth:`act` is called."""
+    has_expert = False
+    """True: the privileged expert decides or labels in it, and its constructor takes ``expert_commit`` (m)."""
     status = ''
     """Why the driver does not drive now ('goal reached', 'no collision-free path ...'), '' while it drives."""
 
@@ -124,7 +128,12 @@ class ExpertDriver(Driver):
     """The privileged expert (simulation only): plans on the known world from ground truth to the goal."""
     name = 'expert'
     privileged = True
+    has_expert = True
     rate = 20.0
+
+    def __init__(self, expert_commit: float = 0.0):
+        self.commit_margin = float(expert_commit)
+        """The expert's ``ExpertConfig.commit_margin`` (m; 0: it never commits to a turn the robot is making)."""
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -140,7 +149,9 @@ class ExpertDriver(Driver):
 
         from .expert import Expert
         if self.expert is None or self.world is not observation.world:
-            self.expert, self.world = Expert(observation.world, self.model), observation.world
+            from .expert import ExpertConfig
+            self.expert = Expert(observation.world, self.model, ExpertConfig(commit_margin=self.commit_margin))
+            self.world = observation.world
         truth = observation.ground_truth
         if truth is None or observation.goal_in_world is None:
             return 0.0, 0.0
@@ -271,8 +282,15 @@ class DaggerDriver(PolicyDriver):
     reaches. With probability ``expert_share`` (seeded per run) a decision is the expert's."""
     name = 'dagger'
     privileged = True
+    has_expert = True
     labels = True
     expert_share = 0.3
+
+    def __init__(self, path: str = '', providers: tuple[str, ...] = ('CPUExecutionProvider',),
+                 robot: str | None = None, goal_tolerance: float = 0.0, shield: bool = False,
+                 expert_commit: float = 0.0):
+        super().__init__(path, providers, robot, goal_tolerance, shield)
+        self.expert_commit = float(expert_commit)
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -280,7 +298,7 @@ class DaggerDriver(PolicyDriver):
 
     def reset(self, context: DriveContext) -> None:
         super().reset(context)
-        self.expert = ExpertDriver()
+        self.expert = ExpertDriver(self.expert_commit)
         self.expert.reset(context)
         self.choices = np.random.default_rng([context.seed, 7])  # the run's own, reproducible stream
         self.label = None
@@ -304,16 +322,30 @@ def driver_class(name: str, option: str = '--driver') -> type[Driver]:
     return getattr(importlib.import_module(module), attribute)
 
 
-def make_driver(name: str, option: str = '--driver', **options) -> Driver:
+def make_driver(name: str, option: str = '--driver', expert_commit: float = 0.0, **options) -> Driver:
     """``NAME`` or ``NAME:ARGUMENT`` (a driver's file, e.g. ``policy:policy.onnx``): a plain string, so worker
     processes started afresh build the same driver. ``options`` go to a driver that takes an argument
-    (the policy's ``providers``, ``robot``, ``goal_tolerance``); errors name ``option``."""
+    (the policy's ``providers``, ``robot``, ``goal_tolerance``); ``expert_commit`` to a driver with the expert in it
+    (its ``ExpertConfig.commit_margin``, m); errors name ``option``."""
     base, _, argument = name.partition(':')
     cls = driver_class(base, option)
+    if not math.isfinite(expert_commit) or not 0.0 <= expert_commit <= MAX_EXPERT_COMMIT:
+        raise ValueError(f'--expert-commit: expected 0 ... {MAX_EXPERT_COMMIT:g} m, got {expert_commit!r}')
+    if expert_commit and not cls.has_expert:
+        raise ValueError(f'--expert-commit: applies only to the drivers with the expert in them '
+                         f'({", ".join(n for n in DRIVERS if _has_expert(n))}), not {option} {base}')
+    extra = {'expert_commit': expert_commit} if cls.has_expert else {}
     if DRIVERS[base].argument:
         if not argument:
             raise ValueError(f'{option} {base}: expected {base}:FILE with an ONNX policy file')
-        return cls(argument, **options)
+        return cls(argument, **options, **extra)
     if argument:
         raise ValueError(f'{option} {base}: takes no argument, got {name!r}')
-    return cls()
+    return cls(**extra)
+
+
+def _has_expert(name: str) -> bool:
+    try:
+        return driver_class(name).has_expert
+    except (ValueError, ImportError, AttributeError):
+        return False

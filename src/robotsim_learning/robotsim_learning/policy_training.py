@@ -222,6 +222,8 @@ def dataset_provenance(dataset: Path) -> dict:
     return {'name': dataset.resolve().name, 'manifest_sha256': hashlib.sha256(manifest_bytes).hexdigest(),
             'seed': settings.get('seed'), 'episodes': settings.get('episodes'), 'driver': driver,
             **({'shield': True} if settings.get('shield') is True else {}),
+            **({'expert_commit': settings['expert_commit']} if isinstance(settings.get('expert_commit'), (int, float))
+               and not isinstance(settings.get('expert_commit'), bool) else {}),
             'randomization': {'name': os.path.basename(spec_path) if isinstance(spec_path, str) else None,
                               'sha256': randomization.get('sha256')},
             'source_commit': manifest.get('source_commit')}
