@@ -281,7 +281,7 @@ def test_a_drawn_seed_is_never_a_training_seed(monkeypatch):
     import secrets
 
     from robotsim_learning.evaluation_cli import drawn_seed
-    draws = iter([5000, 8633, 77])  # the shipped policy's training seeds come first: redrawn
+    draws = iter([5000, 8853, 77])  # the shipped policy's training seeds come first: redrawn
     monkeypatch.setattr(secrets, 'randbelow', lambda bound: next(draws))
     assert drawn_seed(str(WORKSPACE / 'config' / 'policies' / 'rover_goal_reaching.onnx')) == 77
 
