@@ -355,6 +355,35 @@ def test_an_episode_ends_the_same_at_any_pace_on_a_loaded_machine(tmp_path):
     assert all(row['outcome'] in ('success', 'collision', 'timeout') and row['lost_poses'] == '0' for row in rows['1'])
 
 
+FOREIGN_CLOCK = """
+import rclpy
+from rosgraph_msgs.msg import Clock
+rclpy.init()
+node = rclpy.create_node('foreign_clock')
+publisher = node.create_publisher(Clock, '/clock', 10)
+node.create_timer(0.1, lambda: publisher.publish(Clock()))
+rclpy.spin(node)
+"""
+
+
+def test_another_simulator_on_the_evaluation_s_ros_domain_stops_it_with_one_line(short_course, tmp_path):
+    """Two graphs on one ROS domain read each other's ground truth and clock (seen: two evaluations started with the
+    same ROS_DOMAIN_ID gave goals "reached" at 0.002 s and paths of 541 m, with no word): an episode that finds a
+    /clock publisher besides its simulator's stops the evaluation, naming the domain."""
+    foreign = subprocess.Popen([sys.executable, '-c', FOREIGN_CLOCK], preexec_fn=_die_with_parent)
+    try:
+        completed = robotsim('policy', 'eval', '--driver', 'straight', '--baselines', '', '--episodes', '1', '--seed',
+                             '3', '--randomization', str(short_course), '--out', str(tmp_path / 'out'), '--no-progress')
+    finally:
+        foreign.kill()
+        foreign.wait()
+    assert completed.returncode == 2, completed.stdout + completed.stderr
+    line = completed.stderr.strip()
+    assert '\n' not in line and 'Traceback' not in line, line
+    assert line.startswith(f'robotsim policy eval: error: ROS domain {os.environ["ROS_DOMAIN_ID"]}: 2 publishers of '
+                           '/clock'), line
+
+
 @pytest.mark.parametrize('case', ['missing policy', 'training seed', 'unknown baseline', 'ray address'])
 def test_bad_input_is_one_line(case, trained_policy, short_course, tmp_path):
     policy = str(tmp_path / 'nowhere.onnx') if case == 'missing policy' else str(trained_policy)

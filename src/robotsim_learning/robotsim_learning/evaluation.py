@@ -27,6 +27,11 @@ import numpy as np
 from robotsim_core.statistics import wilson_interval
 
 OUTCOMES = ('success', 'collision', 'timeout', 'error')
+
+
+class SharedDomainError(RuntimeError):
+    """An episode found another graph on its ROS domain (a second /clock publisher): its ground truth and clock
+    would mix with this episode's, and no outcome could be trusted. Stops the evaluation with one line."""
 CSV_COLUMNS = ('driver', 'seed', 'episode', 'outcome', 'sim_time', 'path_length', 'min_clearance', 'collisions',
                'final_goal_distance', 'real_time_factor', 'lockstep', 'command_rate', 'nominal_command_rate',
                'stale_input_ticks', 'waiting_ticks', 'lost_poses', 'wall_seconds')

@@ -179,9 +179,10 @@ def drawn_seed(policy: str) -> int:
 
 
 def run(args) -> int:
+    from .evaluation import SharedDomainError
     try:
         return _run(args)
-    except (_Refused, DescriptionError) as error:
+    except (_Refused, DescriptionError, SharedDomainError) as error:
         print(f'robotsim policy eval: error: {error}', file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # the running launch was stopped on the way out; the CSV has every finished episode

@@ -21,7 +21,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from ..evaluation import EpisodeTracker, WorldObstacles, footprint
+from ..evaluation import EpisodeTracker, SharedDomainError, WorldObstacles, footprint
 from ..randomization import Scenario
 
 KEEPS_UP = 0.9
@@ -38,6 +38,9 @@ STALL_TIMEOUT = 120.0
 """Wall seconds without a new ground-truth pose after which a running episode is an ``error`` (stalled): in lockstep
 the simulator waits for a driver that stopped answering (a node hung, a data connection discovery matched but never
 made), and sim time stands still, so its own duration would never end it."""
+ALONE_WAIT = 30.0
+"""Wall seconds a second /clock publisher on an episode's ROS domain is given to leave (a killed simulator's DDS
+participant stays listed until its lease, 10-20 s by the RMW's defaults, runs out) before the evaluation stops."""
 
 
 class EvaluationError(RuntimeError):
@@ -260,6 +263,7 @@ def _drive(observer: GraphObserver, process: subprocess.Popen, tracker: EpisodeT
     settle = time.monotonic() + 1.0
     while time.monotonic() < settle:
         observer.spin(0.05)
+    _check_alone(observer)
     observer.reset()  # the simulator is still paused: whatever came before is the previous episode's
     if not observer.resume(alive):
         return 'error', lost, 'the simulator could not be resumed (/sim/pause)'
@@ -279,6 +283,7 @@ def _drive(observer: GraphObserver, process: subprocess.Popen, tracker: EpisodeT
             outcome = tracker.update(stamp,
                                      (pose.position.x, pose.position.y, yaw_of(pose.orientation)))
             if outcome is not None:
+                _check_alone(observer)  # another graph that came up during the episode
                 return outcome, lost, ''
         if not alive() and taken == len(observer.poses):
             # The simulator ended (its duration): take what is still queued before calling it an error.
@@ -289,6 +294,23 @@ def _drive(observer: GraphObserver, process: subprocess.Popen, tracker: EpisodeT
     if time.monotonic() - progress >= STALL_TIMEOUT:
         return 'error', lost, f'stalled: no ground-truth pose for {STALL_TIMEOUT:g} wall seconds'
     return 'error', lost, f'still running after {60 + 50 * tracker.duration:g} wall seconds'
+
+
+def _check_alone(observer: GraphObserver) -> None:
+    """Raise :class:`SharedDomainError` when the episode's ROS domain has more than its own simulator's /clock.
+    Seen: two evaluations started on the same ROS_DOMAIN_ID each read the other's ground truth (goals "reached" at
+    0.002 s of sim time, paths of 541 m, collisions on robots that had not moved). A second publisher is given
+    ALONE_WAIT to go: the previous episode's simulator, if it had to be killed, stays in the graph until its DDS
+    lease runs out."""
+    deadline = time.monotonic() + ALONE_WAIT
+    while (clocks := observer.node.count_publishers('/clock')) > 1 and time.monotonic() < deadline:
+        observer.spin(0.2)
+    if clocks > 1:
+        domain = os.environ.get('ROS_DOMAIN_ID', '0') or '0'
+        raise SharedDomainError(
+            f'ROS domain {domain}: {clocks} publishers of /clock, expected this episode\'s simulator alone (another '
+            'simulator or evaluation runs on the same domain, and their messages would mix); an evaluation with W '
+            'workers takes ROS_DOMAIN_ID ... ROS_DOMAIN_ID+W-1: give it a range no other graph uses')
 
 
 def _stop(process: subprocess.Popen) -> None:
