@@ -147,9 +147,8 @@ class ExpertDriver(Driver):
     def act(self, observation: Observation) -> tuple[float, float] | None:
         from robotsim_core.geometry import quat_to_yaw
 
-        from .expert import Expert
+        from .expert import Expert, ExpertConfig
         if self.expert is None or self.world is not observation.world:
-            from .expert import ExpertConfig
             self.expert = Expert(observation.world, self.model, ExpertConfig(commit_margin=self.commit_margin))
             self.world = observation.world
         truth = observation.ground_truth

@@ -27,11 +27,6 @@ import numpy as np
 from robotsim_core.statistics import wilson_interval
 
 OUTCOMES = ('success', 'collision', 'timeout', 'error')
-
-
-class SharedDomainError(RuntimeError):
-    """An episode found another graph on its ROS domain (a second /clock publisher): its ground truth and clock
-    would mix with this episode's, and no outcome could be trusted. Stops the evaluation with one line."""
 CSV_COLUMNS = ('driver', 'seed', 'episode', 'outcome', 'sim_time', 'path_length', 'min_clearance', 'collisions',
                'final_goal_distance', 'real_time_factor', 'lockstep', 'command_rate', 'nominal_command_rate',
                'stale_input_ticks', 'waiting_ticks', 'lost_poses', 'wall_seconds')
@@ -39,6 +34,11 @@ CONTACT_MARGIN = 0.002
 """Clearance (m) at or below which the footprint counts as touching an obstacle."""
 STEP_HEIGHT = 0.03
 """Obstacles lower than this (a door threshold) are driven over, not collided with (as the expert's grid)."""
+
+
+class SharedDomainError(RuntimeError):
+    """An episode found another graph on its ROS domain (a second /clock publisher): its ground truth and clock
+    would mix with this episode's, and no outcome could be trusted. Stops the evaluation with one line."""
 
 
 # ----------------------------------------------------------------------------- geometry
