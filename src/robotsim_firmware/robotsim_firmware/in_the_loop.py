@@ -148,10 +148,11 @@ class FirmwareInTheLoop:
         depend on /clock. Why the link left lockstep, if it did."""
         return self.link.before_clock() if self.lockstep else None
 
-    def after_clock(self, nudge=lambda: None) -> str | None:
-        """The period's /clock is out: the link waits for the bridge's setpoint (``nudge()`` repeats the
-        /clock meanwhile). Why it left lockstep, if it did."""
-        return self.link.after_clock(nudge=nudge) if self.lockstep else None
+    def after_clock(self, nudge=lambda: None, period: int | None = None) -> str | None:
+        """The period's /clock is out: the link waits for the bridge's setpoint of ``period`` (its number:
+        /clock time // SETPOINT_PERIOD; ``nudge()`` repeats the /clock meanwhile). Why it left lockstep, if
+        it did."""
+        return self.link.after_clock(nudge=nudge, period=period) if self.lockstep else None
 
     def _write_encoders(self, wheel_angles: np.ndarray) -> None:
         """The wheel angles as the MCU's encoder registers count them (with any injected encoder fault)."""

@@ -31,7 +31,7 @@ class McuClock:
     def reset(self) -> None:
         """Forget the offset and the frames sent: the MCU rebooted (its clock restarted) or a new
         session began (an echo of an older frame could then match a reused sequence number)."""
-        self._sent: dict[int, tuple[int, int]] = {}  # sequence -> (frame type, host ns when written)
+        self._sent: dict[tuple[int, int], int] = {}  # (sequence, frame type) -> host ns when written
         self._bound_ns: int | None = None
         self._bound_mcu_ns = 0
         self._last_echo_us = None
@@ -39,7 +39,7 @@ class McuClock:
 
     def sent(self, sequence: int, frame_type: int, host_ns: int) -> None:
         """The bridge wrote frame (``sequence``, ``frame_type``) when its clock read ``host_ns``."""
-        self._sent[sequence & 0xFF] = (frame_type, host_ns)
+        self._sent[(sequence & 0xFF, frame_type)] = host_ns
 
     def observe(self, host_ns: int, mcu_ns: int) -> None:
         """A frame written at host time ``host_ns`` arrived at MCU time ``mcu_ns``."""
@@ -62,9 +62,9 @@ class McuClock:
         # frame until the next host frame arrives, and its sequence number is reused every 256 frames.
         if telemetry.host_rx_type and (self._last_echo_us is None or rx_us > self._last_echo_us):
             self._last_echo_us = rx_us
-            entry = self._sent.get(telemetry.host_rx_sequence)
-            if entry is not None and entry[0] == telemetry.host_rx_type:
-                self.observe(entry[1], rx_us * 1000)
+            sent_ns = self._sent.get((telemetry.host_rx_sequence, telemetry.host_rx_type))
+            if sent_ns is not None:
+                self.observe(sent_ns, rx_us * 1000)
         sample_ns = telemetry.sample_us * 1000
         offset = self.offset_ns(sample_ns)
         return None if offset is None else sample_ns + offset

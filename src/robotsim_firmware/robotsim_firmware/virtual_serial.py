@@ -22,7 +22,8 @@ pty: when the bridge process got the CPU decides that tick. In lockstep (:attr:`
 they arrive only at :meth:`PtyLink.sync`, which the simulator calls at the start of every setpoint
 period of the bridge (robotsim_firmware.base_commands.SETPOINT_PERIOD, on /clock): once the MCU has
 answered a HELLO, the link waits for the host's SET_GAINS before that period's /clock goes out; once
-the host sends setpoints, it waits after /clock for that period's SET_VELOCITY. Each wait takes in
+the host sends setpoints, it waits after /clock for that period's SET_VELOCITY (its sequence byte the
+period's number: one numbered for the period before came too late and is dropped). Each wait takes in
 the host's bytes up to the frame it waited for; later bytes arrive at the next period. So what the
 MCU receives, and when in sim time, depends on what the bridge sends, never on when it ran. A
 bridge that does not answer within :data:`LOCKSTEP_TIMEOUT` (wall) s leaves the link free running
@@ -194,6 +195,8 @@ class PtyLink:
         self._awaiting_hello = False  # ... and the host answers that telemetry with HELLO
         self.lockstep_misses = 0
         """Syncs at which the host's frame did not come within LOCKSTEP_TIMEOUT."""
+        self.stale_setpoints = 0
+        """SET_VELOCITY frames numbered for the period before the one waited for, dropped (:meth:`after_clock`)."""
 
     def transfer(self, to_host: bytes, dt: float) -> bytes:
         """Move one tick's bytes: ``to_host`` from the MCU out, and return what the host sent.
@@ -281,11 +284,15 @@ class PtyLink:
         return (f'link not in lockstep: no SET_GAINS from the host within {timeout:g} s of the MCU\'s HELLO_ACK; '
                 'its bytes arrive as they come until its setpoints do')
 
-    def after_clock(self, timeout: float = LOCKSTEP_TIMEOUT, nudge=lambda: None) -> str | None:
+    def after_clock(self, timeout: float = LOCKSTEP_TIMEOUT, nudge=lambda: None, period: int | None = None) -> str | None:
         """The period's /clock is out: wait for the host's SET_VELOCITY of this period (once it sends
         setpoints); otherwise take what the host has sent by now. ``nudge()`` sends the period's /clock
         again, every NUDGE_PERIOD of waiting (time sources take /clock best effort: one can be lost).
-        Returns why the link left lockstep, if it did."""
+        ``period``: the period's number (/clock time // SETPOINT_PERIOD). The bridge gives each setpoint the
+        number of the period it is for as its sequence byte (mod 256); a setpoint numbered for the period
+        before, sent late (a bridge that read the MCU's HELLO_ACK before the /clock published just before
+        it), is for a period already simulated: it is dropped (:attr:`stale_setpoints`) instead of being
+        taken as this period's. Returns why the link left lockstep, if it did."""
         if not self.lockstep:
             return None
         if self.down:
@@ -293,7 +300,8 @@ class PtyLink:
             self._held.clear()
             return None
         if self._host_sends_setpoints:
-            if self._receive_through(protocol.SET_VELOCITY, timeout, nudge):
+            stale = None if period is None else (period - 1) & 0xFF
+            if self._receive_through(protocol.SET_VELOCITY, timeout, nudge, stale):
                 return None
             self._host_sends_setpoints = False
             self.lockstep_misses += 1
@@ -306,17 +314,18 @@ class PtyLink:
         self._host_sends_setpoints = any(p[0] == protocol.SET_VELOCITY for p in protocol.FrameParser().feed(taken))
         return None
 
-    def _receive_through(self, kind: int, timeout: float, nudge=lambda: None) -> bool:
+    def _receive_through(self, kind: int, timeout: float, nudge=lambda: None, stale: int | None = None) -> bool:
         """Wait (at most ``timeout`` wall s) until a whole frame of ``kind`` has come from the host; the
         bytes up to its end arrive now, the rest waits for the next sync. False: it did not come (what
-        did arrives now). ``nudge()`` is called every NUDGE_PERIOD of waiting."""
+        did arrives now). ``nudge()`` is called every NUDGE_PERIOD of waiting. Frames of ``kind`` with the
+        sequence byte ``stale`` are dropped on the way."""
         deadline = time.monotonic() + timeout
         next_nudge = time.monotonic() + NUDGE_PERIOD
         while True:
             if time.monotonic() >= next_nudge:
                 nudge()
                 next_nudge += NUDGE_PERIOD
-            end = self._end_of_frame(kind)
+            end = self._end_of_frame(kind, stale)
             if end is not None:
                 self._arrive(bytes(self._held[:end]))
                 del self._held[:end]
@@ -329,11 +338,16 @@ class PtyLink:
             if self._host_readable.poll(max(1, min(100, int(remaining * 1000)))):
                 self._held += self._drain_host()
 
-    def _end_of_frame(self, kind: int) -> int | None:
-        """The end (after its delimiter) of the first whole, valid frame of ``kind`` in the held bytes."""
+    def _end_of_frame(self, kind: int, stale: int | None = None) -> int | None:
+        """The end (after its delimiter) of the first whole, valid frame of ``kind`` in the held bytes; frames
+        of ``kind`` with the sequence byte ``stale`` before it are taken out of the held bytes."""
         start = 0
         while (end := self._held.find(0, start)) >= 0:
             payloads = protocol.FrameParser().feed(bytes(self._held[start:end + 1]))
+            if payloads and payloads[0][0] == kind and len(payloads[0]) > 1 and payloads[0][1] == stale:
+                del self._held[start:end + 1]
+                self.stale_setpoints += 1
+                continue
             if payloads and payloads[0][0] == kind:
                 return end + 1
             start = end + 1

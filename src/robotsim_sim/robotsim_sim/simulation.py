@@ -369,15 +369,15 @@ class Simulation:
         return self.entities.set_entity_pose(name, position, quaternion)
 
     # ------------------------------------------------------------------ stepping
-    def sync_firmware(self, publish_clock, repeat_clock=lambda: None) -> list[str]:
-        """At the start of a setpoint period of the bridges (robotsim_firmware.base_commands.SETPOINT_PERIOD
-        of /clock time): every lockstep link's waits before /clock, ``publish_clock()``, then their waits for
-        the period's setpoints (``repeat_clock()`` sends the same /clock again while they wait). Returns why
-        links left lockstep (empty: none did)."""
+    def sync_firmware(self, publish_clock, repeat_clock=lambda: None, period: int | None = None) -> list[str]:
+        """At the start of setpoint period ``period`` of the bridges (its number: /clock time //
+        robotsim_firmware.base_commands.SETPOINT_PERIOD): every lockstep link's waits before /clock,
+        ``publish_clock()``, then their waits for the period's setpoints (``repeat_clock()`` sends the same
+        /clock again while they wait). Returns why links left lockstep (empty: none did)."""
         firmware = [robot.firmware for robot in self.robots if robot.firmware is not None and robot.firmware.lockstep]
         problems = [problem for f in firmware if (problem := f.before_clock())]
         publish_clock()
-        return problems + [problem for f in firmware if (problem := f.after_clock(repeat_clock))]
+        return problems + [problem for f in firmware if (problem := f.after_clock(repeat_clock, period))]
 
     def _wheel_positions(self, robot: RobotInstance) -> dict[str, float]:
         return {name: float(self.data.qpos[index]) for name, index in zip(robot.joint_names, robot.qpos_index)}

@@ -366,7 +366,9 @@ class MotorBridge(Node):
             return  # this period's setpoint is out (or the handshake was in it)
         self.last_setpoint_period = period
         fresh = self.command_time is not None and (now - self.command_time).nanoseconds * 1e-9 <= self.command_timeout
-        self.write(self.commands.velocity(self.next_sequence(), *(self.command if fresh else (0.0, 0.0))))
+        # Its sequence byte: the period's number, which a simulator's link in lockstep checks (a setpoint sent
+        # late for the period before is dropped there, not taken as this period's).
+        self.write(self.commands.velocity(period & 0xFF, *(self.command if fresh else (0.0, 0.0))))
         self.setpoints = self.commands.setpoints
 
     # ------------------------------------------------------------------ diagnostics

@@ -315,7 +315,8 @@ class SimNode(Node):
         now = self.total_time_ns()
         if self.sim.options.firmware_lockstep and now % SETPOINT_PERIOD_NS == 0:
             # A setpoint period of the motor bridges starts: the links wait for their frames (robotsim_firmware.virtual_serial).
-            for problem in self.sim.sync_firmware(lambda: self.publish_clock(now), lambda: self.publish_clock(now, True)):
+            for problem in self.sim.sync_firmware(lambda: self.publish_clock(now), lambda: self.publish_clock(now, True),
+                                                  now // SETPOINT_PERIOD_NS):
                 self.warn_rejection(problem, f'{problem} (sim time {now * 1e-9:.3f} s)')
         if events or now - self.last_clock_ns >= self.clock_period_ns:
             self.publish_clock(now)  # before data stamped with this time
