@@ -2,12 +2,11 @@
 in its own process) in step mode: two fresh bringups with the same seed and the same commands publish
 byte-identical messages, the bridge's odometry too. The serial link runs in lockstep with the bridge
 (docs/firmware.md): at every setpoint period the simulator waits for the bridge's frame, so when the
-bridge process gets the CPU cannot change the physics, once the handshake is through (docs/firmware.md says
-what a loaded machine can still change there). A different seed changes the noise, so the comparison can fail."""
+bridge process gets the CPU cannot change the physics, the handshake included (the bridge says HELLO while the
+simulation waits at t = 0; docs/firmware.md). A different seed changes the noise, so the comparison can fail."""
 
 from __future__ import annotations
 
-import pytest
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
@@ -76,9 +75,6 @@ def assert_identical(first, second) -> None:
         assert not differing, f'{topic} differs between identical runs from {differing[0]} ({len(differing)} messages)'
 
 
-# The handshake race docs/firmware.md describes (a loaded machine: the bridge's setpoint timer fires late once) was
-# seen twice in full runs on loaded machines, never alone: one rerun, until the handshake itself is locked.
-@pytest.mark.flaky(reruns=1)
 def test_the_default_bringup_is_deterministic_in_step_mode_with_the_firmware_in_the_loop():
     first, second, other = record_run(7), record_run(7), record_run(8)
     assert_identical(first, second)
@@ -89,7 +85,6 @@ def test_the_default_bringup_is_deterministic_in_step_mode_with_the_firmware_in_
     assert scans and all(first['/scan'][s] != other['/scan'][s] for s in scans)
 
 
-@pytest.mark.flaky(reruns=1)  # the same handshake race as above (seen once, a full run beside a training)
 def test_the_bringup_with_the_mcu_image_under_qemu_is_deterministic_in_step_mode():
     """firmware:=qemu: the image's loops are locked to sim time and each waits for the host bytes the link delivered
     before it, so the bridge's process and QEMU's I/O thread cannot change what the physics sees."""

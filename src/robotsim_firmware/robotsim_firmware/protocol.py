@@ -82,9 +82,12 @@ class FrameParser:
     """Streaming decoder: bytes in, valid payloads out; malformed frames are counted and the
     parser resynchronises at the next 0x00 delimiter.
 
-    A receiver that joins a running stream (opening a port, flushing its input) starts in the middle
-    of some frame: until the first delimiter it discards bytes without counting an error, since
-    that fragment was never meant for it: ``synchronised=False``."""
+    A receiver that joins a running stream (opening a port, flushing its input) may start in the middle
+    of some frame: until the first delimiter it takes bytes without counting an error, since that
+    fragment was never meant for it: ``synchronised=False``. When those bytes are a whole valid frame
+    (COBS and CRC; the receiver joined at a frame's start, as a host that opened the port before the
+    device sent anything) the frame is kept: a device's first frame is often the answer to the host's
+    HELLO."""
 
     MAX_FRAME = MAX_PAYLOAD + 2 + (MAX_PAYLOAD + 2) // 254 + 2
 
@@ -94,14 +97,21 @@ class FrameParser:
         self.frames_ok = 0
         self.errors = 0
         self.synchronised = synchronised
+        self._joined = bytearray()  # unsynchronised: the bytes before the first delimiter (at most MAX_FRAME)
 
     def feed(self, data: bytes) -> list[bytes]:
         payloads = []
         if not self.synchronised:
             start = data.find(0)
+            head = data if start < 0 else data[:start]
+            self._joined += head[:max(0, self.MAX_FRAME + 1 - len(self._joined))]
             if start < 0:
                 return payloads
             self.synchronised = True
+            if len(self._joined) <= self.MAX_FRAME and (payload := self._decode(bytes(self._joined))) is not None:
+                self.frames_ok += 1
+                payloads.append(payload)
+            self._joined.clear()
             data = data[start + 1:]
         for byte in data:
             if byte == 0:
@@ -122,16 +132,21 @@ class FrameParser:
             return None
         if not self.buffer:
             return None  # idle delimiters
-        decoded = cobs_decode(bytes(self.buffer))
-        if decoded is None or len(decoded) < 4 or len(decoded) - 2 > MAX_PAYLOAD:
-            self.errors += 1
-            return None
-        payload, (crc,) = decoded[:-2], struct.unpack('<H', decoded[-2:])
-        if crc16(payload) != crc:
+        payload = self._decode(bytes(self.buffer))
+        if payload is None:
             self.errors += 1
             return None
         self.frames_ok += 1
         return payload
+
+    @staticmethod
+    def _decode(frame: bytes) -> bytes | None:
+        """The payload of one frame's bytes (without its delimiter), or None when it is no valid frame."""
+        decoded = cobs_decode(frame)
+        if decoded is None or len(decoded) < 4 or len(decoded) - 2 > MAX_PAYLOAD:
+            return None
+        payload, (crc,) = decoded[:-2], struct.unpack('<H', decoded[-2:])
+        return payload if crc16(payload) == crc else None
 
 
 # ---------------------------------------------------------------------- messages

@@ -232,3 +232,25 @@ def test_the_gyro_bias_heading_and_yaw_loop(firmware):
     firmware.receive(protocol.encode_frame(protocol.set_velocity(60, [1.0] * 4)))  # (a protocol-2 host's setpoint)
     firmware.advance(20_000_000)
     assert not _telemetry(firmware, parser)[-1].status & protocol.STATUS_YAW_LOOP
+
+
+def test_a_receiver_joining_a_stream_keeps_a_whole_first_frame_and_drops_a_fragment_silently():
+    """A host that opened the port before the device sent anything gets the device's first frame (the answer
+    to its HELLO, when the device sends nothing else first); one that joined mid-frame drops that fragment
+    without counting an error, even when it comes in pieces."""
+    ack = protocol.encode_frame(bytes([protocol.HELLO_ACK, 1]) + bytes(11))
+    velocity = protocol.set_velocity(7, [0.5, -0.5, 0.25, 0.0])
+    second = protocol.encode_frame(velocity)
+    parser = protocol.FrameParser(synchronised=False)
+    assert parser.feed(ack[:5]) == [] and parser.feed(ack[5:] + second) == [parser_payload(ack), velocity]
+    assert (parser.frames_ok, parser.errors) == (2, 0)
+    parser = protocol.FrameParser(synchronised=False)
+    assert parser.feed(ack[3:6]) == [] and parser.feed(ack[6:] + second) == [velocity]
+    assert (parser.frames_ok, parser.errors) == (1, 0)
+    parser = protocol.FrameParser(synchronised=False)  # a fragment longer than any frame: dropped, no error
+    assert parser.feed(b'\x01' * 600) == [] and parser.feed(b'\x02' * 10 + b'\x00' + second) == [velocity]
+    assert parser.errors == 0
+
+
+def parser_payload(frame: bytes) -> bytes:
+    return protocol.FrameParser().feed(frame)[0]

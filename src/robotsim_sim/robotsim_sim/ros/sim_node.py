@@ -231,6 +231,8 @@ class SimNode(Node):
         """Lockstep: every robot's driver is subscribed to sim/lockstep and to each topic of ours it reads."""
         self.time_offset_ns = 0
         self.last_clock_ns = -1
+        self.synced_at_start = False
+        """The lockstep links' sync at t = 0 (before the first step) is done: see :meth:`advance`."""
         self.clock_period_ns = round(1e9 / self.clock_rate)
         self.rejected_commands = 0
         self.rejections = PerReasonThrottle(period=2.0)
@@ -311,6 +313,14 @@ class SimNode(Node):
 
     # ------------------------------------------------------------------ stepping
     def advance(self) -> None:
+        if self.sim.options.firmware_lockstep and not self.synced_at_start and self.total_time_ns() == 0:
+            # Period 0 gets its sync too, before the first step: a bridge that said HELLO while the simulation
+            # waited at t = 0 has it taken there, and the MCU answers within period 0, when the only /clock out
+            # is t = 0 (or later ones of period 0). However late the bridge takes the /clock, it then reads the
+            # answer in period 0, as the link counts it (robotsim_firmware.virtual_serial; docs/firmware.md).
+            self.synced_at_start = True
+            for problem in self.sim.sync_firmware(lambda: self.publish_clock(0), lambda: self.publish_clock(0, True), 0):
+                self.warn_rejection(problem, f'{problem} (sim time 0.000 s)')
         events = self.sim.step()
         now = self.total_time_ns()
         if self.sim.options.firmware_lockstep and now % SETPOINT_PERIOD_NS == 0:
