@@ -312,6 +312,13 @@ class SimNode(Node):
             self.last_clock_ns = now_ns
 
     # ------------------------------------------------------------------ stepping
+    def sync_links(self, now: int) -> None:
+        """A setpoint period of the motor bridges starts at ``now`` (ns): the lockstep links wait for their frames
+        around its /clock (robotsim_firmware.virtual_serial)."""
+        for problem in self.sim.sync_firmware(lambda: self.publish_clock(now), lambda: self.publish_clock(now, True),
+                                              now // SETPOINT_PERIOD_NS):
+            self.warn_rejection(problem, f'{problem} (sim time {now * 1e-9:.3f} s)')
+
     def advance(self) -> None:
         if self.sim.options.firmware_lockstep and not self.synced_at_start and self.total_time_ns() == 0:
             # Period 0 gets its sync too, before the first step: a bridge that said HELLO while the simulation
@@ -319,15 +326,11 @@ class SimNode(Node):
             # is t = 0 (or later ones of period 0). However late the bridge takes the /clock, it then reads the
             # answer in period 0, as the link counts it (robotsim_firmware.virtual_serial; docs/firmware.md).
             self.synced_at_start = True
-            for problem in self.sim.sync_firmware(lambda: self.publish_clock(0), lambda: self.publish_clock(0, True), 0):
-                self.warn_rejection(problem, f'{problem} (sim time 0.000 s)')
+            self.sync_links(0)
         events = self.sim.step()
         now = self.total_time_ns()
         if self.sim.options.firmware_lockstep and now % SETPOINT_PERIOD_NS == 0:
-            # A setpoint period of the motor bridges starts: the links wait for their frames (robotsim_firmware.virtual_serial).
-            for problem in self.sim.sync_firmware(lambda: self.publish_clock(now), lambda: self.publish_clock(now, True),
-                                                  now // SETPOINT_PERIOD_NS):
-                self.warn_rejection(problem, f'{problem} (sim time {now * 1e-9:.3f} s)')
+            self.sync_links(now)
         if events or now - self.last_clock_ns >= self.clock_period_ns:
             self.publish_clock(now)  # before data stamped with this time
         if self.sim.instabilities:
