@@ -344,12 +344,12 @@ class PtyLink:
         start = 0
         while (end := self._held.find(0, start)) >= 0:
             payloads = protocol.FrameParser().feed(bytes(self._held[start:end + 1]))
-            if payloads and payloads[0][0] == kind and len(payloads[0]) > 1 and payloads[0][1] == stale:
+            if payloads and payloads[0][0] == kind:
+                if payloads[0][1] != stale:  # (a valid payload holds its type and sequence bytes at least)
+                    return end + 1
                 del self._held[start:end + 1]
                 self.stale_setpoints += 1
                 continue
-            if payloads and payloads[0][0] == kind:
-                return end + 1
             start = end + 1
         return None
 
