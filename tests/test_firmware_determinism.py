@@ -3,7 +3,9 @@ in its own process) in step mode: two fresh bringups with the same seed and the 
 byte-identical messages, the bridge's odometry too. The serial link runs in lockstep with the bridge
 (docs/firmware.md): at every setpoint period the simulator waits for the bridge's frame, so when the
 bridge process gets the CPU cannot change the physics, the handshake included (the bridge says HELLO while the
-simulation waits at t = 0; docs/firmware.md). A different seed changes the noise, so the comparison can fail."""
+simulation waits at t = 0; docs/firmware.md). Halfway, a world reset (/sim/reset) reboots the MCU: the bridge says
+HELLO again and the link waits for it, and the new episode starts on a setpoint period's start, which is synced
+before its first step. A different seed changes the noise, so the comparison can fail."""
 
 from __future__ import annotations
 
@@ -14,12 +16,15 @@ from rclpy.duration import Duration
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import Imu, LaserScan
 
-from robotsim_msgs.srv import Step
+from robotsim_msgs.srv import Reset, Step
 from rostest_helpers import RELIABLE, SENSOR, Launch, Observer
 
 TOPICS = {'/scan': (LaserScan, SENSOR), '/imu/data': (Imu, SENSOR), '/sim/ground_truth': (Odometry, RELIABLE),
           '/odom': (Odometry, RELIABLE)}
 COMMANDS = [(0.25, 0.0), (0.2, 0.8), (-0.1, -0.5), (0.0, 0.0)]
+RESET_AFTER = 2
+"""A world reset after the second command's steps and 9 physics steps more (0.818 s of sim time: the new episode
+starts a 2 ms step later, on the 41st 20 ms setpoint period's start)."""
 
 
 def by_stamp(raw: bytes, msg_type) -> tuple[tuple[int, int], bytes]:
@@ -57,12 +62,24 @@ def record_run(seed: int, firmware: str = 'true') -> dict[str, dict[tuple, bytes
             for _ in range(8):  # 8 x 0.05 s: within the bridge's 0.5 s command timeout
                 assert obs.call(Step, '/sim/step', Step.Request(steps=25), timeout=120).success
                 obs.spin_for(0.03)
+            if sent == RESET_AFTER:
+                assert obs.call(Step, '/sim/step', Step.Request(steps=9), timeout=120).success
+                reset = obs.call(Reset, '/sim/reset', Reset.Request(), timeout=120)
+                assert reset.success, reset.message
+                obs.spin_for(0.03)
         obs.spin_for(1.0)
     finally:
         run.stop()
         obs.close()
     assert 'link not in lockstep' not in run.text, run.text
+    assert 'the MCU has reset; saying hello again' in run.text, run.text  # the world reset rebooted it
     return {topic: dict(by_stamp(raw, TOPICS[topic][0]) for raw in obs.messages[topic]) for topic in TOPICS}
+
+
+def moved(run) -> float:
+    """The farthest the base got from the world's origin (its spawn point): the commands reached the wheels."""
+    poses = [deserialize_message(raw, Odometry).pose.pose.position for raw in run['/sim/ground_truth'].values()]
+    return max(abs(p.x) + abs(p.y) for p in poses)
 
 
 def assert_identical(first, second) -> None:
@@ -79,8 +96,7 @@ def test_the_default_bringup_is_deterministic_in_step_mode_with_the_firmware_in_
     first, second, other = record_run(7), record_run(7), record_run(8)
     assert_identical(first, second)
     # It moved (the commands reached the wheels through the firmware), and another seed is other noise.
-    last = deserialize_message(first['/sim/ground_truth'][max(first['/sim/ground_truth'])], Odometry)
-    assert abs(last.pose.pose.position.x) + abs(last.pose.pose.position.y) > 0.1
+    assert moved(first) > 0.1
     scans = set(first['/scan']) & set(other['/scan'])
     assert scans and all(first['/scan'][s] != other['/scan'][s] for s in scans)
 
@@ -90,5 +106,4 @@ def test_the_bringup_with_the_mcu_image_under_qemu_is_deterministic_in_step_mode
     before it, so the bridge's process and QEMU's I/O thread cannot change what the physics sees."""
     first, second = record_run(7, 'qemu'), record_run(7, 'qemu')
     assert_identical(first, second)
-    last = deserialize_message(first['/sim/ground_truth'][max(first['/sim/ground_truth'])], Odometry)
-    assert abs(last.pose.pose.position.x) + abs(last.pose.pose.position.y) > 0.1
+    assert moved(first) > 0.1

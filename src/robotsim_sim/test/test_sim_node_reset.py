@@ -19,3 +19,14 @@ def test_a_reset_loses_no_image_and_keeps_stamps_going_forward():
     assert result['real_time_factor_after_reset'] >= 0.0
     assert result['clock_at_end_of_run_ns'] == 2_000_000_000, result
     assert result['clock_at_last_reset_ns'] > 0
+
+
+def test_every_setpoint_period_is_synced_once_across_resets():
+    """The firmware's lockstep links wait for the motor bridge's setpoint at the start of every setpoint period
+    (robotsim_firmware.virtual_serial): an episode reset whose new start falls on a period's start gets that period's
+    sync before its first step, as t = 0 does; none is synced twice."""
+    result = json.loads(run_python(Path(__file__).with_name('sim_node_sync_probe.py'), timeout=300).stdout
+                        .strip().splitlines()[-1])
+    period = result['period_ns']
+    assert result['lockstep'] and result['reset_onto_period_start_ns'] == 2 * period, result
+    assert result['synced_periods'] == list(range(result['reached_ns'] // period + 1)), result

@@ -231,8 +231,9 @@ class SimNode(Node):
         """Lockstep: every robot's driver is subscribed to sim/lockstep and to each topic of ours it reads."""
         self.time_offset_ns = 0
         self.last_clock_ns = -1
-        self.synced_at_start = False
-        """The lockstep links' sync at t = 0 (before the first step) is done: see :meth:`advance`."""
+        self.synced_period: int | None = None
+        """The setpoint period whose start the lockstep links were last synced at (/clock time // the period):
+        each period's once, see :meth:`advance`."""
         self.clock_period_ns = round(1e9 / self.clock_rate)
         self.rejected_commands = 0
         self.rejections = PerReasonThrottle(period=2.0)
@@ -313,24 +314,26 @@ class SimNode(Node):
 
     # ------------------------------------------------------------------ stepping
     def sync_links(self, now: int) -> None:
-        """A setpoint period of the motor bridges starts at ``now`` (ns): the lockstep links wait for their frames
-        around its /clock (robotsim_firmware.virtual_serial)."""
+        """If a setpoint period of the motor bridges starts at ``now`` (ns) and its sync is not done: the lockstep
+        links wait for their frames around its /clock (robotsim_firmware.virtual_serial)."""
+        period, start = divmod(now, SETPOINT_PERIOD_NS)
+        if not self.sim.options.firmware_lockstep or start or period == self.synced_period:
+            return
+        self.synced_period = period
         for problem in self.sim.sync_firmware(lambda: self.publish_clock(now), lambda: self.publish_clock(now, True),
-                                              now // SETPOINT_PERIOD_NS):
+                                              period):
             self.warn_rejection(problem, f'{problem} (sim time {now * 1e-9:.3f} s)')
 
     def advance(self) -> None:
-        if self.sim.options.firmware_lockstep and not self.synced_at_start and self.total_time_ns() == 0:
-            # Period 0 gets its sync too, before the first step: a bridge that said HELLO while the simulation
-            # waited at t = 0 has it taken there, and the MCU answers within period 0, when the only /clock out
-            # is t = 0 (or later ones of period 0). However late the bridge takes the /clock, it then reads the
-            # answer in period 0, as the link counts it (robotsim_firmware.virtual_serial; docs/firmware.md).
-            self.synced_at_start = True
-            self.sync_links(0)
+        # A period starting before this step is synced first: t = 0, and an episode reset whose start (a step after
+        # the last one's end) falls on a period's start. At t = 0, a bridge that said HELLO while the simulation
+        # waited there has it taken before the first step, and the MCU answers within period 0, when the only
+        # /clock out is t = 0 (or later ones of period 0): however late the bridge takes the /clock, it then reads
+        # the answer in period 0, as the link counts it (robotsim_firmware.virtual_serial; docs/firmware.md).
+        self.sync_links(self.total_time_ns())
         events = self.sim.step()
         now = self.total_time_ns()
-        if self.sim.options.firmware_lockstep and now % SETPOINT_PERIOD_NS == 0:
-            self.sync_links(now)
+        self.sync_links(now)
         if events or now - self.last_clock_ns >= self.clock_period_ns:
             self.publish_clock(now)  # before data stamped with this time
         if self.sim.instabilities:
