@@ -1,6 +1,9 @@
 """`robotsim view BAG --usd run.usdc`: a recording as a time-sampled USD stage, read back by the real USD
 library (pxr, usd-core): the robot's links at three times where the bag's ground truth and joint states put
-them (within 1e-6 m), the world's shapes, the camera, Z up in metres, and a file that stays whole when moved."""
+them (within 1e-6 m), the world's shapes, the camera, Z up in metres, and a file that stays whole when moved.
+Materials: the chequered floor's pattern as a texture in a .usdz package, read back by pxr and imported by
+Blender (its USD importer, in the cached bpy environment of ``robotsim render``), and the plain surfaces'
+colours."""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ from robotsim_core.description.kinematics import forward_kinematics
 from rostest_helpers import WORKSPACE
 
 pxr = pytest.importorskip('pxr', reason='usd-core is in requirements/bare.txt')
-from pxr import Sdf, Usd, UsdGeom  # noqa: E402
+from pxr import Ar, Sdf, Usd, UsdGeom, UsdShade  # noqa: E402
 
 
 def robotsim(*args: str) -> subprocess.CompletedProcess:
@@ -111,8 +114,101 @@ def test_usd_stage_of_an_episode_holds_the_bags_poses_and_stays_whole_when_moved
 def test_bad_usd_arguments_are_one_line(episode, tmp_path):
     completed = robotsim('view', str(episode), '--usd', str(tmp_path / 'run.obj'))
     assert completed.returncode == 2 and completed.stderr.strip().splitlines() == [
-        f'robotsim: error: view: --usd {tmp_path / "run.obj"}: expected a file ending in .usdc, .usda or .usd'], \
+        f'robotsim: error: view: --usd {tmp_path / "run.obj"}: expected a file ending in .usdc, .usda, .usd or .usdz'], \
         completed.stderr
     completed = robotsim('view', str(tmp_path / 'no_bag'), '--usd', str(tmp_path / 'run.usdc'))
     assert completed.returncode == 2 and len(completed.stderr.strip().splitlines()) == 1, completed.stderr
     assert 'no such bag' in completed.stderr
+
+
+def bound_surface(stage, path: str):
+    """The UsdPreviewSurface of the material bound to the prim at ``path``."""
+    material, _ = UsdShade.MaterialBindingAPI(stage.GetPrimAtPath(path)).ComputeBoundMaterial()
+    assert material, f'no material bound to {path}'
+    return material.ComputeSurfaceSource()[0]
+
+
+def test_a_usdz_package_carries_the_floor_pattern_and_every_colour(episode, tmp_path):
+    import io
+    import json
+
+    from PIL import Image
+
+    from robotsim_sim.scene import load_world
+    world = load_world(str(episode / 'world.yaml'))
+    texture = world.floor.texture
+    assert texture.pattern == 'checker' and 0 < texture.contrast < 1  # the default floor
+    out = tmp_path / 'run.usdz'
+    completed = robotsim('view', str(episode), '--usd', str(out))
+    assert completed.returncode == 0, completed.stderr
+    assert '1 pattern texture in the package' in completed.stdout, completed.stdout
+    moved = tmp_path / 'elsewhere' / 'run.usdz'
+    moved.parent.mkdir()
+    shutil.move(str(out), moved)
+    stage = Usd.Stage.Open(str(moved))
+
+    floor = '/World/world/floor/shape'
+    surface = bound_surface(stage, floor)
+    source, output, _ = surface.GetInput('diffuseColor').GetConnectedSource()
+    assert output == 'rgb' and UsdShade.Shader(source.GetPrim()).GetIdAttr().Get() == 'UsdUVTexture'
+    asset = UsdShade.Shader(source.GetPrim()).GetInput('file').Get()
+    assert asset.resolvedPath.startswith(str(moved) + '['), asset  # inside the package
+    data = Ar.GetResolver().OpenAsset(Ar.ResolvedPath(asset.resolvedPath)).GetBuffer()
+    pixels = np.asarray(Image.open(io.BytesIO(bytes(data))).convert('RGB'), dtype=float)
+    levels = np.unique(pixels.reshape(-1, 3), axis=0)
+    assert len(levels) == 2, levels  # the chequer's two: the floor's colour and a darker one
+    dark, light = sorted(levels, key=lambda c: c.sum())
+    assert np.allclose(light, np.asarray(world.floor.rgba[:3]) * 255, atol=1.0)
+    assert np.allclose(dark, light * (1 - texture.contrast), atol=1.5)
+    # Texture coordinates: one repeat (2 x 2 tiles) every 2 tile metres, on the floor's top face too.
+    mesh = UsdGeom.Mesh(stage.GetPrimAtPath(floor))
+    points, st = np.array(mesh.GetPointsAttr().Get()), np.array(UsdGeom.PrimvarsAPI(mesh).GetPrimvar('st').Get())
+    indices = np.array(mesh.GetFaceVertexIndicesAttr().Get()).reshape(-1, 3)
+    top = indices[np.isclose(points[indices, 2], points[:, 2].max()).all(axis=1)].reshape(-1)  # the top face's corners
+    assert len(top) >= 6 and np.allclose(st[top], points[top, :2] / (2 * texture.tile), atol=1e-5)
+    # A plain surface: its colour (in 8 bits, as the glTF export's), no texture.
+    wall = bound_surface(stage, '/World/world/wall_0/shape')
+    assert not wall.GetInput('diffuseColor').HasConnectedSource()
+    assert np.allclose(wall.GetInput('diffuseColor').Get(), world.walls[0].rgba[:3], atol=0.5 / 255 + 1e-6)
+
+    # Blender's USD importer: the floor's base colour comes from the pattern image through the st coordinates.
+    from robotsim_learning.render import environment
+    python = environment.ensure_environment(install=True)
+    script = tmp_path / 'blender_import.py'
+    script.write_text(BLENDER_IMPORT)
+    completed = subprocess.run([str(python), str(script), str(moved)], capture_output=True, text=True, timeout=600,
+                               env=environment.child_environment())
+    lines = [line for line in completed.stdout.splitlines() if line.startswith('RESULT ')]
+    assert completed.returncode == 0 and lines, completed.stdout[-2000:] + completed.stderr[-2000:]
+    imported = json.loads(lines[-1][len('RESULT '):])
+    assert imported['floor_base_colour_from'] == 'TEX_IMAGE' and imported['floor_uv'] == ['st'], imported
+    assert imported['floor_image_size'] == [64, 64]
+    red = sorted(imported['floor_image_red_levels'])
+    assert len(red) == 2 and red[0] / red[1] == pytest.approx(1 - texture.contrast, abs=0.01), red
+    assert np.allclose(imported['wall_base_colour'][:3], world.walls[0].rgba[:3], atol=0.5 / 255 + 1e-4), imported
+
+
+BLENDER_IMPORT = """
+import json, sys
+import bpy
+bpy.ops.wm.read_factory_settings(use_empty=True)
+assert bpy.ops.wm.usd_import(filepath=sys.argv[-1]) == {'FINISHED'}
+
+def mesh_under(name):
+    for obj in bpy.data.objects:
+        parent = obj.parent
+        if obj.type == 'MESH' and parent is not None and parent.name == name:
+            return obj
+    raise SystemExit(f'no mesh under {name}')
+
+def principled(obj):
+    return next(n for n in obj.active_material.node_tree.nodes if n.type == 'BSDF_PRINCIPLED')
+
+floor, wall = mesh_under('floor'), mesh_under('wall_0')
+link = principled(floor).inputs['Base Color'].links[0]
+image = link.from_node.image
+print('RESULT ' + json.dumps({
+    'floor_base_colour_from': link.from_node.type, 'floor_uv': [layer.name for layer in floor.data.uv_layers],
+    'floor_image_size': list(image.size), 'floor_image_red_levels': sorted({round(v, 4) for v in list(image.pixels)[0::4]}),
+    'wall_base_colour': list(principled(wall).inputs['Base Color'].default_value)}))
+"""

@@ -28,8 +28,9 @@ HELP = 'the robot in a browser: a replay page of a bag, or --live'
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('bag', nargs='?', help='a rosbag2 folder (record:=true or a dataset episode) to replay')
     parser.add_argument('--out', help='the HTML file to write (one self-contained offline page)')
-    parser.add_argument('--usd', help='a USD stage to write (.usdc binary or .usda text): the run time-sampled, for '
-                                      'usdview, Omniverse, Isaac or Blender')
+    parser.add_argument('--usd', help='a USD stage to write (.usdc binary, .usda text, with pattern textures in '
+                                      'NAME_textures/ beside it; .usdz: one package with its textures): the run '
+                                      'time-sampled, for usdview, Omniverse, Isaac or Blender')
     parser.add_argument('--live', action='store_true', help='serve the live view of the running simulation instead')
     parser.add_argument('--robot', help='robot name or YAML (default: robot.yaml beside the bag, else its '
                                         '/robot_description; live: rover)')
@@ -83,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
         return _error('view: expected a BAG folder (or --live)')
     if not args.out and not args.usd:
         return _error('view: expected --out FILE.html (the page to write) or --usd FILE.usdc (a USD stage)')
-    if args.usd and Path(args.usd).suffix not in ('.usdc', '.usda', '.usd'):
-        return _error(f'view: --usd {args.usd}: expected a file ending in .usdc, .usda or .usd')
+    if args.usd and Path(args.usd).suffix not in ('.usdc', '.usda', '.usd', '.usdz'):
+        return _error(f'view: --usd {args.usd}: expected a file ending in .usdc, .usda, .usd or .usdz')
     if not args.image_rate > 0:
         return _error(f'view: --image-rate: expected a rate > 0 frames per second, got {args.image_rate:g}')
     from robotsim_core.output_files import check_output_file

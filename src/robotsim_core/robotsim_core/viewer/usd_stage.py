@@ -20,13 +20,21 @@ millisecond of the bag from its first message):
   time-sampled in ``robotsim:vector`` and ``robotsim:unit`` / ``robotsim:scale`` (m per unit) beside it;
   hide one with its ``visibility``.
 
-Every triangle is written into the stage itself, so the file stays valid when moved to another machine
-(no asset paths). Time samples are the ground-truth stamps (50 Hz in the simulator's recordings).
+Every mesh is bound to a ``UsdPreviewSurface`` material under ``/World/Looks`` (the surface's colour and
+opacity, roughness 0.8, not metallic: the glTF export's), and carries the colour as ``displayColor`` too. A
+patterned surface (a world ``texture``: checker, grid, speckle) has texture coordinates (``primvars:st``, one
+repeat every ``2 tile`` metres, as the glTF export) and its material reads a PNG of the pattern in the surface's
+colour (``UsdUVTexture``, repeating; the colour is its fallback). A ``.usdz`` holds the stage and its textures in
+one package; a ``.usdc`` or ``.usda`` is written with its textures in ``<name>_textures/`` beside it, by relative
+path. Every triangle is in the stage itself: moved without its textures folder it still opens whole, its patterned
+surfaces then plain. Time samples are the ground-truth stamps (50 Hz in the simulator's recordings).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -52,7 +60,7 @@ class UsdUnavailable(RuntimeError):
 
 def _pxr():
     try:
-        from pxr import Gf, Sdf, Usd, UsdGeom, Vt
+        from pxr import Gf, Sdf, Usd, UsdGeom, UsdShade, Vt  # noqa: F401 (UsdShade: checked here, used by Looks)
     except ImportError as error:
         raise UsdUnavailable(f'writing USD needs usd-core (pip install -r requirements/bare.txt): {error}') from None
     return Gf, Sdf, Usd, UsdGeom, Vt
@@ -69,8 +77,87 @@ def _matrix(Gf, transform: np.ndarray):
     return Gf.Matrix4d(*[float(v) for v in np.asarray(transform, dtype=float).T.reshape(16)])
 
 
-def _mesh(stage, path: str, mesh, transform: np.ndarray) -> None:
-    Gf, _, _, UsdGeom, Vt = _pxr()
+class Looks:
+    """The stage's materials (``/World/Looks``), one per distinct colour and pattern, and the pattern images they read
+    (PNG files written into ``folder``, named by their content; referred to as ``relative/NAME.png``). Owns nothing
+    open: the files are written as materials are made."""
+
+    def __init__(self, stage, folder: Path, relative: str):
+        self.stage, self.folder, self.relative = stage, folder, relative
+        self.materials: dict[tuple, object] = {}
+        self.textures = 0
+        """Pattern images written."""
+
+    def count(self) -> str:
+        return f'{self.textures} pattern texture' + ('' if self.textures == 1 else 's')
+
+    def bind(self, prim, rgba, image: np.ndarray | None) -> None:
+        """Bind ``prim`` (a mesh) to the material of colour ``rgba`` (0..1) and, if given, the (H, W) grey pattern
+        ``image`` (255: the colour; less: darker), reading texture coordinates ``st``."""
+        from pxr import UsdShade
+        rgba = tuple(round(float(min(1.0, max(0.0, c))), 6) for c in rgba)
+        key = (rgba, None if image is None else hashlib.sha256(image.tobytes()).hexdigest()[:16])
+        if key not in self.materials:
+            self.materials[key] = self._material(len(self.materials), rgba, image)
+        prim.GetPrim().ApplyAPI(UsdShade.MaterialBindingAPI)
+        UsdShade.MaterialBindingAPI(prim).Bind(self.materials[key])
+
+    def _material(self, index: int, rgba: tuple, image: np.ndarray | None):
+        from pxr import Gf, Sdf, UsdShade
+        material = UsdShade.Material.Define(self.stage, f'/World/Looks/material_{index}')
+        surface = UsdShade.Shader.Define(self.stage, f'{material.GetPath()}/surface')
+        surface.CreateIdAttr('UsdPreviewSurface')
+        colour = Gf.Vec3f(*rgba[:3])
+        diffuse = surface.CreateInput('diffuseColor', Sdf.ValueTypeNames.Color3f)
+        diffuse.Set(colour)
+        surface.CreateInput('opacity', Sdf.ValueTypeNames.Float).Set(rgba[3])
+        surface.CreateInput('roughness', Sdf.ValueTypeNames.Float).Set(0.8)
+        surface.CreateInput('metallic', Sdf.ValueTypeNames.Float).Set(0.0)
+        material.CreateSurfaceOutput().ConnectToSource(surface.ConnectableAPI(), 'surface')
+        if image is not None:
+            name = self._write_texture(image, rgba)
+            reader = UsdShade.Shader.Define(self.stage, f'{material.GetPath()}/st_reader')
+            reader.CreateIdAttr('UsdPrimvarReader_float2')
+            reader.CreateInput('varname', Sdf.ValueTypeNames.Token).Set('st')
+            texture = UsdShade.Shader.Define(self.stage, f'{material.GetPath()}/pattern')
+            texture.CreateIdAttr('UsdUVTexture')
+            texture.CreateInput('file', Sdf.ValueTypeNames.Asset).Set(f'./{self.relative}/{name}')
+            texture.CreateInput('st', Sdf.ValueTypeNames.Float2).ConnectToSource(reader.ConnectableAPI(), 'result')
+            texture.CreateInput('wrapS', Sdf.ValueTypeNames.Token).Set('repeat')
+            texture.CreateInput('wrapT', Sdf.ValueTypeNames.Token).Set('repeat')
+            texture.CreateInput('sourceColorSpace', Sdf.ValueTypeNames.Token).Set('raw')
+            texture.CreateInput('fallback', Sdf.ValueTypeNames.Float4).Set(Gf.Vec4f(*rgba[:3], 1.0))
+            texture.CreateOutput('rgb', Sdf.ValueTypeNames.Float3)
+            diffuse.ConnectToSource(texture.ConnectableAPI(), 'rgb')
+        return material
+
+    def _write_texture(self, image: np.ndarray, rgba: tuple) -> str:
+        """The pattern in the surface's colour as an RGB PNG (the colour where the grey image is 255, scaled by the
+        grey level elsewhere, as the glTF base colour multiplies its texture); returns its file name."""
+        from PIL import Image
+        pixels = np.round(np.asarray(image, dtype=float)[..., None] * np.asarray(rgba[:3])[None, None, :])
+        pixels = pixels.clip(0, 255).astype(np.uint8)
+        name = f'pattern_{hashlib.sha256(pixels.tobytes()).hexdigest()[:16]}.png'
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / name
+        if not path.exists():
+            Image.fromarray(pixels, 'RGB').save(path)
+            self.textures += 1
+        return name
+
+
+def _pattern(mesh) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """(texture coordinates per vertex, the grey pattern image) of a glTF-export mesh with a pattern, else (None, None)."""
+    visual = getattr(mesh, 'visual', None)
+    uv = getattr(visual, 'uv', None)
+    image = getattr(getattr(visual, 'material', None), 'baseColorTexture', None)
+    if uv is None or image is None:
+        return None, None
+    return np.asarray(uv, dtype=float), np.asarray(image.convert('L'), dtype=np.uint8)
+
+
+def _mesh(stage, path: str, mesh, transform: np.ndarray, looks: Looks | None = None) -> None:
+    Gf, Sdf, _, UsdGeom, Vt = _pxr()
     prim = UsdGeom.Mesh.Define(stage, path)
     vertices = np.asarray(mesh.vertices, dtype=float)
     faces = np.asarray(mesh.faces, dtype=int)
@@ -85,6 +172,14 @@ def _mesh(stage, path: str, mesh, transform: np.ndarray) -> None:
         rgba = np.asarray(colour, dtype=float) / 255.0
         prim.CreateDisplayColorAttr(Vt.Vec3fArray([Gf.Vec3f(*rgba[:3])]))
         prim.CreateDisplayOpacityAttr(Vt.FloatArray([float(rgba[3])]))
+        uv, image = _pattern(mesh)
+        if uv is not None:
+            # (trimesh's texture coordinates start at the image's bottom left, as USD's)
+            st = UsdGeom.PrimvarsAPI(prim).CreatePrimvar('st', Sdf.ValueTypeNames.TexCoord2fArray,
+                                                         UsdGeom.Tokens.vertex)
+            st.Set(Vt.Vec2fArray.FromNumpy(uv.astype(np.float32)))
+        if looks is not None:
+            looks.bind(prim, rgba, image)
     prim.AddTransformOp(precision=UsdGeom.XformOp.PrecisionDouble).Set(_matrix(Gf, transform))
 
 
@@ -131,10 +226,10 @@ def _pose(position, orientation) -> np.ndarray:
 
 
 def write_usd(bag, out, model: RobotModel | None = None, world=None, namespace: str = '') -> str:
-    """Write the USD stage of ``bag`` to ``out`` (.usdc binary, .usda text; ``world``: a ``robotsim_sim`` WorldSpec
-    or None); returns a one-line summary. :class:`UsdUnavailable` without usd-core, :class:`BagSceneError` for a
-    path that is no bag."""
-    Gf, Sdf, Usd, UsdGeom, _ = _pxr()
+    """Write the USD stage of ``bag`` to ``out`` (.usdc binary, .usda text, .usdz package; ``world``: a
+    ``robotsim_sim`` WorldSpec or None); returns a one-line summary. :class:`UsdUnavailable` without usd-core,
+    :class:`BagSceneError` for a path that is no bag."""
+    _pxr()
     truth, joints, entities, start, description = _recording(bag, model, namespace)
     if model is None and description:  # a record:=true recording: the robot as the bag describes it
         from .replay import model_from_urdf
@@ -143,9 +238,35 @@ def write_usd(bag, out, model: RobotModel | None = None, world=None, namespace: 
         raise BagSceneError(f'{bag}: {len(truth)} ground-truth poses; at most {MAX_SAMPLES} are written to a stage')
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    relative = f'{out.stem}_textures'
+    if out.suffix != '.usdz':
+        textures = out.parent / relative
+        for stale in textures.glob('pattern_*.png'):  # an earlier stage's of the same name
+            stale.unlink()
+        looks = Looks(None, textures, relative)
+        details = _write_stage(out, looks, truth, joints, entities, start, model, world, bag, namespace)
+        where = f'; {looks.count()} in {textures}' if looks.textures else ''
+    else:
+        from pxr import UsdUtils
+        with tempfile.TemporaryDirectory(prefix='robotsim_usdz_') as folder:
+            layer = Path(folder) / f'{out.stem}.usdc'
+            looks = Looks(None, Path(folder) / relative, relative)
+            details = _write_stage(layer, looks, truth, joints, entities, start, model, world, bag, namespace)
+            if out.exists():
+                out.unlink()
+            if not UsdUtils.CreateNewUsdzPackage(str(layer), str(out)):
+                raise OSError(f'USD could not package {out}')
+        where = f'; {looks.count()} in the package' if looks.textures else ''
+    return f'wrote {out} ({out.stat().st_size / 1e6:.1f} MB{where}): {details}'
+
+
+def _write_stage(out: Path, looks: Looks, truth, joints, entities, start, model, world, bag, namespace) -> str:
+    """The stage at ``out`` (a layer of its own), materials through ``looks``; returns what it holds, one line."""
+    Gf, Sdf, Usd, UsdGeom, _ = _pxr()
     if out.exists():
         out.unlink()  # CreateNew refuses an existing layer
     stage = Usd.Stage.CreateNew(str(out))
+    looks.stage = stage
     UsdGeom.SetStageUpAxis(stage, UsdGeom.Tokens.z)
     UsdGeom.SetStageMetersPerUnit(stage, 1.0)
     stage.SetTimeCodesPerSecond(TIME_CODES_PER_SECOND)
@@ -172,10 +293,10 @@ def write_usd(bag, out, model: RobotModel | None = None, world=None, namespace: 
                 for t, pose in samples[:MAX_SAMPLES]:
                     op.Set(_matrix(Gf, pose), round(t * TIME_CODES_PER_SECOND, 6))
                 # The entity's mesh is centred on its body frame: the glTF node's transform is its start pose.
-                _mesh(stage, f'/World/world/{_prim_name(name)}/shape', scene.geometry[geometry], np.eye(4))
+                _mesh(stage, f'/World/world/{_prim_name(name)}/shape', scene.geometry[geometry], np.eye(4), looks)
             else:
                 op.Set(_matrix(Gf, transform))
-                _mesh(stage, f'/World/world/{_prim_name(name)}/shape', scene.geometry[geometry], np.eye(4))
+                _mesh(stage, f'/World/world/{_prim_name(name)}/shape', scene.geometry[geometry], np.eye(4), looks)
 
     cameras = 0
     if model is not None:
@@ -190,7 +311,7 @@ def write_usd(bag, out, model: RobotModel | None = None, world=None, namespace: 
             cache: dict = {}
             for index, shape in enumerate(tree.links[link].visuals):
                 _mesh(stage, f'/World/robot/{_prim_name(link)}/visual_{index}', _shape_mesh(shape, cache),
-                      shape.origin.matrix())
+                      shape.origin.matrix(), looks)
         for sample, (t, pose, frame) in enumerate(truth):
             state = dict(model.initial_positions)
             if positions is not None:
@@ -214,9 +335,8 @@ def write_usd(bag, out, model: RobotModel | None = None, world=None, namespace: 
             cameras += 1
     arrows = _vectors(stage, bag, model, namespace) if model is not None else 0
     stage.GetRootLayer().Save()
-    size = out.stat().st_size
-    return (f'wrote {out} ({size / 1e6:.1f} MB): {len(truth)} time samples over '
-            f'{(truth[-1][0] - truth[0][0]) if truth else 0.0:.1f} s; robot {model.name if model else "none"} '
+    return (f'{len(truth)} time samples over {(truth[-1][0] - truth[0][0]) if truth else 0.0:.1f} s; '
+            f'{len(looks.materials)} materials; robot {model.name if model else "none"} '
             f'({len(model.tree.links) if model else 0} links, {cameras} cameras, {arrows} vectors); world '
             f'{world.name if world else "none"} ({moved} moving bodies)')
 
