@@ -361,3 +361,100 @@ def test_off_centre_and_non_square_intrinsics_are_kept(recording, cycles_render,
         read_back = json.loads((folder / 'blender.json').read_text())['intrinsics']
         for name, value in k.items():
             assert abs(read_back[name] - value) <= 1e-4, (name, read_back, k)
+
+
+PATTERN_WORLD = {
+    'name': 'render_patterns', 'timestep': 0.002,
+    'floor': {'size': [6, 6], 'rgba': [0.55, 0.5, 0.45, 1], 'texture': {'pattern': 'checker', 'tile': 0.25,
+                                                                           'contrast': 0.4}},
+    'light': {'direction': [0.0, 0.0, -1.0], 'ambient': 0.4, 'diffuse': 0.6},
+    'boxes': [{'name': 'tiled_box', 'position': [1.3, 0.3, 0.2], 'size': [0.4, 0.4, 0.4], 'yaw': 0.0,
+               'rgba': [0.3, 0.5, 0.7, 1], 'texture': {'pattern': 'checker', 'tile': 0.2, 'contrast': 0.5}}],
+    'spawn': {'xyz': [0.0, 0.0, 0.0], 'yaw': 0.0},
+}
+
+
+def _two_classes(image: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Dark (False) or light (True) for each pixel of ``mask``: luminance above the midpoint of its 5th and 95th
+    percentiles there."""
+    luminance = image.astype(float) @ np.array([0.299, 0.587, 0.114])
+    low, high = np.percentile(luminance[mask], [5, 95])
+    return luminance > (low + high) / 2
+
+
+PATTERN_VIEWS = {
+    'down': ({'xyz': [1.1, 0.1, 1.2], 'rpy': [0.0, 1.5, 0.0]}, ('floor', 'tiled_box')),
+    'x_face': ({'xyz': [0.45, 0.3, 0.15], 'rpy': [0.0, 0.0, 0.0]}, ('tiled_box',)),       # its -x face
+    'y_face': ({'xyz': [1.3, -0.45, 0.15], 'rpy': [0.0, 0.0, 1.5708]}, ('tiled_box',)),   # its -y face
+}
+
+
+def surface_pattern_agreement(tmp_path, pose: dict) -> dict:
+    """{surface: (share of light pixels, agreement, pixels compared)} of one frame of the camera at ``pose`` on the
+    base, simulator against EEVEE."""
+    world_path, robot_path, bag_path = tmp_path / 'world.yaml', tmp_path / 'robot.yaml', tmp_path / 'bag'
+    world_path.write_text(yaml.safe_dump(PATTERN_WORLD))
+    robot = _robot_yaml()
+    camera = next(s for s in robot['sensors'] if s['type'] == 'camera')
+    camera.update({'pose': pose, 'images': ['rgb', 'segmentation']})
+    robot_path.write_text(yaml.safe_dump(robot))
+    world, model = load_world(str(world_path)), load_robot(str(robot_path))
+    sim = Simulation(world, [RobotPlacement(model)], SimOptions(seed=0))
+    messages = RobotMessages(sim.robots[0], '', True, sim.labels)
+    bag = BagWriter(str(bag_path))
+    for topic in messages.topics:
+        if topic.name != 'sim/status':
+            bag.add_topic(f'/{topic.name}', topic.type)
+    try:
+        for name, message in messages.latched():
+            bag.write(f'/{name}', 0, serialize_message(message))
+        while sim.time_ns <= 150_000_000:
+            for event in sim.step():
+                for name, message in messages.build(event.channel, event.reading, event.reading.stamp):
+                    data = message if type(message) is bytes else serialize_message(message)
+                    if name == 'joint_states':
+                        for part in _two_publishers(data):
+                            bag.write('/joint_states', event.reading.stamp, part)
+                        continue
+                    bag.write(f'/{name}', event.reading.stamp, data)
+    finally:
+        bag.close()
+        sim.close()
+    labels = {name: label for label, name in sim.labels.items()}
+    out = tmp_path / 'render'
+    completed = robotsim('render', str(bag_path), '--world', str(world_path), '--robot', str(robot_path), '--out',
+                         str(out), '--engine', 'eevee', '--passes', 'rgb', '--samples', '1', '--limit', '1')
+    assert completed.returncode == 0, completed.stderr
+    document = json.loads((out / 'render.json').read_text())
+    frame = document['frames'][0]
+    from PIL import Image
+    with Image.open(out / frame['rgb']) as image:
+        blender = np.asarray(image.convert('RGB'))
+    stamp = {frame['stamp_ns']}
+    simulator = read_images(bag_path, '/camera/image_raw', stamp)[frame['stamp_ns']]
+    segmentation = read_images(bag_path, '/camera/segmentation/image_raw', stamp)[frame['stamp_ns']]
+    found = {}
+    for surface, label in (('floor', labels['world']), ('tiled_box', labels['tiled_box'])):
+        mask = segmentation == label
+        if mask.sum() < 200:
+            continue
+        expected, drawn = _two_classes(simulator, mask), _two_classes(blender, mask)
+        inner = mask & ~dilate(edges(expected.astype(np.int32)), 1)
+        found[surface] = (float(expected[inner].mean()), float((expected[inner] == drawn[inner]).mean()),
+                          int(inner.sum()))
+    return found
+
+
+@pytest.mark.parametrize('view', sorted(PATTERN_VIEWS))
+def test_surface_patterns_are_the_simulators(tmp_path, view):
+    """A camera looking down at a chequered floor and a chequered box, and at two of the box's sides (world
+    ``texture``s): EEVEE (noise-free) draws the same squares where the simulator does. Pixels are classed dark or
+    light in each image by its own luminance; away from the simulator's square edges the classes agree on >= 95 %
+    of each surface's pixels (a pattern of another size or phase agrees on about half or none)."""
+    pose, surfaces = PATTERN_VIEWS[view]
+    found = surface_pattern_agreement(tmp_path, pose)
+    for surface in surfaces:
+        assert surface in found, (view, surface, found)
+        share, agreement, pixels = found[surface]
+        assert 0.2 <= share <= 0.8, (view, surface, found)  # both squares in view
+        assert agreement >= 0.95, (view, surface, found)

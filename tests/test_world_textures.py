@@ -72,12 +72,33 @@ def test_a_chequered_face_has_two_levels_and_a_flat_one_one(tmp_path):
     assert 4 <= np.count_nonzero(np.diff(levels.astype(int))) <= 6
 
 
+def test_a_chequered_floors_squares_are_its_tile_world_aligned(tmp_path):
+    """Straight down on a floor chequered in 0.25 m squares: along the middle row the level changes where world x is
+    a multiple of 0.25 m (within a pixel), once per 0.25 m."""
+    tile = 0.25
+    world = load_world(world_file(tmp_path, {**WORLD, 'floor': {**WORLD['floor'], 'texture': {
+        'pattern': 'checker', 'tile': tile, 'contrast': 0.5}}}))
+    image, labels = render(world, ABOVE).astype(float), render(world, ABOVE, segmentation=True)
+    row = labels.shape[0] // 2
+    assert (labels[row] == 'floor').all()
+    red = image[row, :, 0]
+    levels = red > (np.percentile(red, 10) + np.percentile(red, 90)) / 2
+    changes = np.flatnonzero(np.diff(levels.astype(int))) + 1  # the first pixel of each new level
+    # The camera (fovy 45 degrees, 3 m up, 160 x 120): 2 * 3 tan(22.5 deg) / 120 m a pixel, x = 0 at the centre.
+    metres_per_pixel = 2 * 3.0 * np.tan(np.radians(22.5)) / 120
+    x = (changes - 80) * metres_per_pixel  # the edge between pixels changes - 1 and changes
+    span = 160 * metres_per_pixel
+    assert abs(len(changes) - span / tile) <= 1.5, (len(changes), span / tile)
+    offset = np.abs((x + tile / 2) % tile - tile / 2)
+    assert offset.max() <= 1.5 * metres_per_pixel, (x, offset)
+
+
 def test_a_speckled_floor_darkens_about_three_texels_in_ten(tmp_path):
     world = load_world(world_file(tmp_path))
     labels = render(world, ABOVE, segmentation=True)
     red = render(world, ABOVE).astype(float)[..., 0][labels == 'floor']
     threshold = (red.min() + red.max()) / 2
-    assert red.max() * 0.45 < red.min() < red.max() * 0.75  # the second colour is 60 % darker, the light the same
+    assert red.min() / red.max() == pytest.approx(0.4, abs=0.03)  # the second colour is 60 % darker
     assert 0.15 < np.mean(red < threshold) < 0.45
 
 

@@ -145,10 +145,13 @@ def world_element(world: WorldSpec, offscreen_size: tuple[int, int], near: float
     ET.SubElement(root, 'statistic', extent='1', center='0 0 0')
     asset = ET.SubElement(root, 'asset')
     floor_texture = world.floor.texture
-    ET.SubElement(asset, 'texture', name='floor_grid', type='2d', width='256', height='256',
+    size = '256' if floor_texture.pattern == 'checker' else '16'  # as a wall's: grid lines and dots tile / 8 wide
+    ET.SubElement(asset, 'texture', name='floor_grid', type='2d', width=size, height=size,
                   **_texture_pattern(floor_texture, world.floor.rgba[:3]))
+    # On a plane with texuniform MuJoCo draws one repeat of the texture (2 x 2 tiles) every 2 / texrepeat metres
+    # (measured: tests/test_world_textures.py): squares of `tile` metres, world-aligned.
     ET.SubElement(asset, 'material', name='floor_material', texture='floor_grid',
-                  texrepeat=_vec([1 / (2 * floor_texture.tile)] * 2), texuniform='true',
+                  texrepeat=_vec([1 / floor_texture.tile] * 2), texuniform='true',
                   reflectance='0.2' if world.light.reflections else '0')
     body = ET.SubElement(root, 'worldbody')
     ET.SubElement(body, 'light', name='sun', directional='true', dir=_vec(world.light.direction), pos='0 0 5',

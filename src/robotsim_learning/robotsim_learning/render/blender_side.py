@@ -88,7 +88,52 @@ def make_mesh(name, entry, arrays):
     return mesh
 
 
-def make_material(entry, variety):
+def pattern_image(name, grey):
+    """A Blender image of a (H, W) uint8 pattern (row 0 at the top, as the glTF and USD exports' PNG), raw values."""
+    height, width = grey.shape
+    image = bpy.data.images.new(name, width, height, alpha=False)
+    image.colorspace_settings.name = 'Non-Color'  # first: setting it regenerates the image's pixels
+    values = np.repeat((grey[::-1].astype(np.float32) / 255.0)[..., None], 4, axis=2)  # Blender's rows: bottom first
+    values[..., 3] = 1.0
+    image.pixels.foreach_set(values.ravel())
+    image.pack()  # a generated image's pixels reach the render engines from the packed copy
+    return image
+
+
+def add_pattern(tree, bsdf, entry, arrays):
+    """The world's surface pattern (entry['pattern']) into the base colour: the pattern image, nearest texel, through
+    a constant colour ramp onto the surface's two colours; on the floor world-aligned metres times ``repeat``, on
+    other shapes ``repeat`` repeats across each face (box projection of the generated coordinates, as MuJoCo
+    repeats a texture across each face)."""
+    pattern = entry['pattern']
+    coordinates = tree.nodes.new('ShaderNodeTexCoord')
+    mapping = tree.nodes.new('ShaderNodeMapping')
+    mapping.inputs['Scale'].default_value = (pattern['repeat'],) * 3
+    texture = tree.nodes.new('ShaderNodeTexImage')
+    texture.image = pattern_image(f"{entry['name']}_pattern", arrays[pattern['image']])
+    texture.interpolation = 'Closest'
+    texture.extension = 'REPEAT'
+    if pattern['mapping'] == 'world':
+        tree.links.new(coordinates.outputs['Object'], mapping.inputs['Vector'])
+    else:
+        texture.projection = 'BOX'
+        # A tile's shift along y puts MuJoCo's squares where it draws them on the top and on the x and y faces
+        # (tests/test_render.py looks at all three).
+        mapping.inputs['Location'].default_value = (0.0, 0.5, 0.0)
+        tree.links.new(coordinates.outputs['Generated'], mapping.inputs['Vector'])
+    tree.links.new(mapping.outputs['Vector'], texture.inputs['Vector'])
+    ramp = tree.nodes.new('ShaderNodeValToRGB')
+    ramp.color_ramp.interpolation = 'CONSTANT'
+    light, dark = pattern['colours']
+    ramp.color_ramp.elements[0].position = 0.0
+    ramp.color_ramp.elements[0].color = (*dark, 1.0)
+    ramp.color_ramp.elements[1].position = 1.0 - pattern['contrast'] / 2  # between the two grey levels
+    ramp.color_ramp.elements[1].color = (*light, 1.0)
+    tree.links.new(texture.outputs['Color'], ramp.inputs['Fac'])
+    tree.links.new(ramp.outputs['Color'], bsdf.inputs['Base Color'])
+
+
+def make_material(entry, variety, arrays):
     material = bpy.data.materials.new(entry['name'])
     chosen = (variety or {}).get('materials', {}).get(entry['name'])
     colour = chosen['colour'] if chosen else entry['colour']
@@ -98,15 +143,15 @@ def make_material(entry, variety):
     bsdf.inputs['Base Color'].default_value = (*colour, 1.0)
     bsdf.inputs['Roughness'].default_value = chosen['roughness'] if chosen else 0.6
     bsdf.inputs['Metallic'].default_value = chosen['metallic'] if chosen else 0.0
-    texture = chosen['texture'] if chosen else ('checker' if 'checker' in entry else 'plain')
+    if not chosen:
+        if 'pattern' in entry:
+            add_pattern(tree, bsdf, entry, arrays)
+        return material
+    texture = chosen['texture']
     if texture == 'plain':
         return material
-    if chosen:
-        first, second = colour, [c * chosen['second_colour_scale'] for c in colour]
-        scale = chosen['texture_scale']
-    else:
-        first, second = entry['checker']['colours']
-        scale = 1.0 / entry['checker']['square']  # Blender's checker squares are 1/scale wide
+    first, second = colour, [c * chosen['second_colour_scale'] for c in colour]
+    scale = chosen['texture_scale']
     coordinates = tree.nodes.new('ShaderNodeTexCoord')
     node = tree.nodes.new({'checker': 'ShaderNodeTexChecker', 'noise': 'ShaderNodeTexNoise',
                            'wave': 'ShaderNodeTexWave', 'brick': 'ShaderNodeTexBrick'}[texture])
@@ -316,7 +361,7 @@ def main():
     objects = []
     for entry in scene_document['geoms']:
         obj = bpy.data.objects.new(entry['name'], make_mesh(entry['name'], entry, arrays))
-        obj.data.materials.append(make_material(entry, variety))
+        obj.data.materials.append(make_material(entry, variety, arrays))
         obj.pass_index = entry['label'] + 1
         obj.rotation_mode = 'QUATERNION'
         content.objects.link(obj)

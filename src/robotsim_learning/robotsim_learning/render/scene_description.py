@@ -6,7 +6,8 @@ simulator's own scene builder (:class:`robotsim_sim.compiled_scene.CompiledScene
 every geom MuJoCo's scene update puts in front of a camera (all geom groups, as
 :class:`robotsim_sensors.camera.CameraRenderer` shows them) becomes one Blender object with its shape, size,
 colour and segmentation label (the simulator's entity ids, from the same code that labels its segmentation
-images). The floor keeps its checker texture.
+images). Surface patterns (a world ``texture``: the floor's chequer, patterned walls, boxes and cylinders) are the
+image the glTF and USD exports carry (robotsim_core.viewer.gltf.texture_image) in the surface's two colours.
 
 Animation: for each rendered frame (a recorded ``CameraInfo`` stamp), the robot's root link is put
 at its recorded true pose (``/sim/ground_truth``, interpolated to the frame's stamp) and its joints at
@@ -35,6 +36,7 @@ import mujoco
 import numpy as np
 
 from robotsim_core.description.world_geometry import heightfield_samples, heightfield_triangles
+from robotsim_core.viewer.gltf import texture_image
 
 from .recording import Recording, RecordingError, interpolate_pose, interpolate_series
 
@@ -147,6 +149,7 @@ def build_description(recording: Recording, world, robot, stamps: np.ndarray, va
               'geom_quaternions': quaternions, 'camera_positions': camera_positions,
               'camera_quaternions': camera_quaternions}
     geom_entries = []
+    patterns = _patterns(world)
     for geom in geoms:
         kind = GEOM_TYPES.get(int(model.geom_type[geom]))
         name = model.geom(geom).name or f'{model.body(model.geom_bodyid[geom]).name}_geom{geom}'
@@ -176,12 +179,20 @@ def build_description(recording: Recording, world, robot, stamps: np.ndarray, va
             arrays[f'mesh{mesh}_vertices'] = model.mesh_vert[start:start + count].astype(np.float64)
             arrays[f'mesh{mesh}_faces'] = model.mesh_face[face_start:face_start + face_count].astype(np.int32)
             entry['mesh'] = f'mesh{mesh}'
-        if name == 'floor':
-            floor = [_srgb_to_linear(c) for c in world.floor.rgba[:3]]
-            # scene.py: MuJoCo's 2x2 checker of the floor colour and 0.8 of it; on a plane with
-            # texuniform, one texture spans 2 m (squares of 1 m, measured in a top-down render).
-            entry['checker'] = {'colours': [floor, [0.8 * c for c in floor]], 'square': 1.0}
         entry['colour'] = [_srgb_to_linear(c) for c in entry['rgba'][:3]]
+        if name in patterns:
+            texture, extents = patterns[name]
+            key = f'pattern_{texture.pattern}_{texture.contrast:g}'
+            arrays[key] = texture_image(texture.pattern, texture.contrast)
+            # robotsim_sim.scene: the surface's colour and a second one `contrast` darker (in MuJoCo's colour
+            # space, before the conversion to linear); on the floor one repeat (2 x 2 tiles) every 2 tile metres,
+            # world-aligned; on a wall, box or cylinder `repeat` repeats across each face.
+            entry['pattern'] = {
+                'image': key, 'contrast': texture.contrast,
+                'colours': [entry['colour'], [_srgb_to_linear(c * (1 - texture.contrast)) for c in entry['rgba'][:3]]],
+                'mapping': 'world' if extents is None else 'faces',
+                'repeat': 1.0 / (2 * texture.tile) if extents is None else
+                max(1, round(max(extents) / (2 * texture.tile)))}
         geom_entries.append(entry)
     light = world.light
     direction = np.asarray(light.direction, dtype=float)
@@ -199,6 +210,20 @@ def build_description(recording: Recording, world, robot, stamps: np.ndarray, va
     if variety_seed is not None:
         document['variety'] = draw_variety(variety_seed, geom_entries, document['light'])
     return SceneDescription(document, arrays)
+
+
+def _patterns(world) -> dict:
+    """{geom name: (the world's TextureSpec, the extents MuJoCo repeats it by; None: the floor's metric tiles)} of
+    every patterned surface (robotsim_sim.scene names and sizes them so)."""
+    found = {'floor': (world.floor.texture, None)}
+    for index, wall in enumerate(world.walls):
+        (x0, y0), (x1, y1) = wall.start, wall.end
+        found[f'wall_{index}'] = (wall.texture, (math.hypot(x1 - x0, y1 - y0), wall.height))
+    for box in world.boxes:
+        found[box.name] = (box.texture, tuple(box.size))
+    for cylinder in world.cylinders:
+        found[cylinder.name] = (cylinder.texture, (2 * cylinder.radius, cylinder.height))
+    return {name: value for name, value in found.items() if value[0] is not None and value[0].pattern != 'flat'}
 
 
 def draw_variety(seed: int, geoms: list[dict], light: dict) -> dict:
