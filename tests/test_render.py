@@ -94,16 +94,10 @@ def recording(tmp_path_factory):
     bag_path = folder / 'bag'
     world, robot = load_world(str(world_path)), load_robot(str(robot_path))
     sim = Simulation(world, [RobotPlacement(robot)], SimOptions(seed=0, odom_rate=50.0, joint_state_rate=50.0))
-    messages = RobotMessages(sim.robots[0], '', True, sim.labels)
-    bag = BagWriter(str(bag_path))
-    for topic in messages.topics:
-        if topic.name != 'sim/status':
-            bag.add_topic(f'/{topic.name}', topic.type)
+    messages, bag = open_bag(sim, bag_path)
     camera_id = sim.model.camera('camera').id
     geom_ids = {}
     try:
-        for name, message in messages.latched():
-            bag.write(f'/{name}', 0, serialize_message(message))
         sim.command_base(0, 0.25, 0.6)
         sim.command_arm(0, ['arm_base_joint', 'arm_shoulder_joint', 'arm_elbow_joint'],
                         [(0.3, (0.4, -0.3, 0.6)), (0.6, (-0.3, 0.2, 0.9))])
@@ -112,13 +106,7 @@ def recording(tmp_path_factory):
                 if event.channel == 'camera':
                     _, _, geoms = sim.renderer.render(sim.data, camera_id, WIDTH, HEIGHT, False, False, True)
                     geom_ids[event.reading.stamp] = geoms
-                for name, message in messages.build(event.channel, event.reading, event.reading.stamp):
-                    data = message if type(message) is bytes else serialize_message(message)  # bytes: serialized already
-                    if name == 'joint_states':
-                        for part in _two_publishers(data):
-                            bag.write('/joint_states', event.reading.stamp, part)
-                        continue
-                    bag.write(f'/{name}', event.reading.stamp, data)
+                write_event(bag, messages, event)
             sim.command_base(0, 0.25, 0.6)  # before the command timeout
     finally:
         bag.close()
@@ -126,6 +114,29 @@ def recording(tmp_path_factory):
     geom_names = [sim.model.geom(index).name for index in range(sim.model.ngeom)]
     return {'bag': bag_path, 'world': world_path, 'robot': robot_path, 'geom_ids': geom_ids, 'labels': sim.labels,
             'geom_names': geom_names}
+
+
+def open_bag(sim, path):
+    """(the robot's message builder, a bag at ``path`` with its topics and latched messages written)."""
+    messages = RobotMessages(sim.robots[0], '', True, sim.labels)
+    bag = BagWriter(str(path))
+    for topic in messages.topics:
+        if topic.name != 'sim/status':
+            bag.add_topic(f'/{topic.name}', topic.type)
+    for name, message in messages.latched():
+        bag.write(f'/{name}', 0, serialize_message(message))
+    return messages, bag
+
+
+def write_event(bag, messages, event) -> None:
+    """One simulator event's messages into the bag (joint states as two publishers send them)."""
+    for name, message in messages.build(event.channel, event.reading, event.reading.stamp):
+        data = message if type(message) is bytes else serialize_message(message)  # bytes: serialized already
+        if name == 'joint_states':
+            for part in _two_publishers(data):
+                bag.write('/joint_states', event.reading.stamp, part)
+            continue
+        bag.write(f'/{name}', event.reading.stamp, data)
 
 
 def _two_publishers(data: bytes) -> list[bytes]:
@@ -400,23 +411,11 @@ def surface_pattern_agreement(tmp_path, pose: dict) -> dict:
     robot_path.write_text(yaml.safe_dump(robot))
     world, model = load_world(str(world_path)), load_robot(str(robot_path))
     sim = Simulation(world, [RobotPlacement(model)], SimOptions(seed=0))
-    messages = RobotMessages(sim.robots[0], '', True, sim.labels)
-    bag = BagWriter(str(bag_path))
-    for topic in messages.topics:
-        if topic.name != 'sim/status':
-            bag.add_topic(f'/{topic.name}', topic.type)
+    messages, bag = open_bag(sim, bag_path)
     try:
-        for name, message in messages.latched():
-            bag.write(f'/{name}', 0, serialize_message(message))
         while sim.time_ns <= 150_000_000:
             for event in sim.step():
-                for name, message in messages.build(event.channel, event.reading, event.reading.stamp):
-                    data = message if type(message) is bytes else serialize_message(message)
-                    if name == 'joint_states':
-                        for part in _two_publishers(data):
-                            bag.write('/joint_states', event.reading.stamp, part)
-                        continue
-                    bag.write(f'/{name}', event.reading.stamp, data)
+                write_event(bag, messages, event)
     finally:
         bag.close()
         sim.close()
