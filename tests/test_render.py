@@ -381,6 +381,8 @@ PATTERN_WORLD = {
     'light': {'direction': [0.0, 0.0, -1.0], 'ambient': 0.4, 'diffuse': 0.6},
     'boxes': [{'name': 'tiled_box', 'position': [1.3, 0.3, 0.2], 'size': [0.4, 0.4, 0.4], 'yaw': 0.0,
                'rgba': [0.3, 0.5, 0.7, 1], 'texture': {'pattern': 'checker', 'tile': 0.2, 'contrast': 0.5}}],
+    'cylinders': [{'name': 'tiled_pillar', 'position': [1.3, -0.9, 0.3], 'radius': 0.3, 'height': 0.6,
+                   'rgba': [0.7, 0.4, 0.3, 1], 'texture': {'pattern': 'checker', 'tile': 0.3, 'contrast': 0.5}}],
     'spawn': {'xyz': [0.0, 0.0, 0.0], 'yaw': 0.0},
 }
 
@@ -395,9 +397,15 @@ def _two_classes(image: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 PATTERN_VIEWS = {
     'down': ({'xyz': [1.1, 0.1, 1.2], 'rpy': [0.0, 1.5, 0.0]}, ('floor', 'tiled_box')),
-    'x_face': ({'xyz': [0.45, 0.3, 0.15], 'rpy': [0.0, 0.0, 0.0]}, ('tiled_box',)),       # its -x face
-    'y_face': ({'xyz': [1.3, -0.45, 0.15], 'rpy': [0.0, 0.0, 1.5708]}, ('tiled_box',)),   # its -y face
+    'minus_x': ({'xyz': [0.45, 0.3, 0.15], 'rpy': [0.0, 0.0, 0.0]}, ('tiled_box',)),
+    'plus_x': ({'xyz': [2.15, 0.3, 0.15], 'rpy': [0.0, 0.0, 3.1416]}, ('tiled_box',)),
+    'minus_y': ({'xyz': [1.3, -0.45, 0.15], 'rpy': [0.0, 0.0, 1.5708]}, ('tiled_box',)),
+    'plus_y': ({'xyz': [1.3, 1.05, 0.15], 'rpy': [0.0, 0.0, -1.5708]}, ('tiled_box',)),
+    'cylinder_side': ({'xyz': [0.5, -0.9, 0.25], 'rpy': [0.0, 0.3, 0.0]}, ('tiled_pillar',)),
+    'cylinder_top': ({'xyz': [1.3, -0.9, 1.4], 'rpy': [0.0, 1.5, 0.0]}, ('tiled_pillar',)),
 }
+"""Camera poses on the base (at the origin, facing +x) and the surfaces each must show: the box from above and
+from each side, the cylinder from its -x side and above."""
 
 
 def surface_pattern_agreement(tmp_path, pose: dict) -> dict:
@@ -433,9 +441,10 @@ def surface_pattern_agreement(tmp_path, pose: dict) -> dict:
     simulator = read_images(bag_path, '/camera/image_raw', stamp)[frame['stamp_ns']]
     segmentation = read_images(bag_path, '/camera/segmentation/image_raw', stamp)[frame['stamp_ns']]
     found = {}
-    for surface, label in (('floor', labels['world']), ('tiled_box', labels['tiled_box'])):
+    for surface in ('floor', 'tiled_box', 'tiled_pillar'):
+        label = labels['world' if surface == 'floor' else surface]
         mask = segmentation == label
-        if mask.sum() < 200:
+        if mask.sum() < 150:
             continue
         expected, drawn = _two_classes(simulator, mask), _two_classes(blender, mask)
         inner = mask & ~dilate(edges(expected.astype(np.int32)), 1)

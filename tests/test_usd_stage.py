@@ -7,6 +7,7 @@ colours."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import pytest
 
 from robotsim_core.description import load_robot
 from robotsim_core.description.kinematics import forward_kinematics
+from robotsim_core.viewer.gltf import srgb_to_linear
 from rostest_helpers import WORKSPACE
 
 pxr = pytest.importorskip('pxr', reason='usd-core is in requirements/bare.txt')
@@ -70,6 +72,12 @@ def test_usd_stage_of_an_episode_holds_the_bags_poses_and_stays_whole_when_moved
     completed = robotsim('view', str(episode), '--usd', str(out))
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.startswith(f'wrote {out} (') and 'robot rover (' in completed.stdout, completed.stdout
+    # The floor's pattern beside the stage, by a relative path that resolves there.
+    textures = out.parent / 'run.usdc.textures'
+    assert f'in {textures})' in completed.stdout and len(list(textures.glob('pattern_*.png'))) >= 1, completed.stdout
+    in_place = Usd.Stage.Open(str(out))
+    source = bound_surface(in_place, '/World/world/floor/shape').GetInput('diffuseColor').GetConnectedSource()[0]
+    assert UsdShade.Shader(source.GetPrim()).GetInput('file').Get().resolvedPath.startswith(str(textures))
     moved = tmp_path / 'elsewhere' / 'run.usdc'
     moved.parent.mkdir()
     shutil.move(str(out), moved)
@@ -141,7 +149,7 @@ def test_a_usdz_package_carries_the_floor_pattern_and_every_colour(episode, tmp_
     out = tmp_path / 'run.usdz'
     completed = robotsim('view', str(episode), '--usd', str(out))
     assert completed.returncode == 0, completed.stderr
-    assert '1 pattern texture in the package' in completed.stdout, completed.stdout
+    assert re.search(r'\d+ pattern textures? in the package\)', completed.stdout), completed.stdout
     moved = tmp_path / 'elsewhere' / 'run.usdz'
     moved.parent.mkdir()
     shutil.move(str(out), moved)
@@ -158,6 +166,8 @@ def test_a_usdz_package_carries_the_floor_pattern_and_every_colour(episode, tmp_
     levels = np.unique(pixels.reshape(-1, 3), axis=0)
     assert len(levels) == 2, levels  # the chequer's two: the floor's colour and a darker one
     dark, light = sorted(levels, key=lambda c: c.sum())
+    # In display values, as MuJoCo shows them: the floor's colour and its second colour, `contrast` darker.
+    assert UsdShade.Shader(source.GetPrim()).GetInput('sourceColorSpace').Get() == 'sRGB'
     assert np.allclose(light, np.asarray(world.floor.rgba[:3]) * 255, atol=1.0)
     assert np.allclose(dark, light * (1 - texture.contrast), atol=1.5)
     # Texture coordinates: one repeat (2 x 2 tiles) every 2 tile metres, on the floor's top face too.
@@ -166,10 +176,11 @@ def test_a_usdz_package_carries_the_floor_pattern_and_every_colour(episode, tmp_
     indices = np.array(mesh.GetFaceVertexIndicesAttr().Get()).reshape(-1, 3)
     top = indices[np.isclose(points[indices, 2], points[:, 2].max()).all(axis=1)].reshape(-1)  # the top face's corners
     assert len(top) >= 6 and np.allclose(st[top], points[top, :2] / (2 * texture.tile), atol=1e-5)
-    # A plain surface: its colour (in 8 bits, as the glTF export's), no texture.
+    # A plain surface: its colour (in 8 bits, as the glTF export's) in scene-linear terms, no texture.
     wall = bound_surface(stage, '/World/world/wall_0/shape')
     assert not wall.GetInput('diffuseColor').HasConnectedSource()
-    assert np.allclose(wall.GetInput('diffuseColor').Get(), world.walls[0].rgba[:3], atol=0.5 / 255 + 1e-6)
+    wall_linear = [srgb_to_linear(c) for c in world.walls[0].rgba[:3]]
+    assert np.allclose(wall.GetInput('diffuseColor').Get(), wall_linear, atol=0.005)
 
     # Blender's USD importer: the floor's base colour comes from the pattern image through the st coordinates.
     from robotsim_learning.render import environment
@@ -182,10 +193,10 @@ def test_a_usdz_package_carries_the_floor_pattern_and_every_colour(episode, tmp_
     assert completed.returncode == 0 and lines, completed.stdout[-2000:] + completed.stderr[-2000:]
     imported = json.loads(lines[-1][len('RESULT '):])
     assert imported['floor_base_colour_from'] == 'TEX_IMAGE' and imported['floor_uv'] == ['st'], imported
-    assert imported['floor_image_size'] == [64, 64]
+    assert imported['floor_image_size'] == [64, 64] and imported['floor_image_colour_space'] == 'sRGB', imported
     red = sorted(imported['floor_image_red_levels'])
     assert len(red) == 2 and red[0] / red[1] == pytest.approx(1 - texture.contrast, abs=0.01), red
-    assert np.allclose(imported['wall_base_colour'][:3], world.walls[0].rgba[:3], atol=0.5 / 255 + 1e-4), imported
+    assert np.allclose(imported['wall_base_colour'][:3], wall_linear, atol=0.005), imported
 
 
 BLENDER_IMPORT = """
@@ -209,6 +220,7 @@ link = principled(floor).inputs['Base Color'].links[0]
 image = link.from_node.image
 print('RESULT ' + json.dumps({
     'floor_base_colour_from': link.from_node.type, 'floor_uv': [layer.name for layer in floor.data.uv_layers],
-    'floor_image_size': list(image.size), 'floor_image_red_levels': sorted({round(v, 4) for v in list(image.pixels)[0::4]}),
+    'floor_image_size': list(image.size), 'floor_image_colour_space': image.colorspace_settings.name,
+    'floor_image_red_levels': sorted({round(v, 4) for v in list(image.pixels)[0::4]}),
     'wall_base_colour': list(principled(wall).inputs['Base Color'].default_value)}))
 """

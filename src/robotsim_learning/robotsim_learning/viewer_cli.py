@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('bag', nargs='?', help='a rosbag2 folder (record:=true or a dataset episode) to replay')
     parser.add_argument('--out', help='the HTML file to write (one self-contained offline page)')
     parser.add_argument('--usd', help='a USD stage to write (.usdc binary, .usda text, with pattern textures in '
-                                      'NAME_textures/ beside it; .usdz: one package with its textures): the run '
+                                      'FILE.textures/ beside it; .usdz: one package with its textures): the run '
                                       'time-sampled, for usdview, Omniverse, Isaac or Blender')
     parser.add_argument('--live', action='store_true', help='serve the live view of the running simulation instead')
     parser.add_argument('--robot', help='robot name or YAML (default: robot.yaml beside the bag, else its '

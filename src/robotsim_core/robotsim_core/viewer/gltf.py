@@ -73,6 +73,12 @@ SPECKLE_FRACTION = 0.3
 """Share of dark texels in a ``speckle`` texture (as MuJoCo's ``random`` mark draws it in the simulator)."""
 
 
+def srgb_to_linear(value: float) -> float:
+    """A colour component as MuJoCo shows it (a display value, sRGB) in the scene-linear terms of a renderer's
+    material (USD's ``diffuseColor``, Blender's base colour)."""
+    return value / 12.92 if value <= 0.04045 else ((value + 0.055) / 1.055) ** 2.4
+
+
 def texture_image(pattern: str, contrast: float) -> np.ndarray:
     """A (64, 64) grey image of one repeat (2 x 2 tiles) of a surface pattern: 255 for the surface's colour and
     ``255 (1 - contrast)`` for its darker one (the glTF base colour multiplies it, as MuJoCo's material colour

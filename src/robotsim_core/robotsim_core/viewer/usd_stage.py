@@ -23,17 +23,20 @@ millisecond of the bag from its first message):
 Every mesh is bound to a ``UsdPreviewSurface`` material under ``/World/Looks`` (the surface's colour and
 opacity, roughness 0.8, not metallic: the glTF export's), and carries the colour as ``displayColor`` too. A
 patterned surface (a world ``texture``: checker, grid, speckle) has texture coordinates (``primvars:st``, one
-repeat every ``2 tile`` metres, as the glTF export) and its material reads a PNG of the pattern in the surface's
-colour (``UsdUVTexture``, repeating; the colour is its fallback). A ``.usdz`` holds the stage and its textures in
-one package; a ``.usdc`` or ``.usda`` is written with its textures in ``<name>_textures/`` beside it, by relative
-path. Every triangle is in the stage itself: moved without its textures folder it still opens whole, its patterned
-surfaces then plain. Time samples are the ground-truth stamps (50 Hz in the simulator's recordings).
+repeat every ``2 tile`` metres, as the glTF export) and its material reads an sRGB PNG of the pattern in the
+surface's colour (``UsdUVTexture``, repeating; the colour is its fallback). MuJoCo's colours are display values:
+the materials' and ``displayColor``'s are their scene-linear equivalents. A ``.usdz`` holds the stage and its
+textures in one package; a ``.usdc`` or ``.usda`` is written with its textures in ``<file name>.textures/`` beside
+it (``run.usdc.textures/``), by relative path. Every triangle is in the stage itself: moved without its textures
+folder it still opens whole (a viewer then draws the patterned surfaces by its own rule for a missing image: the
+fallback colour, or a placeholder). Time samples are the ground-truth stamps (50 Hz in the simulator's recordings).
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+import os
 import tempfile
 from pathlib import Path
 
@@ -44,7 +47,7 @@ from ..description.model import RobotModel
 from ..geometry import homogeneous
 from ..joint_series import JointSeries
 from .bag_scene import BagSceneError, open_reader, stamp_seconds, strip_prefix
-from .gltf import WORLD_NODE, _shape_mesh, add_world, build_scene
+from .gltf import WORLD_NODE, _shape_mesh, add_world, build_scene, srgb_to_linear
 
 TIME_CODES_PER_SECOND = 1000.0
 """A time code is a millisecond of the recording."""
@@ -85,11 +88,11 @@ class Looks:
     def __init__(self, stage, folder: Path, relative: str):
         self.stage, self.folder, self.relative = stage, folder, relative
         self.materials: dict[tuple, object] = {}
-        self.textures = 0
-        """Pattern images written."""
+        self.textures: set[str] = set()
+        """File names of the pattern images the materials read."""
 
     def count(self) -> str:
-        return f'{self.textures} pattern texture' + ('' if self.textures == 1 else 's')
+        return f'{len(self.textures)} pattern texture' + ('' if len(self.textures) == 1 else 's')
 
     def bind(self, prim, rgba, image: np.ndarray | None) -> None:
         """Bind ``prim`` (a mesh) to the material of colour ``rgba`` (0..1) and, if given, the (H, W) grey pattern
@@ -103,11 +106,12 @@ class Looks:
         UsdShade.MaterialBindingAPI(prim).Bind(self.materials[key])
 
     def _material(self, index: int, rgba: tuple, image: np.ndarray | None):
-        from pxr import Gf, Sdf, UsdShade
+        from pxr import Gf, Sdf, UsdGeom, UsdShade
+        UsdGeom.Scope.Define(self.stage, '/World/Looks')
         material = UsdShade.Material.Define(self.stage, f'/World/Looks/material_{index}')
         surface = UsdShade.Shader.Define(self.stage, f'{material.GetPath()}/surface')
         surface.CreateIdAttr('UsdPreviewSurface')
-        colour = Gf.Vec3f(*rgba[:3])
+        colour = Gf.Vec3f(*[srgb_to_linear(c) for c in rgba[:3]])  # MuJoCo's colours are display values
         diffuse = surface.CreateInput('diffuseColor', Sdf.ValueTypeNames.Color3f)
         diffuse.Set(colour)
         surface.CreateInput('opacity', Sdf.ValueTypeNames.Float).Set(rgba[3])
@@ -118,31 +122,30 @@ class Looks:
             name = self._write_texture(image, rgba)
             reader = UsdShade.Shader.Define(self.stage, f'{material.GetPath()}/st_reader')
             reader.CreateIdAttr('UsdPrimvarReader_float2')
-            reader.CreateInput('varname', Sdf.ValueTypeNames.Token).Set('st')
+            reader.CreateInput('varname', Sdf.ValueTypeNames.String).Set('st')
             texture = UsdShade.Shader.Define(self.stage, f'{material.GetPath()}/pattern')
             texture.CreateIdAttr('UsdUVTexture')
             texture.CreateInput('file', Sdf.ValueTypeNames.Asset).Set(f'./{self.relative}/{name}')
             texture.CreateInput('st', Sdf.ValueTypeNames.Float2).ConnectToSource(reader.ConnectableAPI(), 'result')
             texture.CreateInput('wrapS', Sdf.ValueTypeNames.Token).Set('repeat')
             texture.CreateInput('wrapT', Sdf.ValueTypeNames.Token).Set('repeat')
-            texture.CreateInput('sourceColorSpace', Sdf.ValueTypeNames.Token).Set('raw')
-            texture.CreateInput('fallback', Sdf.ValueTypeNames.Float4).Set(Gf.Vec4f(*rgba[:3], 1.0))
+            texture.CreateInput('sourceColorSpace', Sdf.ValueTypeNames.Token).Set('sRGB')
+            texture.CreateInput('fallback', Sdf.ValueTypeNames.Float4).Set(Gf.Vec4f(*colour, 1.0))
             texture.CreateOutput('rgb', Sdf.ValueTypeNames.Float3)
             diffuse.ConnectToSource(texture.ConnectableAPI(), 'rgb')
         return material
 
     def _write_texture(self, image: np.ndarray, rgba: tuple) -> str:
-        """The pattern in the surface's colour as an RGB PNG (the colour where the grey image is 255, scaled by the
-        grey level elsewhere, as the glTF base colour multiplies its texture); returns its file name."""
+        """The pattern in the surface's colour as an sRGB PNG: the colour where the grey image is 255, scaled by the
+        grey level elsewhere in display values, as MuJoCo darkens its second colour; returns its file name."""
         from PIL import Image
         pixels = np.round(np.asarray(image, dtype=float)[..., None] * np.asarray(rgba[:3])[None, None, :])
         pixels = pixels.clip(0, 255).astype(np.uint8)
-        name = f'pattern_{hashlib.sha256(pixels.tobytes()).hexdigest()[:16]}.png'
+        name = f'pattern_{hashlib.sha256(pixels.tobytes()).hexdigest()[:16]}.png'  # its content: kept if unchanged
         self.folder.mkdir(parents=True, exist_ok=True)
-        path = self.folder / name
-        if not path.exists():
-            Image.fromarray(pixels, 'RGB').save(path)
-            self.textures += 1
+        if not (self.folder / name).exists():
+            Image.fromarray(pixels, 'RGB').save(self.folder / name)
+        self.textures.add(name)
         return name
 
 
@@ -170,7 +173,7 @@ def _mesh(stage, path: str, mesh, transform: np.ndarray, looks: Looks | None = N
     colour = getattr(getattr(getattr(mesh, 'visual', None), 'material', None), 'baseColorFactor', None)
     if colour is not None:
         rgba = np.asarray(colour, dtype=float) / 255.0
-        prim.CreateDisplayColorAttr(Vt.Vec3fArray([Gf.Vec3f(*rgba[:3])]))
+        prim.CreateDisplayColorAttr(Vt.Vec3fArray([Gf.Vec3f(*[srgb_to_linear(c) for c in rgba[:3]])]))
         prim.CreateDisplayOpacityAttr(Vt.FloatArray([float(rgba[3])]))
         uv, image = _pattern(mesh)
         if uv is not None:
@@ -238,24 +241,29 @@ def write_usd(bag, out, model: RobotModel | None = None, world=None, namespace: 
         raise BagSceneError(f'{bag}: {len(truth)} ground-truth poses; at most {MAX_SAMPLES} are written to a stage')
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    relative = f'{out.stem}_textures'
     if out.suffix != '.usdz':
-        textures = out.parent / relative
-        for stale in textures.glob('pattern_*.png'):  # an earlier stage's of the same name
-            stale.unlink()
-        looks = Looks(None, textures, relative)
+        textures = out.parent / f'{out.name}.textures'
+        looks = Looks(None, textures, textures.name)
         details = _write_stage(out, looks, truth, joints, entities, start, model, world, bag, namespace)
+        # An earlier stage of this name's textures that this one does not read; the folder goes when empty.
+        for stale in textures.glob('pattern_*.png'):
+            if stale.name not in looks.textures:
+                stale.unlink()
+        if textures.is_dir() and not any(textures.iterdir()):
+            textures.rmdir()
         where = f'; {looks.count()} in {textures}' if looks.textures else ''
     else:
         from pxr import UsdUtils
+        partial = out.with_name(f'.{out.stem}.partial.usdz')  # the package replaces ``out`` once whole
         with tempfile.TemporaryDirectory(prefix='robotsim_usdz_') as folder:
             layer = Path(folder) / f'{out.stem}.usdc'
-            looks = Looks(None, Path(folder) / relative, relative)
+            looks = Looks(None, Path(folder) / 'textures', 'textures')
             details = _write_stage(layer, looks, truth, joints, entities, start, model, world, bag, namespace)
-            if out.exists():
-                out.unlink()
-            if not UsdUtils.CreateNewUsdzPackage(str(layer), str(out)):
+            partial.unlink(missing_ok=True)
+            if not UsdUtils.CreateNewUsdzPackage(str(layer), str(partial)):
+                partial.unlink(missing_ok=True)
                 raise OSError(f'USD could not package {out}')
+        os.replace(partial, out)
         where = f'; {looks.count()} in the package' if looks.textures else ''
     return f'wrote {out} ({out.stat().st_size / 1e6:.1f} MB{where}): {details}'
 

@@ -100,11 +100,25 @@ def pattern_image(name, grey):
     return image
 
 
+def add_face_uvs(mesh):
+    """Texture coordinates per face as MuJoCo lays a 2D texture on a box or cylinder: the face's two axes other
+    than its normal's dominant one ((y, z) on x faces, (x, z) on y faces, (x, y) on z faces), each spanning 0 ... 1
+    over the shape's extent, the same on opposite faces (Blender's box projection mirrors those)."""
+    corners = np.array([vertex.co[:] for vertex in mesh.vertices])
+    low, span = corners.min(axis=0), np.maximum(np.ptp(corners, axis=0), 1e-9)
+    layer = mesh.uv_layers.new(name='faces')
+    for polygon in mesh.polygons:
+        dominant = int(np.argmax(np.abs(polygon.normal[:])))
+        u_axis, v_axis = {0: (1, 2), 1: (0, 2), 2: (0, 1)}[dominant]
+        for loop in polygon.loop_indices:
+            point = (corners[mesh.loops[loop].vertex_index] - low) / span
+            layer.data[loop].uv = (point[u_axis], point[v_axis])
+
+
 def add_pattern(tree, bsdf, entry, arrays):
     """The world's surface pattern (entry['pattern']) into the base colour: the pattern image, nearest texel, through
     a constant colour ramp onto the surface's two colours; on the floor world-aligned metres times ``repeat``, on
-    other shapes ``repeat`` repeats across each face (box projection of the generated coordinates, as MuJoCo
-    repeats a texture across each face)."""
+    other shapes ``repeat`` repeats across each face (:func:`add_face_uvs`)."""
     pattern = entry['pattern']
     coordinates = tree.nodes.new('ShaderNodeTexCoord')
     mapping = tree.nodes.new('ShaderNodeMapping')
@@ -116,11 +130,9 @@ def add_pattern(tree, bsdf, entry, arrays):
     if pattern['mapping'] == 'world':
         tree.links.new(coordinates.outputs['Object'], mapping.inputs['Vector'])
     else:
-        texture.projection = 'BOX'
-        # A tile's shift along y puts MuJoCo's squares where it draws them on the top and on the x and y faces
-        # (tests/test_render.py looks at all three).
-        mapping.inputs['Location'].default_value = (0.0, 0.5, 0.0)
-        tree.links.new(coordinates.outputs['Generated'], mapping.inputs['Vector'])
+        tree.links.new(coordinates.outputs['UV'], mapping.inputs['Vector'])  # add_face_uvs
+        if entry['type'] == 'cylinder':  # MuJoCo's squares on a cylinder sit a tile over from a box's
+            mapping.inputs['Location'].default_value = (0.5 * pattern['repeat'], 0.0, 0.0)
     tree.links.new(mapping.outputs['Vector'], texture.inputs['Vector'])
     ramp = tree.nodes.new('ShaderNodeValToRGB')
     ramp.color_ramp.interpolation = 'CONSTANT'
@@ -360,7 +372,10 @@ def main():
     rgb_scene.collection.children.link(content)
     objects = []
     for entry in scene_document['geoms']:
-        obj = bpy.data.objects.new(entry['name'], make_mesh(entry['name'], entry, arrays))
+        mesh = make_mesh(entry['name'], entry, arrays)
+        if not variety and entry.get('pattern', {}).get('mapping') == 'faces':
+            add_face_uvs(mesh)
+        obj = bpy.data.objects.new(entry['name'], mesh)
         obj.data.materials.append(make_material(entry, variety, arrays))
         obj.pass_index = entry['label'] + 1
         obj.rotation_mode = 'QUATERNION'

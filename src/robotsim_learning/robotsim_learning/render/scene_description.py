@@ -36,7 +36,7 @@ import mujoco
 import numpy as np
 
 from robotsim_core.description.world_geometry import heightfield_samples, heightfield_triangles
-from robotsim_core.viewer.gltf import texture_image
+from robotsim_core.viewer.gltf import srgb_to_linear, texture_image
 
 from .recording import Recording, RecordingError, interpolate_pose, interpolate_series
 
@@ -75,11 +75,6 @@ def drawn_geoms(model: mujoco.MjModel, data: mujoco.MjData) -> list[int]:
     mujoco.mjv_updateScene(model, data, option, None, camera, mujoco.mjtCatBit.mjCAT_ALL, scene)
     ids = {int(scene.geoms[i].objid) for i in range(scene.ngeom) if scene.geoms[i].objtype == mujoco.mjtObj.mjOBJ_GEOM}
     return sorted(ids)
-
-
-def _srgb_to_linear(value: float) -> float:
-    # MuJoCo shows an rgba as it is (display values); Blender's colours are scene-linear.
-    return value / 12.92 if value <= 0.04045 else ((value + 0.055) / 1.055) ** 2.4
 
 
 def build_description(recording: Recording, world, robot, stamps: np.ndarray, variety_seed: int | None,
@@ -179,7 +174,7 @@ def build_description(recording: Recording, world, robot, stamps: np.ndarray, va
             arrays[f'mesh{mesh}_vertices'] = model.mesh_vert[start:start + count].astype(np.float64)
             arrays[f'mesh{mesh}_faces'] = model.mesh_face[face_start:face_start + face_count].astype(np.int32)
             entry['mesh'] = f'mesh{mesh}'
-        entry['colour'] = [_srgb_to_linear(c) for c in entry['rgba'][:3]]
+        entry['colour'] = [srgb_to_linear(c) for c in entry['rgba'][:3]]
         if name in patterns:
             texture, extents = patterns[name]
             key = f'pattern_{texture.pattern}_{texture.contrast:g}'
@@ -189,7 +184,7 @@ def build_description(recording: Recording, world, robot, stamps: np.ndarray, va
             # world-aligned; on a wall, box or cylinder `repeat` repeats across each face.
             entry['pattern'] = {
                 'image': key, 'contrast': texture.contrast,
-                'colours': [entry['colour'], [_srgb_to_linear(c * (1 - texture.contrast)) for c in entry['rgba'][:3]]],
+                'colours': [entry['colour'], [srgb_to_linear(c * (1 - texture.contrast)) for c in entry['rgba'][:3]]],
                 'mapping': 'world' if extents is None else 'faces',
                 'repeat': 1.0 / (2 * texture.tile) if extents is None else
                 max(1, round(max(extents) / (2 * texture.tile)))}
@@ -242,7 +237,7 @@ def draw_variety(seed: int, geoms: list[dict], light: dict) -> dict:
         textures = FLOOR_TEXTURES if geom['name'] == 'floor' else ('plain',) if geom['robot'] else WORLD_TEXTURES
         texture = textures[int(rng.integers(len(textures)))]
         materials[geom['name']] = {
-            'colour': [r(_srgb_to_linear(c)) for c in colorsys.hsv_to_rgb(hue, saturation, value)],
+            'colour': [r(srgb_to_linear(c)) for c in colorsys.hsv_to_rgb(hue, saturation, value)],
             'second_colour_scale': r(rng.uniform(0.55, 0.9)),
             'roughness': r(rng.uniform(0.25, 0.95)),
             'metallic': r(rng.uniform(0.4, 0.9) if rng.random() < 0.15 else 0.0),
