@@ -93,6 +93,31 @@ def test_a_chequered_floors_squares_are_its_tile_world_aligned(tmp_path):
     assert offset.max() <= 1.5 * metres_per_pixel, (x, offset)
 
 
+def test_a_gridded_floors_lines_lie_on_every_tile_edge_an_eighth_of_a_tile_wide(tmp_path):
+    """Straight down on a 6 m floor gridded every 0.4 m: along the middle row the lines are centred a multiple of
+    0.4 m from the floor's edge at x = -3 m, each 0.05 m wide (within a pixel), the image the exports carry drawn the
+    same way."""
+    tile = 0.4
+    world = load_world(world_file(tmp_path, {**WORLD, 'floor': {**WORLD['floor'], 'texture': {
+        'pattern': 'grid', 'tile': tile, 'contrast': 0.5}}}))
+    image = render(world, ABOVE).astype(float)
+    red = image[image.shape[0] // 2, :, 0]
+    dark = red < (red.min() + red.max()) / 2
+    metres_per_pixel = 2 * 3.0 * np.tan(np.radians(22.5)) / 120
+    x = (np.arange(160) + 0.5 - 80) * metres_per_pixel  # pixel centres
+    runs = np.split(np.flatnonzero(dark), np.flatnonzero(np.diff(np.flatnonzero(dark)) > 1) + 1)
+    runs = [run for run in runs if 0 < run[0] and run[-1] < 159]  # whole lines
+    assert len(runs) >= 6, runs
+    for run in runs:
+        centre, width = x[run].mean(), len(run) * metres_per_pixel
+        from_edge = centre + 3.0
+        assert abs(from_edge - tile * round(from_edge / tile)) <= metres_per_pixel, (centre, width)
+        assert abs(width - tile / 8) <= 1.5 * metres_per_pixel, (centre, width)
+    exported = texture_image('grid', 0.5)
+    assert (exported[:, 0] < 255).all() and (exported[0] < 255).all()
+    assert np.count_nonzero(exported[32] < 255) == 64 and np.count_nonzero(exported[16] < 255) == 2 * 4  # 4 px: tile / 8
+
+
 def test_a_speckled_floor_darkens_about_three_texels_in_ten(tmp_path):
     world = load_world(world_file(tmp_path))
     labels = render(world, ABOVE, segmentation=True)

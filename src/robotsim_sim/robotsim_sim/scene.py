@@ -25,6 +25,7 @@ from robotsim_core.description.world_spec import (ENTITY_KINDS, HeightfieldSpec,
                                                   WorldSpec)
 from robotsim_core.errors import DescriptionError
 from robotsim_core.geometry import rpy_to_quat
+from robotsim_core.viewer.gltf import PATTERN_TEXELS
 from robotsim_core.description.mjcf import free_joint_name, robot_to_mjcf
 from robotsim_core.sensor_kinds import sensor_kind
 
@@ -145,13 +146,13 @@ def world_element(world: WorldSpec, offscreen_size: tuple[int, int], near: float
     ET.SubElement(root, 'statistic', extent='1', center='0 0 0')
     asset = ET.SubElement(root, 'asset')
     floor_texture = world.floor.texture
-    size = '256' if floor_texture.pattern == 'checker' else '16'  # as a wall's: grid lines and dots tile / 8 wide
+    # On a plane with texuniform MuJoCo draws one repeat of the texture every 2 / texrepeat metres (measured:
+    # tests/test_world_textures.py): a chequer's or speckle's repeat is 2 x 2 tiles, a grid's one tile.
+    size, per_tile = _texture_layout(floor_texture)
     ET.SubElement(asset, 'texture', name='floor_grid', type='2d', width=size, height=size,
                   **_texture_pattern(floor_texture, world.floor.rgba[:3]))
-    # On a plane with texuniform MuJoCo draws one repeat of the texture (2 x 2 tiles) every 2 / texrepeat metres
-    # (measured: tests/test_world_textures.py): squares of `tile` metres, world-aligned.
     ET.SubElement(asset, 'material', name='floor_material', texture='floor_grid',
-                  texrepeat=_vec([1 / floor_texture.tile] * 2), texuniform='true',
+                  texrepeat=_vec([per_tile / floor_texture.tile] * 2), texuniform='true',
                   reflectance='0.2' if world.light.reflections else '0')
     body = ET.SubElement(root, 'worldbody')
     ET.SubElement(body, 'light', name='sun', directional='true', dir=_vec(world.light.direction), pos='0 0 5',
@@ -211,6 +212,16 @@ def _cylinder_inertia(mass, radius, height):
     return (side, side, mass * radius * radius / 2)
 
 
+def _texture_layout(texture: TextureSpec) -> tuple[str, int]:
+    """(texels across MuJoCo's texture, its repeats per 2 tiles). A checker: 256 texels, its 2 x 2 squares one
+    repeat. A grid: MuJoCo's edge mark darkens a texture's border texels, so a repeat of one tile, 16 texels, draws
+    a line a texel either side of every repeat's edge. A speckle: 16 texels a repeat of 2 tiles. Lines and dots
+    tile / 8 wide, as the exports' images (robotsim_core.viewer.gltf.texture_image)."""
+    if texture.pattern == 'checker':
+        return '256', 1
+    return str(PATTERN_TEXELS), 2 if texture.pattern == 'grid' else 1
+
+
 def _texture_pattern(texture: TextureSpec, rgb) -> dict[str, str]:
     """MuJoCo's built-in texture attributes drawing ``texture`` in ``rgb`` and its darker second colour."""
     dark = _vec([c * (1 - texture.contrast) for c in rgb])
@@ -227,11 +238,11 @@ def _surface(asset, name: str, rgba, texture: TextureSpec, extents) -> dict[str,
     if texture.pattern == 'flat':
         return {'rgba': _vec(rgba)}
     repeat = max(1, round(max(extents) / (2 * texture.tile)))
-    size = '256' if texture.pattern == 'checker' else '16'
+    size, per_repeat = _texture_layout(texture)
     ET.SubElement(asset, 'texture', name=_asset_name(name, 'texture'), type='2d', width=size, height=size,
                   **_texture_pattern(texture, (1.0, 1.0, 1.0)))
     ET.SubElement(asset, 'material', name=_asset_name(name, 'material'), texture=_asset_name(name, 'texture'),
-                  texrepeat=_vec((repeat, repeat)), rgba=_vec(rgba))
+                  texrepeat=_vec((repeat * per_repeat,) * 2), rgba=_vec(rgba))
     return {'material': _asset_name(name, 'material')}
 
 

@@ -79,42 +79,54 @@ def srgb_to_linear(value: float) -> float:
     return value / 12.92 if value <= 0.04045 else ((value + 0.055) / 1.055) ** 2.4
 
 
+PATTERN_TEXELS = 16
+"""Texels across MuJoCo's texture of a grid (one tile) or a speckle (2 tiles; robotsim_sim.scene): a grid line is a
+texel either side of a tile's edge, tile / 8 wide in all; a speckle dot a texel, tile / 8."""
+
+
 def texture_image(pattern: str, contrast: float) -> np.ndarray:
     """A (64, 64) grey image of one repeat (2 x 2 tiles) of a surface pattern: 255 for the surface's colour and
     ``255 (1 - contrast)`` for its darker one (the glTF base colour multiplies it, as MuJoCo's material colour
-    multiplies its texture). The speckle's dots come from a fixed seed: the same image every time."""
+    multiplies its texture). As MuJoCo draws it: squares of a tile; lines on every tile edge, tile / 8 wide; dots
+    tile / 8 wide on 30 % of a 16 x 16 grid of texels (their places from a fixed seed, the same image every time;
+    MuJoCo draws its own random places at the same share)."""
     n, dark = TEXTURE_PIXELS, round(255 * (1 - contrast))
     image = np.full((n, n), 255, dtype=np.uint8)
+    texel = n // PATTERN_TEXELS
     if pattern == 'checker':
         rows, columns = np.indices((n, n)) // (n // 2)
         image[(rows + columns) % 2 == 1] = dark
     elif pattern == 'grid':
-        for edge in (0, n // 2):
-            image[edge, :] = image[:, edge] = dark
+        for edge in (0, n // 2):  # the line is centred on the tile's edge (the image wraps at 0)
+            lines = np.arange(edge - texel // 2, edge + texel // 2) % n
+            image[lines, :] = dark
+            image[:, lines] = dark
     elif pattern == 'speckle':
-        image[np.random.default_rng(0).random((n, n)) < SPECKLE_FRACTION] = dark
+        dots = np.random.default_rng(0).random((PATTERN_TEXELS, PATTERN_TEXELS)) < SPECKLE_FRACTION
+        image[np.kron(dots, np.ones((texel, texel), dtype=bool))] = dark
     return image
 
 
-def _surface_uv(mesh, tile: float):
+def _surface_uv(mesh, tile: float, origin=(0.0, 0.0, 0.0)):
     """``mesh`` with every triangle's own corners and texture coordinates projected onto the plane of its dominant
-    axis in the mesh's frame, one texture repeat (2 x 2 tiles) every ``2 tile`` metres."""
+    axis in the mesh's frame, one texture repeat (2 x 2 tiles) every ``2 tile`` metres from ``origin``."""
     trimesh = _trimesh()
-    corners = mesh.vertices[mesh.faces].reshape(-1, 3)
+    corners = mesh.vertices[mesh.faces].reshape(-1, 3) - np.asarray(origin, dtype=float)
     dominant = np.repeat(np.argmax(np.abs(mesh.face_normals), axis=1), 3)
     axes = np.array([[1, 2], [0, 2], [0, 1]])[dominant]
     uv = np.take_along_axis(corners, axes, axis=1) / (2 * tile)
     return trimesh.Trimesh(corners, np.arange(len(corners)).reshape(-1, 3), process=False), uv
 
 
-def _textured(mesh, rgba, texture):
-    """``mesh`` coloured by ``rgba`` and, unless flat, the pattern of a world ``TextureSpec`` as a texture image."""
+def _textured(mesh, rgba, texture, origin=(0.0, 0.0, 0.0)):
+    """``mesh`` coloured by ``rgba`` and, unless flat, the pattern of a world ``TextureSpec`` as a texture image
+    (repeating from ``origin`` in the mesh's frame)."""
     if texture is None or texture.pattern == 'flat':
         mesh.visual = _material(rgba)
         return mesh
     from PIL import Image
     trimesh = _trimesh()
-    mesh, uv = _surface_uv(mesh, texture.tile)
+    mesh, uv = _surface_uv(mesh, texture.tile, origin)
     material = _material(rgba).material
     material.baseColorTexture = Image.fromarray(texture_image(texture.pattern, texture.contrast)).convert('RGB')
     mesh.visual = trimesh.visual.TextureVisuals(uv=uv, material=material)
@@ -185,13 +197,14 @@ def add_world(scene, world, parent: str = ROOT_NODE) -> None:
     trimesh = _trimesh()
     scene.graph.update(frame_from=parent, frame_to=WORLD_NODE, matrix=np.eye(4))
 
-    def add(name: str, mesh, rgba, transform: np.ndarray, texture=None) -> None:
-        mesh = _textured(mesh, rgba, texture)
+    def add(name: str, mesh, rgba, transform: np.ndarray, texture=None, origin=(0.0, 0.0, 0.0)) -> None:
+        mesh = _textured(mesh, rgba, texture, origin)
         scene.add_geometry(mesh, node_name=name, geom_name=name, parent_node_name=WORLD_NODE, transform=transform)
 
     floor_x, floor_y = world.floor.size
     add('floor', trimesh.creation.box(extents=(floor_x, floor_y, FLOOR_THICKNESS)), world.floor.rgba,
-        homogeneous(np.eye(3), (0.0, 0.0, -FLOOR_THICKNESS / 2)), world.floor.texture)
+        homogeneous(np.eye(3), (0.0, 0.0, -FLOOR_THICKNESS / 2)), world.floor.texture,
+        (-floor_x / 2, floor_y / 2, 0.0))  # MuJoCo lays the floor's pattern from its corner at (-x, +y)
     for index, wall in enumerate(world.walls):
         (x0, y0), (x1, y1) = wall.start, wall.end
         length = math.hypot(x1 - x0, y1 - y0) + wall.thickness  # the simulator's walls overlap at corners

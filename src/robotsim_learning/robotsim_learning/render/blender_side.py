@@ -128,6 +128,9 @@ def add_pattern(tree, bsdf, entry, arrays):
     texture.interpolation = 'Closest'
     texture.extension = 'REPEAT'
     if pattern['mapping'] == 'world':
+        # MuJoCo lays a plane's texture from its corner at (-x, +y) (its size: half-lengths), its rows toward -y.
+        half_x, half_y = entry['size'][:2]
+        mapping.inputs['Location'].default_value = (half_x * pattern['repeat'], -half_y * pattern['repeat'], 0.0)
         tree.links.new(coordinates.outputs['Object'], mapping.inputs['Vector'])
     else:
         tree.links.new(coordinates.outputs['UV'], mapping.inputs['Vector'])  # add_face_uvs
