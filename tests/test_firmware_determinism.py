@@ -9,6 +9,9 @@ before its first step. A different seed changes the noise, so the comparison can
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
@@ -24,7 +27,9 @@ TOPICS = {'/scan': (LaserScan, SENSOR), '/imu/data': (Imu, SENSOR), '/sim/ground
 COMMANDS = [(0.25, 0.0), (0.2, 0.8), (-0.1, -0.5), (0.0, 0.0)]
 RESET_AFTER = 2
 """A world reset after the second command's steps and 9 physics steps more (0.818 s of sim time: the new episode
-starts a 2 ms step later, on the 41st 20 ms setpoint period's start)."""
+starts a 2 ms step later, at the start of setpoint period 41 of 20 ms)."""
+RESET_AT = 0.82
+"""The sim time (s) the episode after the reset starts at."""
 
 
 def by_stamp(raw: bytes, msg_type) -> tuple[tuple[int, int], bytes]:
@@ -76,10 +81,17 @@ def record_run(seed: int, firmware: str = 'true') -> dict[str, dict[tuple, bytes
     return {topic: dict(by_stamp(raw, TOPICS[topic][0]) for raw in obs.messages[topic]) for topic in TOPICS}
 
 
-def moved(run) -> float:
-    """The farthest the base got from the world's origin (its spawn point): the commands reached the wheels."""
-    poses = [deserialize_message(raw, Odometry).pose.pose.position for raw in run['/sim/ground_truth'].values()]
-    return max(abs(p.x) + abs(p.y) for p in poses)
+def moved(run) -> tuple[float, float]:
+    """(the farthest the base got from the world's origin, its spawn point, before the world reset; how far it
+    turned after it, rad): the commands reached the wheels, before the reset and after the MCU's reboot."""
+    before, yaws = 0.0, []
+    for (sec, nanosec), raw in sorted(run['/sim/ground_truth'].items()):
+        pose = deserialize_message(raw, Odometry).pose.pose
+        if sec + nanosec * 1e-9 < RESET_AT:
+            before = max(before, abs(pose.position.x) + abs(pose.position.y))
+        else:
+            yaws.append(2 * math.atan2(pose.orientation.z, pose.orientation.w))
+    return before, float(np.ptp(np.unwrap(yaws))) if yaws else 0.0
 
 
 def assert_identical(first, second) -> None:
@@ -95,8 +107,10 @@ def assert_identical(first, second) -> None:
 def test_the_default_bringup_is_deterministic_in_step_mode_with_the_firmware_in_the_loop():
     first, second, other = record_run(7), record_run(7), record_run(8)
     assert_identical(first, second)
-    # It moved (the commands reached the wheels through the firmware), and another seed is other noise.
-    assert moved(first) > 0.1
+    # It moved (the commands reached the wheels through the firmware, after the reset too: the third command turns
+    # at -0.5 rad/s for 0.4 s), and another seed is other noise.
+    before, turned = moved(first)
+    assert before > 0.1 and turned > 0.05, (before, turned)
     scans = set(first['/scan']) & set(other['/scan'])
     assert scans and all(first['/scan'][s] != other['/scan'][s] for s in scans)
 
@@ -106,4 +120,5 @@ def test_the_bringup_with_the_mcu_image_under_qemu_is_deterministic_in_step_mode
     before it, so the bridge's process and QEMU's I/O thread cannot change what the physics sees."""
     first, second = record_run(7, 'qemu'), record_run(7, 'qemu')
     assert_identical(first, second)
-    assert moved(first) > 0.1
+    before, turned = moved(first)
+    assert before > 0.1 and turned > 0.05, (before, turned)

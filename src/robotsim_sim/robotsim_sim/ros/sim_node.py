@@ -234,6 +234,12 @@ class SimNode(Node):
         self.synced_period: int | None = None
         """The setpoint period whose start the lockstep links were last synced at (/clock time // the period):
         each period's once, see :meth:`advance`."""
+        if self.sim.options.firmware_lockstep and SETPOINT_PERIOD_NS % self.sim.timestep_ns:
+            # A period's start is then a physics step's only at common multiples: the links sync there alone.
+            self.get_logger().warning(
+                f'firmware lockstep: the world timestep ({self.sim.timestep_ns * 1e-9:g} s) does not divide the '
+                f'bridge\'s {SETPOINT_PERIOD_NS * 1e-6:g} ms setpoint period; the link syncs only where a period '
+                'starts on a physics step (use a timestep such as 0.002, 0.004 or 0.005 s)')
         self.clock_period_ns = round(1e9 / self.clock_rate)
         self.rejected_commands = 0
         self.rejections = PerReasonThrottle(period=2.0)
