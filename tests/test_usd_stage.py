@@ -170,12 +170,17 @@ def test_a_usdz_package_carries_the_floor_pattern_and_every_colour(episode, tmp_
     assert UsdShade.Shader(source.GetPrim()).GetInput('sourceColorSpace').Get() == 'sRGB'
     assert np.allclose(light, np.asarray(world.floor.rgba[:3]) * 255, atol=1.0)
     assert np.allclose(dark, light * (1 - texture.contrast), atol=1.5)
-    # Texture coordinates: one repeat (2 x 2 tiles) every 2 tile metres, on the floor's top face too.
+    # Texture coordinates: one repeat (2 x 2 tiles) every 2 tile metres on the floor's top face.
     mesh = UsdGeom.Mesh(stage.GetPrimAtPath(floor))
     points, st = np.array(mesh.GetPointsAttr().Get()), np.array(UsdGeom.PrimvarsAPI(mesh).GetPrimvar('st').Get())
     indices = np.array(mesh.GetFaceVertexIndicesAttr().Get()).reshape(-1, 3)
     top = indices[np.isclose(points[indices, 2], points[:, 2].max()).all(axis=1)].reshape(-1)  # the top face's corners
-    assert len(top) >= 6 and np.allclose(st[top], points[top, :2] / (2 * texture.tile), atol=1e-5)
+    half_x, half_y = world.floor.size[0] / 2, world.floor.size[1] / 2
+    assert np.allclose(points[top, :2].min(axis=0), (-half_x, -half_y)) and \
+        np.allclose(points[top, :2].max(axis=0), (half_x, half_y))  # the floor where the simulator has it
+    # (laid from the floor's corner at (-x, +y), as MuJoCo lays a plane's texture)
+    expected = (points[top, :2] - (-half_x, half_y)) / (2 * texture.tile)
+    assert len(top) >= 6 and np.allclose(st[top], expected, atol=1e-5)
     # A plain surface: its colour (in 8 bits, as the glTF export's) in scene-linear terms, no texture.
     wall = bound_surface(stage, '/World/world/wall_0/shape')
     assert not wall.GetInput('diffuseColor').HasConnectedSource()

@@ -111,10 +111,10 @@ def _surface_uv(mesh, tile: float, origin=(0.0, 0.0, 0.0)):
     """``mesh`` with every triangle's own corners and texture coordinates projected onto the plane of its dominant
     axis in the mesh's frame, one texture repeat (2 x 2 tiles) every ``2 tile`` metres from ``origin``."""
     trimesh = _trimesh()
-    corners = mesh.vertices[mesh.faces].reshape(-1, 3) - np.asarray(origin, dtype=float)
+    corners = mesh.vertices[mesh.faces].reshape(-1, 3)
     dominant = np.repeat(np.argmax(np.abs(mesh.face_normals), axis=1), 3)
     axes = np.array([[1, 2], [0, 2], [0, 1]])[dominant]
-    uv = np.take_along_axis(corners, axes, axis=1) / (2 * tile)
+    uv = np.take_along_axis(corners - np.asarray(origin, dtype=float), axes, axis=1) / (2 * tile)
     return trimesh.Trimesh(corners, np.arange(len(corners)).reshape(-1, 3), process=False), uv
 
 
