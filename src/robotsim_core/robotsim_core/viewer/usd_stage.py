@@ -82,11 +82,11 @@ def _matrix(Gf, transform: np.ndarray):
 
 class Looks:
     """The stage's materials (``/World/Looks``), one per distinct colour and pattern, and the pattern images they read
-    (PNG files written into ``folder``, named by their content; referred to as ``relative/NAME.png``). Owns nothing
+    (PNG files written into ``folder``, named by their content; referred to as ``./FOLDER/NAME.png``). Owns nothing
     open: the files are written as materials are made."""
 
-    def __init__(self, stage, folder: Path, relative: str):
-        self.stage, self.folder, self.relative = stage, folder, relative
+    def __init__(self, stage, folder: Path):
+        self.stage, self.folder = stage, folder
         self.materials: dict[tuple, object] = {}
         self.textures: set[str] = set()
         """File names of the pattern images the materials read."""
@@ -125,7 +125,7 @@ class Looks:
             reader.CreateInput('varname', Sdf.ValueTypeNames.String).Set('st')
             texture = UsdShade.Shader.Define(self.stage, f'{material.GetPath()}/pattern')
             texture.CreateIdAttr('UsdUVTexture')
-            texture.CreateInput('file', Sdf.ValueTypeNames.Asset).Set(f'./{self.relative}/{name}')
+            texture.CreateInput('file', Sdf.ValueTypeNames.Asset).Set(f'./{self.folder.name}/{name}')
             texture.CreateInput('st', Sdf.ValueTypeNames.Float2).ConnectToSource(reader.ConnectableAPI(), 'result')
             texture.CreateInput('wrapS', Sdf.ValueTypeNames.Token).Set('repeat')
             texture.CreateInput('wrapT', Sdf.ValueTypeNames.Token).Set('repeat')
@@ -243,7 +243,7 @@ def write_usd(bag, out, model: RobotModel | None = None, world=None, namespace: 
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.suffix != '.usdz':
         textures = out.parent / f'{out.name}.textures'
-        looks = Looks(None, textures, textures.name)
+        looks = Looks(None, textures)
         details = _write_stage(out, looks, truth, joints, entities, start, model, world, bag, namespace)
         # An earlier stage of this name's textures that this one does not read; the folder goes when empty.
         for stale in textures.glob('pattern_*.png'):
@@ -257,7 +257,7 @@ def write_usd(bag, out, model: RobotModel | None = None, world=None, namespace: 
         partial = out.with_name(f'.{out.stem}.partial.usdz')  # the package replaces ``out`` once whole
         with tempfile.TemporaryDirectory(prefix='robotsim_usdz_') as folder:
             layer = Path(folder) / f'{out.stem}.usdc'
-            looks = Looks(None, Path(folder) / 'textures', 'textures')
+            looks = Looks(None, Path(folder) / 'textures')
             details = _write_stage(layer, looks, truth, joints, entities, start, model, world, bag, namespace)
             partial.unlink(missing_ok=True)
             if not UsdUtils.CreateNewUsdzPackage(str(layer), str(partial)):
