@@ -113,6 +113,36 @@ def test_mirror_adds_every_decision_s_mirror_image_and_trains(expert_dataset, tm
         'expected a policy observing the scan and no camera image (--no-image)'), refused.stderr
 
 
+def test_a_policy_observing_the_route_trains_mirrored_and_drives_an_episode(expert_dataset, tmp_path):
+    """`policy train --route 16`: every decision also holds the route planned over the episode's memory of the scans
+    (its mirror image reads it at the mirrored bearings), the policy file carries the spec, and the policy driver
+    keeps a memory of its own while it drives a fast-path episode."""
+    bag = next(p for p in sorted(expert_dataset.iterdir()) if (p / 'robot.yaml').is_file())
+    spec = spec_for_robot(robot_of(bag), 72, image=False, heading='imu', route=16)
+    both, _ = episode_samples(bag, spec, mirror=True)
+    route = both[:, -17:]
+    assert np.isfinite(both).all() and route[0, -1] > 1.0 > route[-1, -1]   # the cost to go falls as it drives
+    order = (-np.arange(16)) % 16
+    assert np.array_equal(both[1::2, -17:-1], both[0::2, -17:-1][:, order])
+    assert np.array_equal(both[1::2, -1], both[0::2, -1])
+    # Demonstrations head the way the route leads: the bearing of the steepest descent within 45 degrees of ahead
+    # on most decisions at speed.
+    moving = episode_samples(bag, spec)[1][:, 0] > 0.2
+    ahead = np.isin(np.argmin(both[0::2, -17:-1], axis=1), [0, 1, 2, 14, 15])
+    assert ahead[moving].mean() > 0.6, ahead[moving].mean()
+    policy = tmp_path / 'route.onnx'
+    completed = robotsim('policy', 'train', str(expert_dataset), '--out', str(policy), '--epochs', '3', '--hidden',
+                         '16,16', '--sectors', '72', '--no-image', '--route', '16', '--mirror', '--seed', '1')
+    assert completed.returncode == 0, completed.stderr
+    assert PolicyRuntime(str(policy)).spec == spec
+    randomizer = Randomizer(load_randomization(str(EXPERT_COURSE)), 99)
+    result = run_episode(randomizer, 0, str(tmp_path / 'episode'), f'policy:{policy}', duration=3.0)
+    assert result.counts['/cmd_vel'] > 10 and result.travel > 0.05, result
+    refused = robotsim('policy', 'train', str(expert_dataset), '--out', str(tmp_path / 'x.onnx'), '--route', '5')
+    assert refused.returncode == 2 and refused.stderr.strip().endswith(
+        '--route: expected an even number of bearings 2 ... 64 (0: no route), got 5'), refused.stderr
+
+
 def test_a_camera_only_policy_trains_and_drives_without_the_scan(expert_dataset, tmp_path):
     """`policy train --no-scan`: the observation is the camera image, odometry and goal (no scan sector), the
     policy driver subscribes to no scan (unless its shield reads one), and the policy drives a fast-path episode."""

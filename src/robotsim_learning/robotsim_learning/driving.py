@@ -202,6 +202,7 @@ class PolicyDriver(Driver):
         super().reset(context)
         self.images, self.odometry = deque(maxlen=5), deque(maxlen=20)
         self.estimate = ImuHeadingOdometry() if self.runtime.spec.uses_imu else None
+        self.memory = self.runtime.spec.route_memory()
         if self.use_shield and self.shield is None:
             from .shield import StallRecovery, VelocityShield
             model = context.robot()
@@ -237,7 +238,7 @@ class PolicyDriver(Driver):
                 return 0.0, 0.0
         try:
             command = self.runtime.act(observation_from_messages(self.runtime.spec, scan, self.images, self.odometry,
-                                                                 goal, pose, self.runtime.perceive))
+                                                                 goal, pose, self.runtime.perceive, self.memory))
         except (InferenceError, ValueError) as error:
             self.status = f'inference failed: {error}'
             return 0.0, 0.0  # a failed inference stops the robot

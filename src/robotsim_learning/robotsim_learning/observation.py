@@ -56,6 +56,18 @@ class ObservationSpec:
     ``perception_classes``, and per column of cells the free floor ahead (:func:`pool_abstraction`)."""
     perception_classes: tuple[str, ...] = ()
     """The perception model's classes, in its output order (the first is the drivable floor)."""
+    route_directions: int = 0
+    """Bearings (evenly spaced from straight ahead) at which the route feature reads the change of the cost to go
+    planned over the memory of seen returns (:class:`robotsim_learning.route_memory.RouteMemory`), followed by the
+    cost to go itself; 0 observes no route."""
+    route_radius: float = 0.4
+    """Distance (m) from the robot of the points whose cost to go is read."""
+    route_cell: float = 0.1
+    """Side (m) of a cell of the memory's grid."""
+    route_clearance: float = 0.0
+    """Distance (m) from a remembered return planned around at a high cost: the robot's footprint radius."""
+    route_berth: float = 0.15
+    """Distance (m) beyond ``route_clearance`` that the plan keeps from returns where it can."""
 
     @property
     def uses_image(self) -> bool:
@@ -81,7 +93,12 @@ class ObservationSpec:
     @property
     def size(self) -> int:
         image = self.image_size
-        return self.sectors + image + 2 + 3 + (len(self.corridors) + 1 if self.corridors else 0)
+        return (self.sectors + image + 2 + 3 + (len(self.corridors) + 1 if self.corridors else 0)
+                + (self.route_directions + 1 if self.route_directions else 0))
+
+    @property
+    def uses_route(self) -> bool:
+        return self.route_directions > 0
 
     def names(self) -> list[str]:
         names = [f'scan_sector_{i}' for i in range(self.sectors)]
@@ -94,7 +111,18 @@ class ObservationSpec:
         names += ['odom_linear_x', 'odom_angular_z', 'goal_distance', 'goal_cos_bearing', 'goal_sin_bearing']
         if self.corridors:
             names += ['corridor_ahead'] + [f'corridor_goal_{math.degrees(b):+.0f}deg' for b in self.corridors]
+        if self.route_directions:
+            names += [f'route_{360 * k / self.route_directions:.0f}deg' for k in range(self.route_directions)]
+            names += ['route_cost_to_go']
         return names
+
+    def route_memory(self):
+        """A fresh :class:`robotsim_learning.route_memory.RouteMemory` for an episode, or None without route."""
+        if not self.uses_route:
+            return None
+        from .route_memory import RouteMemory
+        return RouteMemory(self.route_directions, self.route_radius, self.route_cell, self.route_clearance,
+                           self.route_berth, self.scan_range_max, self.scan_origin)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -128,7 +156,7 @@ either side of it."""
 
 
 def spec_for_robot(model, sectors: int = 36, image: bool = True, heading: str = 'odometry',
-                   corridors: tuple[float, ...] = ()) -> ObservationSpec:
+                   corridors: tuple[float, ...] = (), route: int = 0) -> ObservationSpec:
     """The observation of ``model``'s first 1-channel lidar (and first camera, when ``image``; its IMU when
     ``heading`` is 'imu'; the free length of ``corridors`` and straight ahead, when given)."""
     if heading not in ('odometry', 'imu'):
@@ -143,10 +171,12 @@ def spec_for_robot(model, sectors: int = 36, image: bool = True, heading: str = 
     if sectors == 0 and not cameras:
         raise ValueError(f'robot {model.name}: a policy without the scan observes the camera image; expected an rgb '
                          f'camera{" and image observed (not --no-image)" if not image else ""}')
-    if sectors == 0 and corridors:
-        raise ValueError('corridors are measured on the scan: expected the scan observed with them')
+    if sectors == 0 and (corridors or route):
+        raise ValueError('corridors and the route are measured on the scan: expected the scan observed with them')
+    if route and (route < 2 or route % 2 or route > 64):
+        raise ValueError(f'route: expected an even number of directions 2 ... 64, got {route}')
     geometry = {}
-    if corridors:
+    if corridors or route:
         from robotsim_core.description.kinematics import forward_kinematics
         from robotsim_sensors.lidar import beam_angles
 
@@ -155,10 +185,13 @@ def spec_for_robot(model, sectors: int = 36, image: bool = True, heading: str = 
         poses = forward_kinematics(model.tree, {})
         relative = np.linalg.inv(poses[model.base_link]) @ poses[lidar.frame]
         angles, _ = beam_angles(lidar.spec)
-        geometry = dict(corridors=tuple(float(b) for b in corridors), corridor_half_width=footprint_radius(model),
+        geometry = dict(corridors=tuple(float(b) for b in corridors),
+                        corridor_half_width=footprint_radius(model) if corridors else 0.0,
                         scan_angle_min=float(angles[0]),
                         scan_angle_increment=float(angles[1] - angles[0]) if len(angles) > 1 else 0.0,
                         scan_origin=(float(relative[0, 3]), float(relative[1, 3])))
+        if route:
+            geometry.update(route_directions=int(route), route_clearance=footprint_radius(model))
     if not lidars:  # a camera-only policy for a robot without lidar: nothing of a scan
         return ObservationSpec(scan_samples=0, scan_range_max=1.0, sectors=0, image_width=cameras[0].width,
                                image_height=cameras[0].height, heading=heading)
@@ -280,10 +313,10 @@ def goal_in_base(goal_xy, pose: tuple[float, float, float]) -> tuple[float, floa
 
 
 def observation(spec: ObservationSpec, ranges, rgb, twist: tuple[float, float], goal_base,
-                perceive=None) -> np.ndarray:
+                perceive=None, route=None) -> np.ndarray:
     """The policy's input vector (float32, ``spec.size`` values, in ``spec.names()`` order); ``ranges`` may be None
     when the spec observes no scan. ``perceive`` (a chained policy's: ``spec.perception``) turns the rgb image into
-    its class map."""
+    its class map; ``route``: the route feature (:meth:`RouteMemory.features`) of a spec that observes it."""
     parts = [pool_scan(spec, ranges)] if spec.uses_scan else []
     if spec.uses_perception:
         if perceive is None:
@@ -294,6 +327,10 @@ def observation(spec: ObservationSpec, ranges, rgb, twist: tuple[float, float], 
     parts += [np.asarray(twist, dtype=np.float64), goal_features(goal_base)]
     if spec.corridors:
         parts.append(corridor_lengths(spec, ranges, goal_base))
+    if spec.uses_route:
+        if route is None or len(route) != spec.route_directions + 1:
+            raise ValueError(f'the policy observes the route: expected {spec.route_directions + 1} route values')
+        parts.append(np.asarray(route, dtype=np.float64))
     return np.concatenate(parts).astype(np.float32)
 
 
@@ -388,13 +425,22 @@ def decision_state(spec: ObservationSpec, scan, images, odometries,
 
 
 def observation_from_messages(spec: ObservationSpec, scan, images, odometries, goal_odom,
-                              pose: tuple[float, float, float] | None = None, perceive=None) -> np.ndarray:
+                              pose: tuple[float, float, float] | None = None, perceive=None,
+                              memory=None) -> np.ndarray:
     """The observation at a scan: the image and odometry closest to its stamp, the goal (x, y in odom)
     seen from ``pose`` (heading imu: the :class:`ImuHeadingOdometry` estimate), else from the odometry's
     pose (:func:`decision_state`). Shared by the policy node and the training set, so both see the same vector
-    for the same messages (``perceive``: a chained policy's perception stage, as :func:`observation`)."""
+    for the same messages (``perceive``: a chained policy's perception stage, as :func:`observation`; ``memory``:
+    the episode's :class:`RouteMemory` of a spec that observes the route, given the scan at the robot's pose
+    first, once per scan stamp)."""
     stamp, odometry, robot = decision_state(spec, scan, images, odometries, pose)
     rgb = rgb_array(closest_by_stamp(images, stamp)) if spec.uses_image else None
+    route = None
+    if spec.uses_route:
+        if memory is None:
+            raise ValueError('the policy observes the route: expected the episode\'s route memory')
+        memory.add_scan(scan.ranges, scan.angle_min, scan.angle_increment, robot, stamp)
+        route = memory.features(robot, goal_odom)
     return observation(spec, np.asarray(scan.ranges, dtype=np.float64) if spec.uses_scan else None, rgb,
                        (odometry.twist.twist.linear.x, odometry.twist.twist.angular.z), goal_in_base(goal_odom, robot),
-                       perceive)
+                       perceive, route)

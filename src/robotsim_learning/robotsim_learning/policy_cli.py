@@ -53,6 +53,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--corridors', action='store_true',
                         help='also observe how far the way is free straight ahead, toward the goal and 20 and 40 '
                              "degrees either side of it (a corridor as wide as the robot's footprint, from the scan)")
+    parser.add_argument('--route', type=int, default=0, metavar='N',
+                        help='also observe the way to the goal planned over a memory of what the lidar has seen: the '
+                             'change of its cost to go toward N bearings around the robot and the cost to go '
+                             '(an even N, 2 ... 64; default 0: no route)')
     parser.add_argument('--mirror', action='store_true',
                         help="also train on every decision's mirror image about the robot's x axis (scan, yaw rate, "
                              'goal and turn mirrored; for a robot symmetric about that axis, with --no-image)')
@@ -128,6 +132,10 @@ def _argument_problem(args: argparse.Namespace) -> str:
         return '--no-scan: expected the camera image observed with it (not --no-image): a policy must see something'
     if args.no_scan and args.corridors:
         return '--corridors: measured on the scan: expected it without --no-scan'
+    if args.route and (args.route < 2 or args.route % 2 or args.route > 64):
+        return f'--route: expected an even number of bearings 2 ... 64 (0: no route), got {args.route}'
+    if args.no_scan and args.route:
+        return '--route: planned over what the lidar has seen: expected it without --no-scan'
     if args.perception and args.no_image:
         return '--perception: the perception stage sees the camera image: expected it without --no-image'
     if args.perception and not os.path.isfile(args.perception):
@@ -191,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
                                     image=not args.no_image, progress=progress, heading=args.heading,
                                     sectors=args.sectors, corridors=CORRIDORS if args.corridors else (),
                                     scan=not args.no_scan, perception=args.perception, mirror=args.mirror,
-                                    cache=None if args.no_cache else '', reading=reading,
+                                    cache=None if args.no_cache else '', reading=reading, route=args.route,
                                     command=['robotsim', 'policy', 'train', *sys.argv[3:]]
                                     if sys.argv[1:3] == ['policy', 'train'] else None)
     except TrainingDataError as error:

@@ -62,6 +62,12 @@ _SPEC_FIELDS = {  # every ObservationSpec field: (check, what was expected)
                    "'' or the 64 hex digits of a sha256"),
     'perception_classes': (lambda v: isinstance(v, list) and len(v) <= 16 and all(isinstance(n, str) for n in v),
                            'a list of at most 16 class names'),
+    'route_directions': (lambda v: _integer(v, 0) and v <= 64 and v % 2 == 0,
+                         'an even integer 0 ... 64 (0: no route observed)'),
+    'route_radius': (lambda v: _finite(v) and 0 < v <= 5, 'a number > 0 and <= 5 (m)'),
+    'route_cell': (lambda v: _finite(v) and 0.01 <= v <= 1, 'a number 0.01 ... 1 (m)'),
+    'route_clearance': (lambda v: _finite(v) and 0 <= v <= 5, 'a number 0 ... 5 (m)'),
+    'route_berth': (lambda v: _finite(v) and 0 <= v <= 5, 'a number 0 ... 5 (m)'),
 }
 assert set(_SPEC_FIELDS) == {f.name for f in dataclasses.fields(ObservationSpec)}, 'a new field needs its check here'
 

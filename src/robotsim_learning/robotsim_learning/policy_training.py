@@ -140,6 +140,7 @@ def episode_samples(bag: Path, spec: ObservationSpec, perception: str = '',
     perceive = _perception_stage(perception, spec) if spec.uses_perception else None
     rows, actions = [], []
     estimate = ImuHeadingOdometry() if spec.uses_imu else None
+    memory = spec.route_memory()
     scan = goal = None
     images, odometry = deque(maxlen=5), deque(maxlen=20)  # as deep as the policy node's queues
     with AnyReader([bag]) as reader:
@@ -163,25 +164,28 @@ def episode_samples(bag: Path, spec: ObservationSpec, perception: str = '',
             elif topic == label_topic and (scan is not None or not spec.uses_scan) and goal is not None and odometry \
                     and (images or not spec.uses_image) and (estimate is None or estimate.pose() is not None):
                 pose = estimate.pose() if estimate is not None else None
-                rows.append(observation_from_messages(spec, scan, images, odometry, goal, pose, perceive))
+                rows.append(observation_from_messages(spec, scan, images, odometry, goal, pose, perceive, memory))
                 actions.append((message.linear.x, message.angular.z))
                 if mirror:
-                    row, action = mirrored_sample(spec, scan, odometry, goal, pose, actions[-1])
+                    row, action = mirrored_sample(spec, scan, odometry, goal, pose, actions[-1], memory)
                     rows.append(row)
                     actions.append(action)
     return np.array(rows, dtype=np.float32).reshape(-1, spec.size), np.array(actions, dtype=np.float32).reshape(-1, 2)
 
 
-def mirrored_sample(spec: ObservationSpec, scan, odometries, goal_odom, pose, action) -> tuple[np.ndarray, tuple]:
+def mirrored_sample(spec: ObservationSpec, scan, odometries, goal_odom, pose, action,
+                    memory=None) -> tuple[np.ndarray, tuple]:
     """A decision mirrored about the robot's x axis: the scan read in the mirrored world, the yaw rate, the goal's
     lateral offset and the commanded turn negated (a robot symmetric about that axis, with its lidar on it, makes
-    the mirrored decision in the mirrored room). For a spec that observes no image."""
+    the mirrored decision in the mirrored room), the route read at the mirrored bearings (``memory``: the
+    episode's route memory, already given this scan). For a spec that observes no image."""
     from .observation import decision_state, goal_in_base, mirrored_ranges, observation
     _, odometry, robot = decision_state(spec, scan, [], odometries, pose)
     x, y = goal_in_base(goal_odom, robot)
     twist = odometry.twist.twist
+    route = memory.features(robot, goal_odom, mirror=True) if spec.uses_route else None
     row = observation(spec, mirrored_ranges(scan.ranges, scan.angle_min, scan.angle_increment), None,
-                      (twist.linear.x, -twist.angular.z), (x, -y))
+                      (twist.linear.x, -twist.angular.z), (x, -y), route=route)
     return row, (action[0], -action[1])
 
 
@@ -239,7 +243,7 @@ def portable_command(argv: list[str]) -> str:
 def train_from_dataset(datasets: list[str], out: str, config, image: bool = True, progress=None,
                        heading: str = 'imu', command: list[str] | None = None, sectors: int = 36,
                        corridors: tuple[float, ...] = (), scan: bool = True, perception: str = '',
-                       mirror: bool = False, cache: str | None = '', reading=None) -> dict:
+                       mirror: bool = False, cache: str | None = '', reading=None, route: int = 0) -> dict:
     """Train on ``datasets`` and write the ONNX policy to ``out``; its ``robotsim.training`` metadata holds the
     report: losses, sizes, the training configuration, the datasets' provenance (:func:`dataset_provenance`)
     and ``command`` (:func:`portable_command`). ``perception`` (a perception model's file) trains the control stage
@@ -258,7 +262,8 @@ def train_from_dataset(datasets: list[str], out: str, config, image: bool = True
     bags = [bag for dataset in datasets for bag in demonstration_bags(Path(dataset))]
     model = robot_of(bags[0])
     try:
-        spec = spec_for_robot(model, sectors if scan else 0, image=image, heading=heading, corridors=corridors)
+        spec = spec_for_robot(model, sectors if scan else 0, image=image, heading=heading, corridors=corridors,
+                              route=route)
     except ValueError as error:
         raise TrainingDataError(f'{bags[0]}: {error}') from None
     if perception:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-DECODER_SOURCES = ('observation.py', 'policy_training.py', 'policy_runtime.py')
+DECODER_SOURCES = ('observation.py', 'route_memory.py', 'policy_training.py', 'policy_runtime.py')
 """The package's modules that decide what :func:`robotsim_learning.policy_training.episode_samples` makes of a bag
 (the observation, the reading, a chained policy's perception stage): any edit of them changes every key, so an entry
 decoded by other code is never read."""
