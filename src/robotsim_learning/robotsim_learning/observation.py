@@ -68,6 +68,9 @@ class ObservationSpec:
     """Distance (m) from a remembered return planned around at a high cost: the robot's footprint radius."""
     route_berth: float = 0.15
     """Distance (m) beyond ``route_clearance`` that the plan keeps from returns where it can."""
+    route_waypoint: float = 0.0
+    """m: > 0 observes the goal's bearing as that of the point this far along the way planned over the memory
+    (:meth:`RouteMemory.waypoint`; the goal's distance stays the goal's own); 0 the goal's own bearing."""
 
     @property
     def uses_image(self) -> bool:
@@ -118,7 +121,7 @@ class ObservationSpec:
 
     def route_memory(self):
         """A fresh :class:`robotsim_learning.route_memory.RouteMemory` for an episode, or None without route."""
-        if not self.uses_route:
+        if not self.uses_route and not self.route_waypoint:
             return None
         from .route_memory import RouteMemory
         return RouteMemory(self.route_directions, self.route_radius, self.route_cell, self.route_clearance,
@@ -156,7 +159,7 @@ either side of it."""
 
 
 def spec_for_robot(model, sectors: int = 36, image: bool = True, heading: str = 'odometry',
-                   corridors: tuple[float, ...] = (), route: int = 0) -> ObservationSpec:
+                   corridors: tuple[float, ...] = (), route: int = 0, waypoint: float = 0.0) -> ObservationSpec:
     """The observation of ``model``'s first 1-channel lidar (and first camera, when ``image``; its IMU when
     ``heading`` is 'imu'; the free length of ``corridors`` and straight ahead, when given)."""
     if heading not in ('odometry', 'imu'):
@@ -171,12 +174,14 @@ def spec_for_robot(model, sectors: int = 36, image: bool = True, heading: str = 
     if sectors == 0 and not cameras:
         raise ValueError(f'robot {model.name}: a policy without the scan observes the camera image; expected an rgb '
                          f'camera{" and image observed (not --no-image)" if not image else ""}')
-    if sectors == 0 and (corridors or route):
+    if not (0 <= waypoint <= 5):
+        raise ValueError(f'waypoint: expected 0 ... 5 m, got {waypoint}')
+    if sectors == 0 and (corridors or route or waypoint):
         raise ValueError('corridors and the route are measured on the scan: expected the scan observed with them')
     if route and (route < 2 or route % 2 or route > 64):
         raise ValueError(f'route: expected an even number of directions 2 ... 64, got {route}')
     geometry = {}
-    if corridors or route:
+    if corridors or route or waypoint:
         from robotsim_core.description.kinematics import forward_kinematics
         from robotsim_sensors.lidar import beam_angles
 
@@ -190,8 +195,9 @@ def spec_for_robot(model, sectors: int = 36, image: bool = True, heading: str = 
                         scan_angle_min=float(angles[0]),
                         scan_angle_increment=float(angles[1] - angles[0]) if len(angles) > 1 else 0.0,
                         scan_origin=(float(relative[0, 3]), float(relative[1, 3])))
-        if route:
-            geometry.update(route_directions=int(route), route_clearance=footprint_radius(model))
+        if route or waypoint:
+            geometry.update(route_directions=int(route), route_clearance=footprint_radius(model),
+                            route_waypoint=float(waypoint))
     if not lidars:  # a camera-only policy for a robot without lidar: nothing of a scan
         return ObservationSpec(scan_samples=0, scan_range_max=1.0, sectors=0, image_width=cameras[0].width,
                                image_height=cameras[0].height, heading=heading)
@@ -435,12 +441,25 @@ def observation_from_messages(spec: ObservationSpec, scan, images, odometries, g
     first, once per scan stamp)."""
     stamp, odometry, robot = decision_state(spec, scan, images, odometries, pose)
     rgb = rgb_array(closest_by_stamp(images, stamp)) if spec.uses_image else None
-    route = None
-    if spec.uses_route:
+    route, goal_base = None, goal_in_base(goal_odom, robot)
+    if spec.uses_route or spec.route_waypoint:
         if memory is None:
             raise ValueError('the policy observes the route: expected the episode\'s route memory')
         memory.add_scan(scan.ranges, scan.angle_min, scan.angle_increment, robot, stamp)
-        route = memory.features(robot, goal_odom)
+        route = memory.features(robot, goal_odom) if spec.uses_route else None
+        goal_base = waypoint_goal(spec, memory, robot, goal_odom)
     return observation(spec, np.asarray(scan.ranges, dtype=np.float64) if spec.uses_scan else None, rgb,
-                       (odometry.twist.twist.linear.x, odometry.twist.twist.angular.z), goal_in_base(goal_odom, robot),
-                       perceive, route)
+                       (odometry.twist.twist.linear.x, odometry.twist.twist.angular.z), goal_base, perceive, route)
+
+
+def waypoint_goal(spec: ObservationSpec, memory, robot, goal_odom) -> tuple[float, float]:
+    """The goal in the base frame as the policy observes it: with ``spec.route_waypoint``, at the goal's own
+    distance in the bearing of the waypoint that far along the planned way; else the goal itself."""
+    goal_base = goal_in_base(goal_odom, robot)
+    if not spec.route_waypoint:
+        return goal_base
+    point = goal_in_base(memory.waypoint(robot, goal_odom, spec.route_waypoint), robot)
+    distance, along = math.hypot(*goal_base), math.hypot(*point)
+    if along == 0.0:
+        return goal_base
+    return distance * point[0] / along, distance * point[1] / along

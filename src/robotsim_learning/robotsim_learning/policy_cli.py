@@ -57,6 +57,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='also observe the way to the goal planned over a memory of what the lidar has seen: the '
                              'change of its cost to go toward N bearings around the robot and the cost to go '
                              '(an even N, 2 ... 64; default 0: no route)')
+    parser.add_argument('--waypoint', type=float, default=0.0, metavar='M',
+                        help="observe the goal's bearing as that of the point M metres along the way planned over the "
+                             "memory of what the lidar has seen (the goal's distance stays its own; 0 ... 5, default "
+                             "0: the goal's own bearing)")
     parser.add_argument('--mirror', action='store_true',
                         help="also train on every decision's mirror image about the robot's x axis (scan, yaw rate, "
                              'goal and turn mirrored; for a robot symmetric about that axis, with --no-image)')
@@ -134,7 +138,9 @@ def _argument_problem(args: argparse.Namespace) -> str:
         return '--corridors: measured on the scan: expected it without --no-scan'
     if args.route and (args.route < 2 or args.route % 2 or args.route > 64):
         return f'--route: expected an even number of bearings 2 ... 64 (0: no route), got {args.route}'
-    if args.no_scan and args.route:
+    if not 0 <= args.waypoint <= 5:
+        return f'--waypoint: expected 0 ... 5 m, got {args.waypoint:g}'
+    if args.no_scan and (args.route or args.waypoint):
         return '--route: planned over what the lidar has seen: expected it without --no-scan'
     if args.perception and args.no_image:
         return '--perception: the perception stage sees the camera image: expected it without --no-image'
@@ -200,6 +206,7 @@ def run(args: argparse.Namespace) -> int:
                                     sectors=args.sectors, corridors=CORRIDORS if args.corridors else (),
                                     scan=not args.no_scan, perception=args.perception, mirror=args.mirror,
                                     cache=None if args.no_cache else '', reading=reading, route=args.route,
+                                    waypoint=args.waypoint,
                                     command=['robotsim', 'policy', 'train', *sys.argv[3:]]
                                     if sys.argv[1:3] == ['policy', 'train'] else None)
     except TrainingDataError as error:

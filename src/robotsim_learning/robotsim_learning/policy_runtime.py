@@ -68,6 +68,7 @@ _SPEC_FIELDS = {  # every ObservationSpec field: (check, what was expected)
     'route_cell': (lambda v: _finite(v) and 0.01 <= v <= 1, 'a number 0.01 ... 1 (m)'),
     'route_clearance': (lambda v: _finite(v) and 0 <= v <= 5, 'a number 0 ... 5 (m)'),
     'route_berth': (lambda v: _finite(v) and 0 <= v <= 5, 'a number 0 ... 5 (m)'),
+    'route_waypoint': (lambda v: _finite(v) and 0 <= v <= 5, 'a number 0 ... 5 (m; 0: the goal\'s own bearing)'),
 }
 assert set(_SPEC_FIELDS) == {f.name for f in dataclasses.fields(ObservationSpec)}, 'a new field needs its check here'
 

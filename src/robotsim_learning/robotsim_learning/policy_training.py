@@ -180,8 +180,9 @@ def mirrored_sample(spec: ObservationSpec, scan, odometries, goal_odom, pose, ac
     the mirrored decision in the mirrored room), the route read at the mirrored bearings (``memory``: the
     episode's route memory, already given this scan). For a spec that observes no image."""
     from .observation import decision_state, goal_in_base, mirrored_ranges, observation
+    from .observation import waypoint_goal
     _, odometry, robot = decision_state(spec, scan, [], odometries, pose)
-    x, y = goal_in_base(goal_odom, robot)
+    x, y = waypoint_goal(spec, memory, robot, goal_odom) if spec.route_waypoint else goal_in_base(goal_odom, robot)
     twist = odometry.twist.twist
     route = memory.features(robot, goal_odom, mirror=True) if spec.uses_route else None
     row = observation(spec, mirrored_ranges(scan.ranges, scan.angle_min, scan.angle_increment), None,
@@ -243,7 +244,8 @@ def portable_command(argv: list[str]) -> str:
 def train_from_dataset(datasets: list[str], out: str, config, image: bool = True, progress=None,
                        heading: str = 'imu', command: list[str] | None = None, sectors: int = 36,
                        corridors: tuple[float, ...] = (), scan: bool = True, perception: str = '',
-                       mirror: bool = False, cache: str | None = '', reading=None, route: int = 0) -> dict:
+                       mirror: bool = False, cache: str | None = '', reading=None, route: int = 0,
+                       waypoint: float = 0.0) -> dict:
     """Train on ``datasets`` and write the ONNX policy to ``out``; its ``robotsim.training`` metadata holds the
     report: losses, sizes, the training configuration, the datasets' provenance (:func:`dataset_provenance`)
     and ``command`` (:func:`portable_command`). ``perception`` (a perception model's file) trains the control stage
@@ -263,7 +265,7 @@ def train_from_dataset(datasets: list[str], out: str, config, image: bool = True
     model = robot_of(bags[0])
     try:
         spec = spec_for_robot(model, sectors if scan else 0, image=image, heading=heading, corridors=corridors,
-                              route=route)
+                              route=route, waypoint=waypoint)
     except ValueError as error:
         raise TrainingDataError(f'{bags[0]}: {error}') from None
     if perception:

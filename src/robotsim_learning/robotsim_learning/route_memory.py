@@ -51,8 +51,8 @@ class RouteMemory:
 
     def __init__(self, directions: int, radius: float, cell: float, clearance: float, berth: float,
                  range_max: float, scan_origin: tuple[float, float] = (0.0, 0.0)):
-        if directions < 2 or directions % 2:
-            raise ValueError(f'route directions: expected an even number >= 2, got {directions}')
+        if directions < 0 or directions % 2:
+            raise ValueError(f'route directions: expected an even number >= 0, got {directions}')
         if not (cell > 0 and radius > 0 and clearance >= 0 and berth >= 0 and range_max > 0):
             raise ValueError('route memory: expected cell, radius, range_max > 0 and clearance, berth >= 0')
         self.directions, self.radius, self.cell = directions, radius, cell
@@ -171,6 +171,36 @@ class RouteMemory:
         field = dijkstra(graph, directed=False, indices=int(goal_cell[0] * w + goal_cell[1])).reshape(shape)
         self._plan_key, self._plan = key, (np.minimum(field, UNREACHABLE), low)
         return self._plan
+
+    def waypoint(self, pose: tuple[float, float, float], goal_xy, lookahead: float) -> tuple[float, float]:
+        """The point (x, y in odom) ``lookahead`` metres along the planned way from the robot: the cost to go
+        descended cell by cell (to the lowest of the 8 neighbours); the goal itself when it is nearer, or when no
+        neighbour is lower (the plan cannot reach the robot)."""
+        x, y = pose[0], pose[1]
+        field, low = self._cost_to_go((x, y), goal_xy)
+        h, w = field.shape
+        goal_cell = np.floor(np.asarray(goal_xy) / self.cell).astype(np.int64) - low
+        cell = np.clip(np.floor(np.array([x, y]) / self.cell).astype(np.int64) - low, 0, [h - 1, w - 1])
+        travelled = 0.0
+        steps = ((-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1))
+        for _ in range(int(4 * lookahead / self.cell) + 1):
+            if travelled >= lookahead:
+                break
+            if tuple(cell) == tuple(goal_cell):
+                return float(goal_xy[0]), float(goal_xy[1])
+            best, value = None, field[cell[0], cell[1]]
+            for dr, dc in steps:
+                r, c = cell[0] + dr, cell[1] + dc
+                if 0 <= r < h and 0 <= c < w and field[r, c] < value:
+                    best, value = (r, c), field[r, c]
+            if best is None:
+                return float(goal_xy[0]), float(goal_xy[1])
+            travelled += self.cell * math.hypot(best[0] - cell[0], best[1] - cell[1])
+            cell = np.array(best)
+        point = (cell + low + 0.5) * self.cell
+        if math.hypot(goal_xy[0] - x, goal_xy[1] - y) <= math.hypot(point[0] - x, point[1] - y):
+            return float(goal_xy[0]), float(goal_xy[1])
+        return float(point[0]), float(point[1])
 
     def features(self, pose: tuple[float, float, float], goal_xy, mirror: bool = False) -> np.ndarray:
         """``directions`` changes of the cost to go per metre from the robot's position to points ``radius``

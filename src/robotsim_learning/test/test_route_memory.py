@@ -140,3 +140,25 @@ def test_a_policy_observing_the_route_keeps_its_spec_in_the_file(tmp_path):
     broken = json.loads(spec.to_json()) | {'route_directions': 3}
     with pytest.raises(PolicyFileError, match='route_directions: expected an even integer 0 ... 64'):
         observation_spec_from_metadata('route.onnx', json.dumps(broken))
+
+
+def test_the_waypoint_is_a_metre_along_the_way_round_the_wall():
+    route = memory()
+    pose = (-2.0, -1.0, 0.0)
+    route.add_scan(cast(ROOM + [WALL], *pose), ANGLE_MIN, INCREMENT, pose, stamp=0.0)
+    x, y = route.waypoint(pose, (2.0, -1.0), 1.0)
+    assert 0.8 <= math.hypot(x - pose[0], y - pose[1]) <= 1.3      # 1 m of grid steps from the robot's cell
+    assert math.degrees(math.atan2(y - pose[1], x - pose[0])) > 20       # up toward the gap, not at the goal
+    free = memory()
+    free.add_scan(cast(ROOM, *pose), ANGLE_MIN, INCREMENT, pose, stamp=0.0)
+    x, y = free.waypoint(pose, (2.0, -1.0), 1.0)
+    assert x == pytest.approx(-1.0, abs=0.15) and y == pytest.approx(-1.0, abs=0.15)
+    assert free.waypoint(pose, (-1.5, -1.0), 1.0) == (-1.5, -1.0)         # a goal nearer than that: the goal
+    # The policy observes the goal at its own distance in the waypoint's bearing.
+    from robotsim_learning.observation import waypoint_goal
+    spec = spec_for_robot(load_robot('rover'), 72, image=False, heading='imu', waypoint=1.0)
+    assert spec.size == 72 + 5 and spec.route_memory() is not None
+    seen = spec.route_memory()
+    seen.add_scan(cast(ROOM + [WALL], *pose), ANGLE_MIN, INCREMENT, pose, stamp=0.0)
+    gx, gy = waypoint_goal(spec, seen, pose, (2.0, -1.0))
+    assert math.hypot(gx, gy) == pytest.approx(4.0) and gy > 0.3 * gx
