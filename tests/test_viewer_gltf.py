@@ -16,7 +16,8 @@ from pygltflib import GLTF2
 from robotsim_core.description import load_robot
 from robotsim_core.geometry import homogeneous, rpy_to_matrix
 from robotsim_core.description.kinematics import forward_kinematics
-from robotsim_core.viewer.gltf import ROOT_NODE, WORLD_NODE, Z_UP_TO_Y_UP, build_scene, robot_placement, scene_glb
+from robotsim_core.viewer.gltf import (ROOT_NODE, WORLD_NODE, Z_UP_TO_Y_UP, build_scene, robot_placement, scene_glb,
+                                      srgb_to_linear)
 from robotsim_sim.scene import load_world, resolve_world_path
 from test_robot_import import EXAMPLE_ROBOTS
 
@@ -111,7 +112,9 @@ def test_world_entities_and_colours(tmp_path):
     # The crate's material is its colour; the pillar's top is at its height (mesh bounds from the accessor).
     crate_node = next(n for n in gltf.nodes if n.name == 'crate')
     material = gltf.materials[gltf.meshes[crate_node.mesh].primitives[0].material]
-    assert np.allclose(material.pbrMetallicRoughness.baseColorFactor, crate.rgba, atol=1 / 255)
+    # (glTF's baseColorFactor is linear: MuJoCo's display colour through the sRGB curve, in 8 bits)
+    assert np.allclose(material.pbrMetallicRoughness.baseColorFactor,
+                       [*(srgb_to_linear(c) for c in crate.rgba[:3]), crate.rgba[3]], atol=0.6 / 255)
     pillar = next(n for n in gltf.nodes if n.name == 'pillar')
     accessor = gltf.accessors[gltf.meshes[pillar.mesh].primitives[0].attributes.POSITION]
     height = next(c for c in world.cylinders if c.name == 'pillar').height

@@ -14,7 +14,7 @@ from PIL import Image
 from pygltflib import GLTF2
 
 from robotsim_core.errors import DescriptionError
-from robotsim_core.viewer.gltf import build_scene, scene_glb, texture_image
+from robotsim_core.viewer.gltf import build_scene, scene_glb, srgb_to_linear, texture_image
 from robotsim_sim.scene import load_world, world_element
 
 WORLD = {
@@ -146,7 +146,9 @@ def test_the_gltf_export_carries_the_pattern_image_and_texture_coordinates(tmp_p
 
     box = primitive('chequered')
     material = gltf.materials[box.material]
-    assert np.allclose(material.pbrMetallicRoughness.baseColorFactor, WORLD['boxes'][0]['rgba'], atol=1 / 255)
+    rgba = WORLD['boxes'][0]['rgba']   # glTF's factor is linear: MuJoCo's display colour through the sRGB curve
+    assert np.allclose(material.pbrMetallicRoughness.baseColorFactor,
+                       [*(srgb_to_linear(c) for c in rgba[:3]), rgba[3]], atol=0.6 / 255)
     texture = gltf.textures[material.pbrMetallicRoughness.baseColorTexture.index]
     image = gltf.images[texture.source]
     view = gltf.bufferViews[image.bufferView]

@@ -64,6 +64,7 @@ def _material(rgba) -> object:
     material = trimesh.visual.material.PBRMaterial(baseColorFactor=[round(255 * c) for c in colour],
                                                    metallicFactor=0.0, roughnessFactor=0.8,
                                                    alphaMode='BLEND' if colour[3] < 1.0 else 'OPAQUE')
+    material.display_rgba = tuple(colour)   # the unrounded colour for the glTF's linear factor (scene_glb)
     return trimesh.visual.TextureVisuals(material=material)
 
 
@@ -247,8 +248,21 @@ def build_scene(model: RobotModel | None = None, world=None, positions: Mapping[
 
 
 def scene_glb(scene) -> bytes:
-    """Binary glTF (.glb) bytes of a scene from :func:`build_scene`."""
-    return scene.export(file_type='glb')
+    """Binary glTF (.glb) bytes of a scene from :func:`build_scene`. Its materials hold MuJoCo's colours (display
+    values, as the USD stage reads them); glTF's ``baseColorFactor`` is linear, so each is written as
+    :func:`srgb_to_linear` of them (8 bits; alpha as is), and a viewer shows the colour MuJoCo shows."""
+    materials = {id(m): m for m in (getattr(getattr(g, 'visual', None), 'material', None)
+                                    for g in scene.geometry.values()) if hasattr(m, 'baseColorFactor')}
+    display = {key: np.array(m.baseColorFactor, dtype=np.uint8) for key, m in materials.items()
+               if m.baseColorFactor is not None}
+    try:
+        for key, colour in display.items():
+            exact = getattr(materials[key], 'display_rgba', None) or tuple(colour / 255.0)
+            materials[key].baseColorFactor = [round(255 * srgb_to_linear(c)) for c in exact[:3]] + [int(colour[3])]
+        return scene.export(file_type='glb')
+    finally:
+        for key, colour in display.items():
+            materials[key].baseColorFactor = colour
 
 
 def write_glb(path: str, model: RobotModel | None = None, world=None,
