@@ -16,6 +16,7 @@ ROSDEP_KEYS = {
     'numpy': 'python3-numpy', 'yaml': 'python3-yaml', 'transforms3d': 'python3-transforms3d',
     'matplotlib': 'python3-matplotlib', 'PIL': 'python3-pil', 'OpenGL': 'python3-opengl', 'cv2': 'python3-opencv',
     'tqdm': 'python3-tqdm', 'websockets': 'python3-websockets', 'trimesh': 'python3-trimesh',
+    'scipy': 'python3-scipy',
 }
 """Import name -> rosdep key of libraries rosdep resolves to a system package."""
 PIP_ONLY = {
