@@ -99,8 +99,15 @@ class RouteMemory:
         if len(self.cells) > MAX_CELLS:
             self._trim(x, y)
 
+    def _key_array(self) -> np.ndarray:
+        """The remembered cells as an (n, 2) integer array, made again only after the cells changed."""
+        if self._keys_version != self._version:
+            self._keys = np.array(list(self.cells), dtype=np.int64).reshape(-1, 2)
+            self._keys_version = self._version
+        return self._keys
+
     def _clear(self, ranges, angle_min, angle_increment, ox, oy, yaw) -> None:
-        keys = np.array(list(self.cells), dtype=np.int64)
+        keys = self._key_array()
         centres = (keys + 0.5) * self.cell
         dx, dy = centres[:, 0] - ox, centres[:, 1] - oy
         distance = np.hypot(dx, dy)
@@ -118,7 +125,7 @@ class RouteMemory:
             self._version += 1
 
     def _trim(self, x: float, y: float) -> None:
-        keys = np.array(list(self.cells), dtype=np.int64)
+        keys = self._key_array()
         distance = np.hypot((keys[:, 0] + 0.5) * self.cell - x, (keys[:, 1] + 0.5) * self.cell - y)
         keep = np.sort(np.argsort(distance, kind='stable')[:MAX_CELLS])
         self.cells = dict.fromkeys(map(tuple, keys[keep].tolist()))
@@ -130,10 +137,7 @@ class RouteMemory:
         from scipy import ndimage
         from scipy.sparse import csr_matrix
         from scipy.sparse.csgraph import dijkstra
-        if self._keys_version != self._version:
-            self._keys = np.array(list(self.cells), dtype=np.int64).reshape(-1, 2)
-            self._keys_version = self._version
-        keys = self._keys
+        keys = self._key_array()
         pad = int(math.ceil((MARGIN + self.radius) / self.cell))
         anchor = np.floor(np.array([robot_xy, goal_xy]) / self.cell).astype(np.int64)
         low = np.minimum(anchor.min(axis=0), keys.min(axis=0) if len(keys) else anchor.min(axis=0)) - pad
