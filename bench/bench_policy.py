@@ -138,16 +138,17 @@ def microseconds(samples: list[float]) -> tuple[float, float]:
 
 def latencies(runtime, decisions: list[tuple], calls: int) -> dict:
     """p50/p99 (us) of inference alone and of the node's per-decision path, cycling through the decisions."""
-    from robotsim_learning.policy_model import ONNX_INPUT, ONNX_OUTPUT
+    from robotsim_learning.policy_model import ONNX_OUTPUT
     spec, session = runtime.spec, runtime.session
     inputs = [observation_at(spec, decision).reshape(1, -1) for decision in decisions]
+    previous = np.zeros((1, 2), np.float32)  # a policy with a turn commitment also takes its previous command
     for index in range(WARM_UP):
-        session.run([ONNX_OUTPUT], {ONNX_INPUT: inputs[index % len(inputs)]})
+        session.run([ONNX_OUTPUT], runtime.feed(inputs[index % len(inputs)], previous))
     inference = []
     for index in range(calls):
-        observation = inputs[index % len(inputs)]
+        feed = runtime.feed(inputs[index % len(inputs)], previous)
         started = time.perf_counter()
-        session.run([ONNX_OUTPUT], {ONNX_INPUT: observation})
+        session.run([ONNX_OUTPUT], feed)
         inference.append(time.perf_counter() - started)
     decision_times = []
     for index in range(WARM_UP + calls):

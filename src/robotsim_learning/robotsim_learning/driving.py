@@ -203,6 +203,7 @@ class PolicyDriver(Driver):
         self.images, self.odometry = deque(maxlen=5), deque(maxlen=20)
         self.estimate = ImuHeadingOdometry() if self.runtime.spec.uses_imu else None
         self.memory = self.runtime.spec.route_memory()
+        self.runtime.reset()  # a policy with a turn commitment starts the episode committed to nothing
         if self.use_shield and self.shield is None:
             from .shield import StallRecovery, VelocityShield
             model = context.robot()

@@ -44,7 +44,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--bin-window', default='0,0',
                         help='the bins head commands the probability-weighted mean of the cells within linear,angular '
                              "cells of the best-scoring one (default 0,0: the best cell's command)")
-    from .policy_model import MAX_NEAR_WEIGHT
+    from .policy_model import MAX_NEAR_WEIGHT, MAX_TURN_COMMIT, TURN_COMMIT_RATE
+    parser.add_argument('--turn-commit', type=float, default=0.0, metavar='F',
+                        help='the bins head holds the turn it is making: when its previous command turned faster than '
+                             f'{TURN_COMMIT_RATE:g} rad/s, the cells turning the other way weigh 1/(1+F) of their '
+                             f'probability when it acts (training is unchanged; 0 ... {MAX_TURN_COMMIT:g}, default 0: '
+                             'none; the policy file then takes its previous command as a second input)')
     parser.add_argument('--near-weight', type=float, default=1.0,
                         help='weight in the loss of the decisions taken with an obstacle closer than --near-range '
                              f'(1 ... {MAX_NEAR_WEIGHT:g}; default 1: every decision alike)')
@@ -130,6 +135,11 @@ def _argument_problem(args: argparse.Namespace) -> str:
     window = _bins(args.bin_window)
     if len(window) != 2 or not all(0 <= count <= MAX_BINS for count in window):
         return f'--bin-window: expected linear,angular cell counts, each 0 ... {MAX_BINS}, got {args.bin_window!r}'
+    from .policy_model import MAX_TURN_COMMIT
+    if not 0.0 <= args.turn_commit <= MAX_TURN_COMMIT:
+        return f'--turn-commit: expected 0 ... {MAX_TURN_COMMIT:g}, got {args.turn_commit:g}'
+    if args.turn_commit and args.head != 'bins':
+        return f'--turn-commit: applies to the bins head (--head bins), got --head {args.head}'
     if window != (0, 0) and args.head != 'bins':
         return f'--bin-window: applies to the bins head (--head bins), got --head {args.head}'
     if args.no_scan and args.no_image:
@@ -201,6 +211,7 @@ def run(args: argparse.Namespace) -> int:
                                                                         bins=_bins(args.bins),
                                                                         bin_window=_bins(args.bin_window),
                                                                         near_weight=args.near_weight,
+                                                                        turn_commit=args.turn_commit,
                                                                         near_range=args.near_range),
                                     image=not args.no_image, progress=progress, heading=args.heading,
                                     sectors=args.sectors, corridors=CORRIDORS if args.corridors else (),

@@ -23,6 +23,9 @@ from .observation import ObservationSpec
 
 ONNX_INPUT = 'observation'
 ONNX_OUTPUT = 'cmd_vel'
+PREVIOUS_INPUT = 'previous_cmd_vel'
+"""The second input of a policy with a turn commitment (:attr:`TrainConfig.turn_commit`): its own previous command
+[batch, 2] (zeros at the start of an episode)."""
 ONNX_OPSET = 17
 ONNX_IR_VERSION = 9
 SPEC_KEY = 'robotsim.observation_spec'
@@ -55,6 +58,10 @@ MAX_BINS = 64
 """Most cells per axis of the bins head's grid."""
 MAX_NEAR_WEIGHT = 100.0
 """Largest weight of a sample next to an obstacle (:attr:`TrainConfig.near_weight`)."""
+MAX_TURN_COMMIT = 100.0
+"""Largest :attr:`TrainConfig.turn_commit`."""
+TURN_COMMIT_RATE = 0.2
+"""rad/s: a previous command turning faster than this is a turn the policy is making (its commitment holds it)."""
 
 
 @dataclass
@@ -94,6 +101,14 @@ class TrainConfig:
     from. 1 ... :data:`MAX_NEAR_WEIGHT`; 1: every sample alike."""
     near_range: float = 0.5
     """Range (m) of the nearest scan sector below which a sample weighs ``near_weight``."""
+    turn_commit: float = 0.0
+    """The bins head's commitment to the turn it is making, applied when it acts (training is unchanged): when its
+    previous command turned faster than :data:`TURN_COMMIT_RATE`, the cells that turn the other way weigh
+    1 / (1 + turn_commit) of their probability in choosing the best cell and in the window's mean. Where the network
+    is torn between the two ways round an obstacle (its probabilities flip from one side to the other as the robot
+    turns) the robot keeps its turn instead of turning on the spot one way and the other; a confident choice of the
+    other way still wins. The policy file then takes its previous command as a second input
+    (:data:`PREVIOUS_INPUT`). 0 ... :data:`MAX_TURN_COMMIT`; 0: none."""
 
 
 @dataclass
@@ -114,6 +129,8 @@ class TrainedPolicy:
     """(linear, angular) cells of the bins head's grid."""
     bin_window: tuple[int, int] = (0, 0)
     """:attr:`TrainConfig.bin_window`: the cells around the best one the command is the probability-weighted mean of."""
+    turn_commit: float = 0.0
+    """:attr:`TrainConfig.turn_commit` (bins head only)."""
 
     @property
     def window_mask(self) -> np.ndarray | None:
@@ -127,8 +144,14 @@ class TrainedPolicy:
     def networks(self) -> list:
         return [self.layers, *self.members]
 
-    def act(self, observations: np.ndarray) -> np.ndarray:
-        """The network(s) in NumPy float32 (the reference the ONNX export is checked against)."""
+    @property
+    def commits(self) -> bool:
+        """Whether the policy holds its turn (:attr:`turn_commit`): it then takes its previous command."""
+        return self.bin_actions is not None and self.turn_commit > 0
+
+    def act(self, observations: np.ndarray, previous: np.ndarray | None = None) -> np.ndarray:
+        """The network(s) in NumPy float32 (the reference the ONNX export is checked against); ``previous``: the
+        (batch, 2) previous commands a policy with a turn commitment holds its turn by (None: zeros)."""
         outputs = []
         mask = self.window_mask
         for layers in self.networks:
@@ -139,7 +162,7 @@ class TrainedPolicy:
                     x = np.maximum(x, 0.0)
             if self.bin_actions is None:
                 outputs.append(np.tanh(x) * self.action_scale)
-            elif len(self.networks) == 1 and mask is None:
+            elif len(self.networks) == 1 and mask is None and not self.commits:
                 outputs.append(x)  # one network: the best score is the best logit
             else:
                 z = np.exp(x - x.max(axis=-1, keepdims=True))
@@ -147,12 +170,29 @@ class TrainedPolicy:
         combined = np.mean(outputs, axis=0)
         if self.bin_actions is None:
             return combined.astype(np.float32)
+        if self.commits:
+            combined = combined * commitment_weights(np, _previous(previous, len(combined)), self.bin_actions,
+                                                     self.turn_commit)
         if mask is None:
             return self.bin_actions[np.argmax(combined, axis=-1)].astype(np.float32)
         return window_command(np, combined, mask, self.bin_actions).astype(np.float32)
 
 
-def act_jax(policy: TrainedPolicy, observations: np.ndarray) -> np.ndarray:
+def _previous(previous, count: int) -> np.ndarray:
+    return np.zeros((count, 2), np.float32) if previous is None else np.asarray(previous, np.float32).reshape(count, 2)
+
+
+def commitment_weights(xp, previous, bin_actions: np.ndarray, turn_commit: float):
+    """(batch, K) weights of the bins head's cell probabilities for :attr:`TrainConfig.turn_commit`: 1, and
+    1 / (1 + turn_commit) for the cells turning against a previous command (batch, 2) that turned faster than
+    :data:`TURN_COMMIT_RATE` (``xp``: numpy or jax.numpy; the ONNX export builds the same graph)."""
+    turn = previous[:, 1:2]
+    turning = (xp.abs(turn) > TURN_COMMIT_RATE).astype(np.float32)
+    against = (xp.sign(turn) * xp.sign(xp.asarray(bin_actions)[:, 1])[None, :] < 0).astype(np.float32)
+    return 1.0 - against * turning * np.float32(turn_commit / (1.0 + turn_commit))
+
+
+def act_jax(policy: TrainedPolicy, observations: np.ndarray, previous: np.ndarray | None = None) -> np.ndarray:
     """The network evaluated by the training framework (JAX), for checking the ONNX export."""
     import jax
     import jax.numpy as jnp
@@ -168,10 +208,14 @@ def act_jax(policy: TrainedPolicy, observations: np.ndarray) -> np.ndarray:
         if policy.bin_actions is None:
             outputs.append(jnp.tanh(x) * policy.action_scale)
         else:
-            outputs.append(x if len(policy.networks) == 1 and mask is None else jax.nn.softmax(x, axis=-1))
+            outputs.append(x if len(policy.networks) == 1 and mask is None and not policy.commits
+                           else jax.nn.softmax(x, axis=-1))
     combined = jnp.mean(jnp.stack(outputs), axis=0)
     if policy.bin_actions is None:
         return np.asarray(combined)
+    if policy.commits:
+        combined = combined * commitment_weights(jnp, jnp.asarray(_previous(previous, len(combined))),
+                                                 policy.bin_actions, policy.turn_commit)
     if mask is None:
         return policy.bin_actions[np.asarray(jnp.argmax(combined, axis=-1))]
     return np.asarray(window_command(jnp, combined, mask, policy.bin_actions))
@@ -261,6 +305,9 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
         widths = [max(float(c[1] - c[0]), 1e-6) * 0.5 for c in (linear_centres, angular_centres)]
         mask = window_mask(bins, window) if window != (0, 0) else None
     sizes = [spec.size, *config.hidden, 2 if bin_actions is None else len(bin_actions)]
+    if not 0.0 <= config.turn_commit <= MAX_TURN_COMMIT or (config.turn_commit and config.head != 'bins'):
+        raise ValueError(f'turn_commit: expected 0 ... {MAX_TURN_COMMIT:g} (the bins head only), got '
+                         f'{config.turn_commit} with head {config.head!r}')
     if not (1.0 <= config.near_weight <= MAX_NEAR_WEIGHT and config.near_range > 0):
         raise ValueError(f'near_weight: expected 1 ... {MAX_NEAR_WEIGHT:g} and near_range > 0, got '
                          f'{config.near_weight}, {config.near_range}')
@@ -360,7 +407,7 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
         extra = {'validation_cross_entropy': validation_loss, 'train_cross_entropy': train_loss,
                  'bins': list(bins), 'bin_window': list(window)}
     policy = TrainedPolicy(spec, networks[0], mean.astype(np.float32), std, scale, members=networks[1:],
-                           bin_actions=bin_actions, bins=bins, bin_window=window)
+                           bin_actions=bin_actions, bins=bins, bin_window=window, turn_commit=float(config.turn_commit))
     if bin_actions is not None or config.near_weight != 1.0:
         # Every sample alike, as the predict-the-mean baseline: a weighted loss is not comparable with it.
         validation_loss = float(command_error(networks[0], x_val, y_val))
@@ -374,6 +421,8 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
         'seconds': time.monotonic() - started, 'epochs': config.epochs, 'seed': config.seed,
         'hidden': list(config.hidden), 'schedule': config.schedule, 'weight_decay': config.weight_decay,
         'ensemble': config.ensemble, 'head': config.head}
+    if config.turn_commit:
+        policy.report.update(turn_commit=float(config.turn_commit))
     if config.near_weight != 1.0:
         policy.report.update(near_weight=config.near_weight, near_range=config.near_range,
                              near_samples=int(np.count_nonzero(sample_weights[train_index] > 1.0)))
@@ -391,7 +440,8 @@ def stored_report(report: dict) -> dict:
 
 def export_onnx(policy: TrainedPolicy, path: str, description: str = '') -> None:
     """Write the network as ONNX: observation [batch, size] float32 -> cmd_vel [batch, 2] (linear.x,
-    angular.z); the observation spec and the training report are stored as metadata."""
+    angular.z), and with a turn commitment previous_cmd_vel [batch, 2] beside the observation; the observation spec
+    and the training report are stored as metadata."""
     import json
 
     import onnx
@@ -431,13 +481,38 @@ def export_onnx(policy: TrainedPolicy, path: str, description: str = '') -> None
         if len(outputs) > 1:
             nodes.append(helper.make_node('Mean', outputs, ['mean_scores']))
             scores = 'mean_scores'
-        nodes.append(helper.make_node('ArgMax', [scores], ['best_bin'], axis=1, keepdims=0))
         mask = policy.window_mask
+        if policy.commits:  # the cells turning against the previous command's turn weigh less (commitment_weights)
+            if len(outputs) == 1:
+                nodes.append(helper.make_node('Softmax', [scores], ['probabilities'], axis=-1))
+                scores = 'probabilities'
+            initializers += [
+                numpy_helper.from_array(np.array([1], np.int64), 'turn_index'),
+                numpy_helper.from_array(np.array(TURN_COMMIT_RATE, np.float32), 'turn_commit_rate'),
+                numpy_helper.from_array(np.sign(np.asarray(policy.bin_actions, np.float32)[:, 1]), 'cell_turn_sign'),
+                numpy_helper.from_array(np.array(0.0, np.float32), 'zero'),
+                numpy_helper.from_array(np.array(1.0, np.float32), 'one'),
+                numpy_helper.from_array(np.array(policy.turn_commit / (1.0 + policy.turn_commit), np.float32),
+                                        'against_cut')]
+            nodes += [helper.make_node('Gather', [PREVIOUS_INPUT, 'turn_index'], ['previous_turn'], axis=1),
+                      helper.make_node('Abs', ['previous_turn'], ['previous_rate']),
+                      helper.make_node('Greater', ['previous_rate', 'turn_commit_rate'], ['is_turning']),
+                      helper.make_node('Cast', ['is_turning'], ['turning'], to=TensorProto.FLOAT),
+                      helper.make_node('Sign', ['previous_turn'], ['previous_sign']),
+                      helper.make_node('Mul', ['previous_sign', 'cell_turn_sign'], ['turn_agreement']),
+                      helper.make_node('Less', ['turn_agreement', 'zero'], ['is_against']),
+                      helper.make_node('Cast', ['is_against'], ['against'], to=TensorProto.FLOAT),
+                      helper.make_node('Mul', ['against', 'turning'], ['held_against']),
+                      helper.make_node('Mul', ['held_against', 'against_cut'], ['cut']),
+                      helper.make_node('Sub', ['one', 'cut'], ['commitment']),
+                      helper.make_node('Mul', [scores, 'commitment'], ['committed'])]
+            scores = 'committed'
+        nodes.append(helper.make_node('ArgMax', [scores], ['best_bin'], axis=1, keepdims=0))
         if mask is None:
             nodes.append(helper.make_node('Gather', ['bin_actions', 'best_bin'], [ONNX_OUTPUT], axis=0))
         else:  # the probability-weighted mean of the commands of the cells around the best one
             probabilities = scores
-            if len(outputs) == 1:
+            if len(outputs) == 1 and not policy.commits:
                 nodes.append(helper.make_node('Softmax', [scores], ['probabilities'], axis=-1))
                 probabilities = 'probabilities'
             initializers += [numpy_helper.from_array(mask, 'bin_window'),
@@ -451,7 +526,8 @@ def export_onnx(policy: TrainedPolicy, path: str, description: str = '') -> None
         nodes.append(helper.make_node('Mean', outputs, [ONNX_OUTPUT]))
     graph = helper.make_graph(
         nodes, 'robotsim_policy',
-        [helper.make_tensor_value_info(ONNX_INPUT, TensorProto.FLOAT, ['batch', policy.spec.size])],
+        [helper.make_tensor_value_info(ONNX_INPUT, TensorProto.FLOAT, ['batch', policy.spec.size])]
+        + ([helper.make_tensor_value_info(PREVIOUS_INPUT, TensorProto.FLOAT, ['batch', 2])] if policy.commits else []),
         [helper.make_tensor_value_info(ONNX_OUTPUT, TensorProto.FLOAT, ['batch', 2])], initializers)
     # IR version 9 (ONNX 1.15): read by every onnxruntime and TensorRT a Jetson may carry.
     model = helper.make_model(graph, producer_name='robotsim', opset_imports=[helper.make_opsetid('', ONNX_OPSET)],

@@ -20,7 +20,7 @@ import numpy as np
 from robotsim_core.output_files import file_sha256
 
 from .observation import ObservationSpec
-from .policy_model import ONNX_INPUT, ONNX_OUTPUT, SPEC_KEY
+from .policy_model import ONNX_INPUT, ONNX_OUTPUT, PREVIOUS_INPUT, SPEC_KEY
 
 
 class PolicyFileError(ValueError):
@@ -184,7 +184,9 @@ class PerceptionStage:
 
 class PolicyRuntime:
     """A policy file's onnxruntime session (owned), and for a chained policy its :class:`PerceptionStage`
-    (``self.perceive``, owned; None otherwise). ``seconds`` times the control stage's inferences."""
+    (``self.perceive``, owned; None otherwise). ``seconds`` times the control stage's inferences. A policy with a
+    turn commitment (``commits``: the file takes ``previous_cmd_vel``) is given its own previous command by
+    :meth:`act`; :meth:`reset` forgets it (at the start of every episode)."""
 
     def __init__(self, path: str, providers: tuple[str, ...] = ('CPUExecutionProvider',)):
         self.session = _session(path, providers, 'policy file not found (expected an ONNX file from robotsim policy train)')
@@ -195,13 +197,26 @@ class PolicyRuntime:
         inputs = {i.name: i for i in self.session.get_inputs()}
         outputs = [o.name for o in self.session.get_outputs()]
         shape = inputs[ONNX_INPUT].shape if ONNX_INPUT in inputs else []
-        if ONNX_OUTPUT not in outputs or not shape or shape[-1] != self.spec.size:
-            raise PolicyFileError(f'{path}: expected input {ONNX_INPUT!r} of {self.spec.size} values and output '
-                                  f'{ONNX_OUTPUT!r}, got inputs {list(inputs)} outputs {outputs}')
+        previous = inputs[PREVIOUS_INPUT].shape if PREVIOUS_INPUT in inputs else [2]
+        if ONNX_OUTPUT not in outputs or not shape or shape[-1] != self.spec.size or previous[-1] != 2 \
+                or set(inputs) - {ONNX_INPUT, PREVIOUS_INPUT}:
+            raise PolicyFileError(f'{path}: expected input {ONNX_INPUT!r} of {self.spec.size} values (and '
+                                  f'{PREVIOUS_INPUT!r} of 2) and output {ONNX_OUTPUT!r}, got inputs {list(inputs)} '
+                                  f'outputs {outputs}')
+        self.commits = PREVIOUS_INPUT in inputs
+        self.previous = np.zeros((1, 2), np.float32)
         self.path = path
         self.seconds: deque[float] = deque(maxlen=TIMINGS)
         self.perceive = PerceptionStage(perception_path(path), providers, self.spec.perception,
                                         self.spec.perception_classes) if self.spec.uses_perception else None
+
+    def reset(self) -> None:
+        """Forget the previous command (a policy with a turn commitment starts an episode committed to nothing)."""
+        self.previous = np.zeros((1, 2), np.float32)
+
+    def feed(self, observations: np.ndarray, previous: np.ndarray) -> dict:
+        """The session's inputs for (batch, size) observations and (batch, 2) previous commands."""
+        return {ONNX_INPUT: observations, PREVIOUS_INPUT: previous} if self.commits else {ONNX_INPUT: observations}
 
     def check_fits(self, robot_spec: ObservationSpec) -> None:
         problem = self.spec.mismatch(robot_spec)
@@ -217,16 +232,22 @@ class PolicyRuntime:
             raise InferenceError('observation holds NaN or Inf')
         started = time.perf_counter()
         try:
-            command = self.session.run([ONNX_OUTPUT], {ONNX_INPUT: observation})[0][0]
+            command = self.session.run([ONNX_OUTPUT], self.feed(observation, self.previous))[0][0]
         except Exception as error:
             raise InferenceError(f'inference failed: {error}') from None
         self.seconds.append(time.perf_counter() - started)
         if not np.isfinite(command).all():
             raise InferenceError(f'the network returned a non-finite command {command.tolist()}')
+        self.previous = np.asarray(command, np.float32).reshape(1, 2)
         return float(command[0]), float(command[1])
 
-    def act_batch(self, observations: np.ndarray) -> np.ndarray:
-        return self.session.run([ONNX_OUTPUT], {ONNX_INPUT: np.asarray(observations, dtype=np.float32)})[0]
+    def act_batch(self, observations: np.ndarray, previous: np.ndarray | None = None) -> np.ndarray:
+        """Commands for (batch, size) observations, each with its own previous command (batch, 2; None: zeros),
+        keeping nothing."""
+        observations = np.asarray(observations, dtype=np.float32)
+        previous = np.zeros((len(observations), 2), np.float32) if previous is None else \
+            np.asarray(previous, np.float32).reshape(len(observations), 2)
+        return self.session.run([ONNX_OUTPUT], self.feed(observations, previous))[0]
 
 
 def policy_for_robot(path: str, robot: str, providers: tuple[str, ...] = ('CPUExecutionProvider',)) -> PolicyRuntime:

@@ -131,6 +131,57 @@ def test_the_bins_head_picks_one_of_disagreeing_demonstrations_where_tanh_averag
         train(x, y, SPEC, (0.4, 1.5), TrainConfig(hidden=(8,), epochs=1, head='softmax'))
 
 
+def test_a_turn_commitment_holds_a_torn_turn_and_yields_to_a_confident_one(tmp_path):
+    """A bins head torn between left and right (55 % right, 45 % left) and one sure of right (the observation's
+    first value raises right's score): with --turn-commit 1 a policy that was turning left keeps turning left where
+    it is torn, and turns right where it is sure; not turning (or slower than 0.2 rad/s) it acts as without a
+    commitment. Its file takes the previous command as a second input; NumPy, JAX and ONNX agree, the runtime
+    keeps its last command until reset(); training is unchanged by it, and it is refused for the tanh head."""
+    from robotsim_learning.policy_model import PREVIOUS_INPUT, TrainedPolicy
+    bin_actions = np.array([[linear, angular] for linear in (0.1, 0.3) for angular in (-1.2, 0.0, 1.2)], np.float32)
+    weights = np.zeros((SPEC.size, 6), np.float32)
+    weights[0, [0, 3]] = 3.0  # right's score rises with the first value
+    bias = np.array([np.log(0.55), -20.0, np.log(0.45)] * 2, np.float32)
+
+    def policy(turn_commit):
+        return TrainedPolicy(SPEC, [(weights, bias)], np.zeros(SPEC.size, np.float32), np.ones(SPEC.size, np.float32),
+                             np.array([0.4, 1.5], np.float32), bin_actions=bin_actions, bins=(2, 3), bin_window=(1, 1),
+                             turn_commit=turn_commit)
+    plain, held = policy(0.0), policy(1.0)
+    torn, sure = np.zeros((4, SPEC.size), np.float32), np.zeros((4, SPEC.size), np.float32)
+    sure[:, 0] = 1.0
+    left, right = np.repeat([[0.2, 1.2]], 4, axis=0), np.repeat([[0.2, -1.2]], 4, axis=0)
+    assert (plain.act(torn)[:, 1] < -1.0).all() and (plain.act(sure)[:, 1] < -1.0).all()
+    assert (held.act(torn, left)[:, 1] > 1.0).all() and (held.act(torn, right)[:, 1] < -1.0).all()
+    assert (held.act(sure, left)[:, 1] < -1.0).all()
+    for slow in (np.zeros((4, 2)), np.repeat([[0.3, 0.15]], 4, axis=0)):
+        np.testing.assert_array_equal(held.act(torn, slow), plain.act(torn))
+    path = tmp_path / 'held.onnx'
+    export_onnx(held, str(path))
+    runtime = PolicyRuntime(str(path))
+    assert runtime.commits and PREVIOUS_INPUT in {i.name for i in runtime.session.get_inputs()}
+    probe = np.concatenate([torn, sure, torn])
+    previous = np.concatenate([left, left, np.zeros((4, 2))])
+    reference = held.act(probe, previous)
+    np.testing.assert_allclose(runtime.act_batch(probe, previous), reference, atol=1e-6)
+    np.testing.assert_allclose(act_jax(held, probe, previous), reference, atol=1e-6)
+    np.testing.assert_allclose(runtime.act_batch(probe), plain.act(probe), atol=1e-6)
+    runtime.previous = np.array([[0.2, 1.2]], np.float32)  # turning left: it holds the turn, and remembers it
+    assert runtime.act(torn[0])[1] > 1.0 and runtime.act(torn[0])[1] > 1.0
+    runtime.reset()
+    assert runtime.act(torn[0])[1] < -1.0
+    export_onnx(plain, str(tmp_path / 'plain.onnx'))
+    assert not PolicyRuntime(str(tmp_path / 'plain.onnx')).commits
+    x, _ = synthetic(300, seed=6)
+    y = np.stack([np.full(len(x), 0.2), np.where(x[:, 0] > 6, 1.2, -1.2)], axis=1).astype(np.float32)
+    config = dict(hidden=(16,), epochs=2, batch_size=64, seed=3, head='bins', bins=(3, 5))
+    trained = train(x, y, SPEC, (0.4, 1.5), TrainConfig(**config, turn_commit=1.0))
+    assert np.array_equal(trained.layers[-1][0], train(x, y, SPEC, (0.4, 1.5), TrainConfig(**config)).layers[-1][0])
+    assert trained.report['turn_commit'] == 1.0 and trained.commits
+    with pytest.raises(ValueError, match=r"turn_commit: expected 0 ... 100 \(the bins head only\), got 1.0 with head 'tanh'"):
+        train(x, y, SPEC, (0.4, 1.5), TrainConfig(hidden=(8,), epochs=1, turn_commit=1.0))
+
+
 def test_onnx_export_equals_the_training_framework(tmp_path):
     x, y = synthetic(600, seed=2)
     policy = train(x, y, SPEC, (0.4, 1.5), TrainConfig(hidden=(32, 32), epochs=5, batch_size=64))
