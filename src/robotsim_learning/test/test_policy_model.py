@@ -172,6 +172,11 @@ def test_a_turn_commitment_holds_a_torn_turn_and_yields_to_a_confident_one(tmp_p
     assert runtime.act(torn[0])[1] < -1.0
     export_onnx(plain, str(tmp_path / 'plain.onnx'))
     assert not PolicyRuntime(str(tmp_path / 'plain.onnx')).commits
+    ensemble = policy(1.0)  # an ensemble commits on the mean of its networks' probabilities
+    ensemble.members = [[(weights * 0.5, np.array([np.log(0.3), -20.0, np.log(0.7)] * 2, np.float32))]]
+    export_onnx(ensemble, str(tmp_path / 'ensemble.onnx'))
+    np.testing.assert_allclose(PolicyRuntime(str(tmp_path / 'ensemble.onnx')).act_batch(probe, previous),
+                               ensemble.act(probe, previous), atol=1e-6)
     x, _ = synthetic(300, seed=6)
     y = np.stack([np.full(len(x), 0.2), np.where(x[:, 0] > 6, 1.2, -1.2)], axis=1).astype(np.float32)
     config = dict(hidden=(16,), epochs=2, batch_size=64, seed=3, head='bins', bins=(3, 5))
