@@ -10,7 +10,8 @@ set +e
 # With no arguments, run everything: the workspace's tests/ and every package's test/ folder (the
 # ones `colcon test` runs per package); otherwise pass them through (e.g. a single file, -k).
 (( $# )) || set -- tests src/*/test
-python -m pytest -p no:cacheprovider "$@"
+# The 25 slowest tests are listed at the end, to keep the suite inside its time (docs/development.md).
+python -m pytest -p no:cacheprovider --durations=25 --durations-min=10 "$@"
 status=$?
 set -e
 # pytest's 5 means "no test collected": that is a failure of the suite, not a pass.
