@@ -171,14 +171,15 @@ class TrainedPolicy:
         if self.bin_actions is None:
             return combined.astype(np.float32)
         if self.commits:
-            combined = combined * commitment_weights(np, _previous(previous, len(combined)), self.bin_actions,
+            combined = combined * commitment_weights(np, previous_commands(previous, len(combined)), self.bin_actions,
                                                      self.turn_commit)
         if mask is None:
             return self.bin_actions[np.argmax(combined, axis=-1)].astype(np.float32)
         return window_command(np, combined, mask, self.bin_actions).astype(np.float32)
 
 
-def _previous(previous, count: int) -> np.ndarray:
+def previous_commands(previous, count: int) -> np.ndarray:
+    """(count, 2) float32 previous commands of a turn commitment's input: ``previous`` reshaped, None: zeros."""
     return np.zeros((count, 2), np.float32) if previous is None else np.asarray(previous, np.float32).reshape(count, 2)
 
 
@@ -214,7 +215,7 @@ def act_jax(policy: TrainedPolicy, observations: np.ndarray, previous: np.ndarra
     if policy.bin_actions is None:
         return np.asarray(combined)
     if policy.commits:
-        combined = combined * commitment_weights(jnp, jnp.asarray(_previous(previous, len(combined))),
+        combined = combined * commitment_weights(jnp, jnp.asarray(previous_commands(previous, len(combined))),
                                                  policy.bin_actions, policy.turn_commit)
     if mask is None:
         return policy.bin_actions[np.asarray(jnp.argmax(combined, axis=-1))]

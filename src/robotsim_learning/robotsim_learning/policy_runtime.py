@@ -20,7 +20,7 @@ import numpy as np
 from robotsim_core.output_files import file_sha256
 
 from .observation import ObservationSpec
-from .policy_model import ONNX_INPUT, ONNX_OUTPUT, PREVIOUS_INPUT, SPEC_KEY
+from .policy_model import ONNX_INPUT, ONNX_OUTPUT, PREVIOUS_INPUT, SPEC_KEY, previous_commands
 
 
 class PolicyFileError(ValueError):
@@ -245,9 +245,7 @@ class PolicyRuntime:
         """Commands for (batch, size) observations, each with its own previous command (batch, 2; None: zeros),
         keeping nothing."""
         observations = np.asarray(observations, dtype=np.float32)
-        previous = np.zeros((len(observations), 2), np.float32) if previous is None else \
-            np.asarray(previous, np.float32).reshape(len(observations), 2)
-        return self.session.run([ONNX_OUTPUT], self.feed(observations, previous))[0]
+        return self.session.run([ONNX_OUTPUT], self.feed(observations, previous_commands(previous, len(observations))))[0]
 
 
 def policy_for_robot(path: str, robot: str, providers: tuple[str, ...] = ('CPUExecutionProvider',)) -> PolicyRuntime:
