@@ -73,6 +73,16 @@ TRAIN_CASES = {
                                                     '-1'], '--turn-commit: expected 0 ... 100, got -1'),
     'a turn commitment for the tanh head': (lambda tmp: ['--out', str(tmp / 'p.onnx'), '--turn-commit', '1'],
                                             '--turn-commit: applies to the bins head (--head bins), got --head tanh'),
+    'scan convolutions that do not divide the sectors': (
+        lambda tmp: ['--out', str(tmp / 'p.onnx'), '--sectors', '36', '--scan-conv', '8,8,8'],
+        '--scan-conv: expected a scan whose sectors (36) are at least 5 and divisible by 8 (3 convolutions of '
+        'stride 2)'),
+    'scan convolutions that are not channel counts': (
+        lambda tmp: ['--out', str(tmp / 'p.onnx'), '--scan-conv', 'wide'],
+        "--scan-conv: expected channel counts, got 'wide'"),
+    'scan convolutions without a scan': (
+        lambda tmp: ['--out', str(tmp / 'p.onnx'), '--no-scan', '--scan-conv', '8'],
+        '--scan-conv: convolutions over the scan: expected it without --no-scan'),
     'a bins grid that is not numbers': (lambda tmp: ['--out', str(tmp / 'p.onnx'), '--bins', 'nine'],
                                         "--bins: expected linear,angular cell counts, each 2 ... 64, got 'nine'"),
     'neither scan nor image': (lambda tmp: ['--out', str(tmp / 'p.onnx'), '--no-scan', '--no-image'],

@@ -50,6 +50,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f'{TURN_COMMIT_RATE:g} rad/s, the cells turning the other way weigh 1/(1+F) of their '
                              f'probability when it acts (training is unchanged; 0 ... {MAX_TURN_COMMIT:g}, default 0: '
                              'none; the policy file then takes its previous command as a second input)')
+    from .policy_model import MAX_SCAN_CHANNELS, MAX_SCAN_CONV_LAYERS, SCAN_KERNEL
+    parser.add_argument('--scan-conv', default='', metavar='C1,C2,...',
+                        help='circular convolutions over the scan before the hidden layers, their channels '
+                             f'comma-separated (1 to {MAX_SCAN_CONV_LAYERS} layers of 1 ... {MAX_SCAN_CHANNELS}; each '
+                             f'reads {SCAN_KERNEL} neighbouring sectors with stride 2, so the sectors must divide by 2 '
+                             "per layer): the same weights at every bearing; exported as dense layers (default '': "
+                             'none)')
     parser.add_argument('--near-weight', type=float, default=1.0,
                         help='weight in the loss of the decisions taken with an obstacle closer than --near-range '
                              f'(1 ... {MAX_NEAR_WEIGHT:g}; default 1: every decision alike)')
@@ -142,6 +149,14 @@ def _argument_problem(args: argparse.Namespace) -> str:
         return f'--turn-commit: applies to the bins head (--head bins), got --head {args.head}'
     if window != (0, 0) and args.head != 'bins':
         return f'--bin-window: applies to the bins head (--head bins), got --head {args.head}'
+    if args.scan_conv:
+        from .policy_model import scan_conv_fits
+        channels = _bins(args.scan_conv)
+        problem = scan_conv_fits(channels, args.sectors) if channels else f'channel counts, got {args.scan_conv!r}'
+        if problem:
+            return f'--scan-conv: expected {problem}'
+        if args.no_scan:
+            return '--scan-conv: convolutions over the scan: expected it without --no-scan'
     if args.no_scan and args.no_image:
         return '--no-scan: expected the camera image observed with it (not --no-image): a policy must see something'
     if args.no_scan and args.corridors:
@@ -212,6 +227,7 @@ def run(args: argparse.Namespace) -> int:
                                                                         bin_window=_bins(args.bin_window),
                                                                         near_weight=args.near_weight,
                                                                         turn_commit=args.turn_commit,
+                                                                        scan_conv=_bins(args.scan_conv),
                                                                         near_range=args.near_range),
                                     image=not args.no_image, progress=progress, heading=args.heading,
                                     sectors=args.sectors, corridors=CORRIDORS if args.corridors else (),

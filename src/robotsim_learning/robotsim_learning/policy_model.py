@@ -56,6 +56,12 @@ HEADS = ('tanh', 'bins')
 """The output heads of :class:`TrainConfig` (the module's docstring says how they differ)."""
 MAX_BINS = 64
 """Most cells per axis of the bins head's grid."""
+MAX_SCAN_CONV_LAYERS = 4
+"""Most convolutions over the scan (:attr:`TrainConfig.scan_conv`)."""
+MAX_SCAN_CHANNELS = 64
+"""Most channels of a convolution over the scan."""
+SCAN_KERNEL = 5
+"""Neighbouring sectors each convolution over the scan reads, centred on its own (stride 2: each halves the sectors)."""
 MAX_NEAR_WEIGHT = 100.0
 """Largest weight of a sample next to an obstacle (:attr:`TrainConfig.near_weight`)."""
 MAX_TURN_COMMIT = 100.0
@@ -101,6 +107,14 @@ class TrainConfig:
     from. 1 ... :data:`MAX_NEAR_WEIGHT`; 1: every sample alike."""
     near_range: float = 0.5
     """Range (m) of the nearest scan sector below which a sample weighs ``near_weight``."""
+    scan_conv: tuple[int, ...] = ()
+    """Channels of circular convolutions over the scan's sectors before the hidden layers, each reading
+    :data:`SCAN_KERNEL` neighbouring sectors with stride 2, then ReLU: one set of weights recognises the same
+    obstacle shape at every bearing, where a dense first layer learns each bearing on its own from the samples that
+    had something there. The scan's sectors share one mean and standard deviation, and the rest of the observation
+    passes beside the convolutions unchanged. Exported as dense layers (the kernels tiled into their matrices), so
+    the ONNX file and its runtimes are those of any policy. () none; else 1 ... :data:`MAX_SCAN_CONV_LAYERS` layers
+    of 1 ... :data:`MAX_SCAN_CHANNELS` channels, the scan's sectors divisible by 2 per layer."""
     turn_commit: float = 0.0
     """The bins head's commitment to the turn it is making, applied when it acts (training is unchanged): when its
     previous command turned faster than :data:`TURN_COMMIT_RATE`, the cells that turn the other way weigh
@@ -237,6 +251,47 @@ def window_mask(bins, window) -> np.ndarray:
             & (np.abs(angular[:, None] - angular[None, :]) <= window[1])).astype(np.float32)
 
 
+def conv_selection(positions: int, kernel: int = SCAN_KERNEL, stride: int = 2) -> np.ndarray:
+    """(positions // stride, positions, kernel) float32 of 0 and 1: output position p reads input position
+    (stride p + j - kernel // 2) mod positions at tap j (a circular convolution: the scan closes on itself)."""
+    selection = np.zeros((positions // stride, positions, kernel), dtype=np.float32)
+    for position in range(positions // stride):
+        for tap in range(kernel):
+            selection[position, (stride * position + tap - kernel // 2) % positions, tap] = 1.0
+    return selection
+
+
+def conv_as_dense(xp, kernel, bias, positions: int, rest: int, first: bool):
+    """One convolution over the scan as a dense layer: (weights (in, out), bias (out,)). Its input is the scan
+    (``positions`` x input channels, channel fastest) then, for the ``first`` layer, the ``rest`` other observation
+    values, else those values twice (+ and -, which the ReLU between layers keeps); its output is the convolution's
+    (positions // 2 x output channels) then the rest as + and -."""
+    selection = xp.asarray(conv_selection(positions, kernel.shape[0]))
+    out, c_in, c_out = positions // 2, kernel.shape[1], kernel.shape[2]
+    weights = xp.einsum('pqj,jio->qipo', selection, kernel).reshape(positions * c_in, out * c_out)
+    passed = np.concatenate([np.eye(rest), -np.eye(rest)], axis=1) if first else np.eye(2 * rest)
+    passed = xp.asarray(passed.astype(np.float32))
+    top = xp.concatenate([weights, xp.zeros((positions * c_in, 2 * rest), dtype=weights.dtype)], axis=1)
+    bottom = xp.concatenate([xp.zeros((passed.shape[0], out * c_out), dtype=weights.dtype), passed], axis=1)
+    return (xp.concatenate([top, bottom], axis=0),
+            xp.concatenate([xp.tile(bias, out), xp.zeros((2 * rest,), dtype=weights.dtype)]))
+
+
+def scan_conv_fits(scan_conv, sectors: int) -> str:
+    """'' when ``scan_conv`` (:attr:`TrainConfig.scan_conv`) fits a scan of ``sectors``, else what was expected."""
+    scan_conv = tuple(scan_conv)
+    if not scan_conv:
+        return ''
+    if not (len(scan_conv) <= MAX_SCAN_CONV_LAYERS and all(
+            isinstance(c, int) and not isinstance(c, bool) and 1 <= c <= MAX_SCAN_CHANNELS for c in scan_conv)):
+        return (f'1 to {MAX_SCAN_CONV_LAYERS} comma-separated channel counts, each 1 ... {MAX_SCAN_CHANNELS}, '
+                f'got {list(scan_conv)}')
+    if sectors < SCAN_KERNEL or sectors % 2 ** len(scan_conv) or sectors // 2 ** len(scan_conv) < 1:
+        return (f'a scan whose sectors ({sectors}) are at least {SCAN_KERNEL} and divisible by '
+                f'{2 ** len(scan_conv)} ({len(scan_conv)} convolutions of stride 2)')
+    return ''
+
+
 def bin_grid(actions: np.ndarray, bins: tuple[int, int], scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(linear centres, angular centres) of the bins head: evenly spaced over the demonstrated range of each command
     (within the robot's limits; a range of one value is widened to the limits)."""
@@ -287,6 +342,14 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
     mean = observations[train_index].mean(axis=0)
     std = np.maximum(observations[train_index].std(axis=0), 1e-3).astype(np.float32)
     scale = np.asarray(action_scale, dtype=np.float32)
+    scan_conv = tuple(config.scan_conv)
+    if scan_conv:
+        problem = scan_conv_fits(scan_conv, spec.sectors if spec.uses_scan else 0)
+        if problem:
+            raise ValueError(f'scan_conv: expected {problem}')
+        scan = observations[train_index, :spec.sectors]
+        mean[:spec.sectors] = scan.mean()   # one convolution reads every bearing alike
+        std[:spec.sectors] = max(float(scan.std()), 1e-3)
 
     if config.head not in HEADS:
         raise ValueError(f'head: expected one of {", ".join(HEADS)}, got {config.head!r}')
@@ -305,7 +368,28 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
         # A demonstrated command counts for the cells around it: a Gaussian of half a cell's width on each axis.
         widths = [max(float(c[1] - c[0]), 1e-6) * 0.5 for c in (linear_centres, angular_centres)]
         mask = window_mask(bins, window) if window != (0, 0) else None
-    sizes = [spec.size, *config.hidden, 2 if bin_actions is None else len(bin_actions)]
+    rest = spec.size - spec.sectors if scan_conv else 0
+    conv_out = (spec.sectors // 2 ** len(scan_conv)) * scan_conv[-1] + rest if scan_conv else spec.size
+    sizes = [conv_out, *config.hidden, 2 if bin_actions is None else len(bin_actions)]
+
+    taps = [np.remainder(2 * np.arange(spec.sectors // 2 ** (layer + 1))[:, None] + np.arange(SCAN_KERNEL)[None, :]
+                         - SCAN_KERNEL // 2, spec.sectors // 2 ** layer) for layer in range(len(scan_conv))]
+    """Per convolution, (output positions, taps): the input position each tap of each output reads."""
+
+    def dense(p):
+        """The network as dense (weights, bias) layers, as exported (numpy): each convolution over the scan
+        expanded with the rest of the observation passed beside it as + and -, and the first hidden layer reading
+        both (its rows for - negated). ``p``: the convolutions' (kernel (taps, in, out), bias (out,)) first."""
+        layers, positions = [], spec.sectors
+        for index, (kernel, bias) in enumerate(p[:len(scan_conv)]):
+            layers.append(conv_as_dense(np, np.asarray(kernel), np.asarray(bias), positions, rest, index == 0))
+            positions //= 2
+        hidden = [(np.asarray(w), np.asarray(b)) for w, b in p[len(scan_conv):]]
+        if scan_conv:
+            weights, bias = hidden[0]
+            cut = weights.shape[0] - rest
+            hidden[0] = (np.concatenate([weights, -weights[cut:]], axis=0), bias)
+        return layers + hidden
     if not 0.0 <= config.turn_commit <= MAX_TURN_COMMIT or (config.turn_commit and config.head != 'bins'):
         raise ValueError(f'turn_commit: expected 0 ... {MAX_TURN_COMMIT:g} (the bins head only), got '
                          f'{config.turn_commit} with head {config.head!r}')
@@ -318,6 +402,12 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
 
     def logits(p, x):
         x = (x - mean) / std
+        if scan_conv:  # the convolutions over the scan, the rest of the observation beside their output
+            h = x[:, :spec.sectors, None]
+            for (kernel, bias), index in zip(p[:len(scan_conv)], taps):
+                h = jax.nn.relu(jnp.einsum('bpji,jio->bpo', h[:, index], kernel) + bias)
+            x = jnp.concatenate([h.reshape(len(x), -1), x[:, spec.sectors:]], axis=1)
+            p = p[len(scan_conv):]
         for index, (weights, bias) in enumerate(p):
             x = x @ weights + bias
             if index < len(p) - 1:
@@ -374,13 +464,17 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
     w_val = sample_weights[validation_index]
     started = time.monotonic()
     train_loss = validation_loss = float('nan')
-    networks = []
+    networks, params_of = [], []
     for member in range(config.ensemble):
         # Member 0 is the single network of the same seed; the others start and shuffle from their own streams.
         key = jax.random.PRNGKey(config.seed) if member == 0 else jax.random.fold_in(jax.random.PRNGKey(config.seed),
                                                                                    member)
         order_rng = rng if member == 0 else np.random.default_rng([config.seed, member])
         params = []
+        for c_in, c_out in zip((1, *scan_conv), scan_conv):
+            key, sub = jax.random.split(key)
+            params.append((jax.random.normal(sub, (SCAN_KERNEL, c_in, c_out), jnp.float32)
+                           * jnp.sqrt(2.0 / (SCAN_KERNEL * c_in)), jnp.zeros((c_out,), jnp.float32)))
         for fan_in, fan_out in zip(sizes, sizes[1:]):
             key, sub = jax.random.split(key)
             params.append((jax.random.normal(sub, (fan_in, fan_out), jnp.float32) * jnp.sqrt(2.0 / fan_in),
@@ -399,7 +493,8 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
             if progress is not None:
                 progress(member * config.epochs + epoch + 1, config.ensemble * config.epochs, train_loss,
                          validation_loss)
-        networks.append([(np.asarray(w, dtype=np.float32), np.asarray(b, dtype=np.float32)) for w, b in params])
+        params_of.append(params)
+        networks.append([(w.astype(np.float32), b.astype(np.float32)) for w, b in dense(params)])
     # The predict-the-mean baseline: what the loss is without looking at the observation.
     baseline = float(np.mean(((actions[train_index].mean(axis=0) - y_val) / scale) ** 2))
     extra = {}
@@ -411,8 +506,8 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
                            bin_actions=bin_actions, bins=bins, bin_window=window, turn_commit=float(config.turn_commit))
     if bin_actions is not None or config.near_weight != 1.0:
         # Every sample alike, as the predict-the-mean baseline: a weighted loss is not comparable with it.
-        validation_loss = float(command_error(networks[0], x_val, y_val))
-        train_loss = float(command_error(networks[0], observations[train_index], actions[train_index]))
+        validation_loss = float(command_error(params_of[0], x_val, y_val))
+        train_loss = float(command_error(params_of[0], observations[train_index], actions[train_index]))
     if config.ensemble > 1:  # the ensemble's losses: the mean action of its networks
         validation_loss = float(np.mean(((policy.act(x_val) - y_val) / scale) ** 2))
         train_loss = float(np.mean(((policy.act(observations[train_index]) - actions[train_index]) / scale) ** 2))
@@ -424,6 +519,8 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
         'ensemble': config.ensemble, 'head': config.head}
     if config.turn_commit:
         policy.report.update(turn_commit=float(config.turn_commit))
+    if scan_conv:
+        policy.report.update(scan_conv=list(scan_conv), scan_kernel=SCAN_KERNEL)
     if config.near_weight != 1.0:
         policy.report.update(near_weight=config.near_weight, near_range=config.near_range,
                              near_samples=int(np.count_nonzero(sample_weights[train_index] > 1.0)))

@@ -277,3 +277,36 @@ def test_corridors_measure_the_free_way_ahead_and_toward_the_goal(tmp_path):
     runtime = PolicyRuntime(str(tmp_path / 'corridors.onnx'))
     assert runtime.spec == spec
     np.testing.assert_allclose(runtime.act_batch(rows[:10]), policy.act(rows[:10]), atol=1e-5)
+
+
+def test_scan_convolutions_share_weights_over_bearings_and_export_as_dense_layers(tmp_path):
+    """--scan-conv: the trained network's convolutions over the scan, exported as dense layers, are circular and
+    the same at every bearing (the scan turned by two sectors turns the first layer's output by one position); the
+    exported layers compute what training's convolutions did (the validation loss again in NumPy), and onnxruntime
+    what NumPy does; shapes that do not fit are refused naming the field."""
+    from robotsim_learning.policy_model import _split
+    x, y = synthetic(600, seed=6)
+    config = TrainConfig(hidden=(16,), epochs=5, batch_size=64, seed=2, scan_conv=(4, 8))
+    policy = train(x, y, SPEC, (0.4, 1.5), config)
+    sectors, rest = SPEC.sectors, SPEC.size - SPEC.sectors
+    assert policy.report['scan_conv'] == [4, 8] and np.all(policy.mean[:sectors] == policy.mean[0])
+    weights, bias = policy.layers[0]
+    assert weights.shape == (SPEC.size, sectors // 2 * 4 + 2 * rest)
+    first = np.maximum(((x[:8] - policy.mean) / policy.std) @ weights + bias, 0.0)
+    turned = x[:8].copy()
+    turned[:, :sectors] = np.roll(x[:8, :sectors], 2, axis=1)
+    turned_first = np.maximum(((turned - policy.mean) / policy.std) @ weights + bias, 0.0)
+    conv = first[:, :sectors // 2 * 4].reshape(8, sectors // 2, 4)
+    np.testing.assert_allclose(turned_first[:, :sectors // 2 * 4].reshape(8, sectors // 2, 4),
+                               np.roll(conv, 1, axis=1), atol=1e-5)
+    assert np.allclose(turned_first[:, sectors // 2 * 4:], first[:, sectors // 2 * 4:])  # the rest passes beside
+    _, validation = _split(len(x), None, config.validation_fraction, np.random.default_rng(config.seed))
+    numpy_loss = np.mean(((policy.act(x[validation]) - y[validation]) / policy.action_scale) ** 2)
+    assert numpy_loss == pytest.approx(policy.report['validation_loss'], rel=1e-4)
+    path = tmp_path / 'conv.onnx'
+    export_onnx(policy, str(path))
+    np.testing.assert_allclose(PolicyRuntime(str(path)).act_batch(x[:32]), policy.act(x[:32]), atol=1e-5)
+    with pytest.raises(ValueError, match=r'scan_conv: expected a scan whose sectors \(36\) .* divisible by 8'):
+        train(x, y, SPEC, (0.4, 1.5), TrainConfig(hidden=(16,), epochs=1, scan_conv=(4, 4, 4)))
+    with pytest.raises(ValueError, match=r'scan_conv: expected 1 to 4 comma-separated channel counts'):
+        train(x, y, SPEC, (0.4, 1.5), TrainConfig(hidden=(16,), epochs=1, scan_conv=(0,)))
