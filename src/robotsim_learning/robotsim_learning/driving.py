@@ -204,6 +204,8 @@ class PolicyDriver(Driver):
         self.estimate = ImuHeadingOdometry() if self.runtime.spec.uses_imu else None
         self.memory = self.runtime.spec.route_memory()
         self.runtime.reset()  # a policy with a turn commitment starts the episode committed to nothing
+        self.goal = None
+        """The goal (x, y in odom) of the last decision: a new one starts the turn commitment afresh."""
         if self.use_shield and self.shield is None:
             from .shield import StallRecovery, VelocityShield
             model = context.robot()
@@ -227,6 +229,10 @@ class PolicyDriver(Driver):
         if self.estimate is not None and 'odom' in observation.updated:
             self.estimate.add_odometry(latest['odom'])
         scan, goal = latest.get('scan'), _goal_xy(observation)
+        if goal is not None and goal != self.goal:
+            if self.goal is not None:
+                self.runtime.reset()  # the turn held on the way to the last goal is not one toward this goal
+            self.goal = goal
         pose = self.estimate.pose() if self.estimate is not None else None
         if (scan is None and 'scan' in self.inputs) or goal is None or not self.odometry \
                 or (self.runtime.spec.uses_image and not self.images) or (self.estimate is not None and pose is None):

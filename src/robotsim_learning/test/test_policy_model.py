@@ -136,7 +136,8 @@ def test_a_turn_commitment_holds_a_torn_turn_and_yields_to_a_confident_one(tmp_p
     first value raises right's score): with --turn-commit 1 a policy that was turning left keeps turning left where
     it is torn, and turns right where it is sure; not turning (or slower than 0.2 rad/s) it acts as without a
     commitment. Its file takes the previous command as a second input; NumPy, JAX and ONNX agree, the runtime
-    keeps its last command until reset(); training is unchanged by it, and it is refused for the tanh head."""
+    keeps its last command until reset(), the driver until a new goal; training is unchanged by it, and it is
+    refused for the tanh head."""
     from robotsim_learning.policy_model import PREVIOUS_INPUT, TrainedPolicy
     bin_actions = np.array([[linear, angular] for linear in (0.1, 0.3) for angular in (-1.2, 0.0, 1.2)], np.float32)
     weights = np.zeros((SPEC.size, 6), np.float32)
@@ -170,6 +171,19 @@ def test_a_turn_commitment_holds_a_torn_turn_and_yields_to_a_confident_one(tmp_p
     assert runtime.act(torn[0])[1] > 1.0 and runtime.act(torn[0])[1] > 1.0
     runtime.reset()
     assert runtime.act(torn[0])[1] < -1.0
+    # The driver (the node's and the episodes') starts committed to nothing at each new goal, not only at reset.
+    from types import SimpleNamespace
+    from robotsim_learning.driving import DriveContext, Observation, PolicyDriver
+    driver = PolicyDriver(str(path))
+    driver.reset(DriveContext(robot=lambda: None))
+
+    def goal(x, y):
+        pose = SimpleNamespace(pose=SimpleNamespace(position=SimpleNamespace(x=x, y=y, z=0.0)))
+        return Observation(0, {'goal_pose': pose}, {'goal_pose'})
+    for step, (x, y, kept) in enumerate(((1.0, 2.0, True), (1.0, 2.0, True), (3.0, -1.0, False))):
+        driver.runtime.previous = np.array([[0.2, 1.2]], np.float32)
+        assert driver.act(goal(x, y)) == (0.0, 0.0)  # no scan yet: it stands still
+        assert driver.runtime.previous.any() == kept, step
     export_onnx(plain, str(tmp_path / 'plain.onnx'))
     assert not PolicyRuntime(str(tmp_path / 'plain.onnx')).commits
     ensemble = policy(1.0)  # an ensemble commits on the mean of its networks' probabilities
