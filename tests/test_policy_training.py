@@ -220,12 +220,31 @@ def test_dagger_episodes_carry_expert_labels_and_train_with_the_demonstrations(e
                        '--episodes', '2', '--seed', '6', '--driver', 'dagger', '--policy', str(policy), '--resume',
                        '--no-progress')
     assert resumed.returncode == 2 and 'expert_commit 0.5 -> None' in resumed.stderr, resumed.stderr
+    # So is the expert planning again at every command: in the manifest, in the policy's provenance, on --resume.
+    memoryless = tmp_path / 'memoryless'
+    completed = robotsim('dataset', 'generate', '--randomization', str(EXPERT_COURSE), '--out', str(memoryless),
+                         '--episodes', '1', '--seed', '6', '--driver', 'expert', '--workers', '1', '--no-progress',
+                         '--expert-memoryless')
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads((memoryless / 'dataset.json').read_text())['settings']['expert_memoryless'] is True
+    from robotsim_learning.policy_training import dataset_provenance
+    assert dataset_provenance(memoryless)['expert_memoryless'] is True
+    assert 'expert_memoryless' not in dataset_provenance(dagger)
+    resumed = robotsim('dataset', 'generate', '--randomization', str(EXPERT_COURSE), '--out', str(memoryless),
+                       '--episodes', '1', '--seed', '6', '--driver', 'expert', '--resume', '--no-progress')
+    assert resumed.returncode == 2 and 'expert_memoryless True -> None' in resumed.stderr, resumed.stderr
     from robotsim_learning.driving import DriveContext, make_driver
     driver = make_driver(f'dagger:{policy}', expert_commit=0.5)
     driver.reset(DriveContext(robot=lambda: None))
-    assert driver.expert.commit_margin == 0.5
+    assert driver.expert.commit_margin == 0.5 and not driver.expert.memoryless
+    driver = make_driver(f'dagger:{policy}', expert_memoryless=True)
+    driver.reset(DriveContext(robot=lambda: None))
+    assert driver.expert.memoryless
     for arguments, expected in ((['--driver', 'wander', '--expert-commit', '0.5'],
                                  '--expert-commit: applies only to the drivers with the expert in them (expert, dagger)'),
+                                (['--driver', 'straight', '--expert-memoryless'],
+                                 '--expert-memoryless: applies only to the drivers with the expert in them (expert, '
+                                 'dagger)'),
                                 (['--driver', 'expert', '--expert-commit', '-1'],
                                  '--expert-commit: expected 0 ... 5 m, got -1.0')):
         wrong = robotsim('dataset', 'generate', '--randomization', str(EXPERT_COURSE), '--out', str(tmp_path / 'y'),

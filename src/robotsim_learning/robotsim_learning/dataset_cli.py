@@ -57,7 +57,8 @@ def run(args) -> int:
             generate(args.randomization, args.out, args.episodes, args.seed, _driver(args),
                      args.workers if args.workers is not None else 1, args.executor, args.resume, args.prune,
                      cameras=not args.no_cameras, ray_address=args.ray_address, progress=not args.no_progress,
-                     shield=args.shield, expert_commit=args.expert_commit)
+                     shield=args.shield, expert_commit=args.expert_commit,
+                     expert_memoryless=args.expert_memoryless)
             return 0
         if args.action == 'verify':
             problems = verify(args.dataset)
@@ -140,6 +141,11 @@ def add_arguments(parser) -> None:
                           help='with --driver expert or dagger: when the robot already turns the other way than the '
                                "expert's path asks, the expert keeps the turn if the path around that side is at "
                                'most M metres longer (0 ... 5; default 0: never)')
+    generate.add_argument('--expert-memoryless', action='store_true',
+                          help='with --driver expert or dagger: the expert plans again from where the robot is at '
+                               'every command (down its cost to the goal), so its command depends on the state alone, '
+                               'not on a path planned earlier (default: it keeps its path until the robot strays '
+                               '0.3 m from it)')
     generate.add_argument('--workers', type=int, default=None,
                           help='processes (or local Ray CPUs) in parallel (default 1)')
     generate.add_argument('--executor', choices=['local', 'ray'], default='local',

@@ -131,9 +131,11 @@ class ExpertDriver(Driver):
     has_expert = True
     rate = 20.0
 
-    def __init__(self, expert_commit: float = 0.0):
+    def __init__(self, expert_commit: float = 0.0, expert_memoryless: bool = False):
         self.commit_margin = float(expert_commit)
         """The expert's ``ExpertConfig.commit_margin`` (m; 0: it never commits to a turn the robot is making)."""
+        self.memoryless = bool(expert_memoryless)
+        """The expert's ``ExpertConfig.memoryless`` (True: it plans again from where the robot is at every command)."""
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -149,7 +151,8 @@ class ExpertDriver(Driver):
 
         from .expert import Expert, ExpertConfig
         if self.expert is None or self.world is not observation.world:
-            self.expert = Expert(observation.world, self.model, ExpertConfig(commit_margin=self.commit_margin))
+            self.expert = Expert(observation.world, self.model, ExpertConfig(commit_margin=self.commit_margin,
+                                                                          memoryless=self.memoryless))
             self.world = observation.world
         truth = observation.ground_truth
         if truth is None or observation.goal_in_world is None:
@@ -295,9 +298,10 @@ class DaggerDriver(PolicyDriver):
 
     def __init__(self, path: str = '', providers: tuple[str, ...] = ('CPUExecutionProvider',),
                  robot: str | None = None, goal_tolerance: float = 0.0, shield: bool = False,
-                 expert_commit: float = 0.0):
+                 expert_commit: float = 0.0, expert_memoryless: bool = False):
         super().__init__(path, providers, robot, goal_tolerance, shield)
         self.expert_commit = float(expert_commit)
+        self.expert_memoryless = bool(expert_memoryless)
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -305,7 +309,7 @@ class DaggerDriver(PolicyDriver):
 
     def reset(self, context: DriveContext) -> None:
         super().reset(context)
-        self.expert = ExpertDriver(self.expert_commit)
+        self.expert = ExpertDriver(self.expert_commit, self.expert_memoryless)
         self.expert.reset(context)
         self.choices = np.random.default_rng([context.seed, 7])  # the run's own, reproducible stream
         self.label = None
@@ -329,11 +333,13 @@ def driver_class(name: str, option: str = '--driver') -> type[Driver]:
     return getattr(importlib.import_module(module), attribute)
 
 
-def make_driver(name: str, option: str = '--driver', expert_commit: float = 0.0, **options) -> Driver:
+def make_driver(name: str, option: str = '--driver', expert_commit: float = 0.0, expert_memoryless: bool = False,
+                **options) -> Driver:
     """``NAME`` or ``NAME:ARGUMENT`` (a driver's file, e.g. ``policy:policy.onnx``): a plain string, so worker
     processes started afresh build the same driver. ``options`` go to a driver that takes an argument
-    (the policy's ``providers``, ``robot``, ``goal_tolerance``); ``expert_commit`` to a driver with the expert in it
-    (its ``ExpertConfig.commit_margin``, m); errors name ``option``."""
+    (the policy's ``providers``, ``robot``, ``goal_tolerance``); ``expert_commit`` and ``expert_memoryless`` to a
+    driver with the expert in it (its ``ExpertConfig.commit_margin``, m, and ``memoryless``); errors name
+    ``option``."""
     base, _, argument = name.partition(':')
     cls = driver_class(base, option)
     if not math.isfinite(expert_commit) or not 0.0 <= expert_commit <= MAX_EXPERT_COMMIT:
@@ -341,7 +347,10 @@ def make_driver(name: str, option: str = '--driver', expert_commit: float = 0.0,
     if expert_commit and not cls.has_expert:
         raise ValueError(f'--expert-commit: applies only to the drivers with the expert in them '
                          f'({", ".join(n for n in DRIVERS if _has_expert(n))}), not {option} {base}')
-    extra = {'expert_commit': expert_commit} if cls.has_expert else {}
+    if expert_memoryless and not cls.has_expert:
+        raise ValueError(f'--expert-memoryless: applies only to the drivers with the expert in them '
+                         f'({", ".join(n for n in DRIVERS if _has_expert(n))}), not {option} {base}')
+    extra = {'expert_commit': expert_commit, 'expert_memoryless': bool(expert_memoryless)} if cls.has_expert else {}
     if DRIVERS[base].argument:
         if not argument:
             raise ValueError(f'{option} {base}: expected {base}:FILE with an ONNX policy file')

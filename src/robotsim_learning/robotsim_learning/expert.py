@@ -58,6 +58,12 @@ class ExpertConfig:
     """Heading error above which the robot turns on the spot before driving (rad)."""
     replan_distance: float = 0.3
     """Re-plan when the robot is this far from its path (pushed, slipped) (m)."""
+    memoryless: bool = False
+    """Plan again at every command from where the robot is, down a cost-to-go field of the goal (Dijkstra from the
+    goal over the grid, made once per goal), instead of keeping the path planned earlier until the robot strays
+    ``replan_distance`` from it: the command is then a function of the robot's pose and turn rate alone, not of the
+    way the path was first planned (where two ways round an obstacle are about as long, the one the robot is nearer
+    now), so a policy imitating it is not asked for two different commands from the same state."""
     commit_margin: float = 0.0
     """When the robot already turns (``commit_yaw_rate`` or faster) the other way than its path asks it to turn
     on the spot, the path is made again around the side the robot turns to, and taken when it is at most this
@@ -200,6 +206,61 @@ def astar(grid: OccupancyGrid, start: tuple[int, int], goal: tuple[int, int]) ->
     return None
 
 
+def cost_to_go(grid: OccupancyGrid, goal: tuple[int, int]) -> np.ndarray:
+    """Length (m) of the shortest 8-connected way from every cell to ``goal`` over the free cells, without cutting
+    a corner between two blocked cells (as :func:`astar`); inf where none."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import dijkstra
+    free = ~grid.blocked
+    h, w = free.shape
+    index = np.arange(h * w).reshape(h, w)
+    rows, columns, weights = [], [], []
+    for di, dj in ((0, 1), (1, 0), (1, 1), (1, -1)):
+        from_columns, to_columns = slice(max(0, -dj), w - max(0, dj)), slice(max(0, dj), w - max(0, -dj))
+        a, b = (slice(0, h - di), from_columns), (slice(di, h), to_columns)
+        ok = free[a] & free[b]
+        if di and dj:  # a diagonal step: both cells beside it free
+            ok &= free[di:, from_columns] & free[:h - di, to_columns]
+        rows.append(index[a][ok])
+        columns.append(index[b][ok])
+        weights.append(np.full(int(ok.sum()), math.hypot(di, dj) * grid.resolution))
+    graph = csr_matrix((np.concatenate(weights), (np.concatenate(rows), np.concatenate(columns))), shape=(h * w, h * w))
+    return dijkstra(graph, directed=False, indices=goal[0] * w + goal[1]).reshape(h, w)
+
+
+def descent(field: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(field, (h, w, 2) the neighbour each cell's way down ``field`` steps to: the lowest of its 8, lower than
+    itself; -1 where none is)."""
+    h, w = field.shape
+    padded = np.pad(field, 1, constant_values=np.inf)
+    offsets = [(di, dj) for di in (-1, 0, 1) for dj in (-1, 0, 1) if di or dj]
+    around = np.stack([padded[1 + di:1 + di + h, 1 + dj:1 + dj + w] for di, dj in offsets])
+    best = np.argmin(around, axis=0)  # the first of equal values: deterministic
+    lower = np.take_along_axis(around, best[None], axis=0)[0] < field
+    rows, columns = np.indices((h, w))
+    step = np.stack([rows + np.array(offsets)[best, 0], columns + np.array(offsets)[best, 1]], axis=-1)
+    return field, np.where(lower[..., None], step, -1)
+
+
+def visible_shortcut(grid: OccupancyGrid, points: np.ndarray) -> list[np.ndarray]:
+    """:func:`shortcut` with every candidate's line of sight checked at once (NumPy)."""
+    kept, index = [points[0]], 0
+    while index < len(points) - 1:
+        rest = points[index + 1:]
+        length = float(np.max(np.linalg.norm(rest - points[index], axis=1)))
+        samples = max(2, int(math.ceil(length / (grid.resolution / 2))) + 1)
+        t = np.linspace(0.0, 1.0, samples)
+        along = points[index][None, None, :] + (rest - points[index])[:, None, :] * t[None, :, None]
+        cells = np.floor((along - grid.origin) / grid.resolution).astype(int)
+        cells[..., 0] = np.clip(cells[..., 0], 0, grid.shape[0] - 1)
+        cells[..., 1] = np.clip(cells[..., 1], 0, grid.shape[1] - 1)
+        visible = ~grid.blocked[cells[..., 0], cells[..., 1]].any(axis=1)
+        farthest = index + 1 + (int(np.flatnonzero(visible)[-1]) if visible.any() else 0)
+        kept.append(points[farthest])
+        index = farthest
+    return kept
+
+
 def _length(points: list[np.ndarray]) -> float:
     return float(sum(np.linalg.norm(b - a) for a, b in zip(points, points[1:])))
 
@@ -259,7 +320,9 @@ class Expert:
         goal = np.asarray(goal_xy, dtype=float)
         if np.linalg.norm(goal - position) <= c.goal_tolerance:
             return 0.0, 0.0, 'reached'
-        if self.goal is None or not np.allclose(goal, self.goal) or self.path is None \
+        if c.memoryless:
+            self.goal, self.path = goal, self._descend(position, goal)
+        elif self.goal is None or not np.allclose(goal, self.goal) or self.path is None \
                 or self._distance_to_path(position) > c.replan_distance:
             self.goal, self.path = goal, self.plan(position, goal)
         if self.path is None:
@@ -282,6 +345,34 @@ class Expert:
         lookahead = max(float(np.linalg.norm(target - position)), 1e-3)
         angular = float(np.clip(speed * 2.0 * math.sin(error) / lookahead, -self.max_angular, self.max_angular))
         return speed, angular, 'driving'
+
+    def _descend(self, start_xy, goal_xy) -> list[np.ndarray] | None:
+        """:attr:`ExpertConfig.memoryless`: the way from ``start_xy`` down the goal's cost-to-go field on the widest
+        margin whose field reaches the start, shortened where a straight line stays free; None when none does."""
+        key = tuple(np.round(np.asarray(goal_xy, dtype=float), 9))
+        if getattr(self, '_fields_key', None) != key:
+            self._fields_key, self._fields = key, {}
+        for index, grid in enumerate(self.grids):
+            goal = grid.nearest_free(grid.cell(goal_xy), limit=2)
+            start = grid.nearest_free(grid.cell(start_xy))
+            if goal is None or start is None:
+                continue
+            if index not in self._fields:
+                self._fields[index] = descent(cost_to_go(grid, goal))
+            field, step = self._fields[index]
+            if not np.isfinite(field[start]):
+                continue
+            cells, cell = [start], start
+            for _ in range(field.size):
+                if cell == goal or step[cell][0] < 0:
+                    break
+                cell = (int(step[cell][0]), int(step[cell][1]))
+                cells.append(cell)
+            self.grid = grid
+            points = np.array([np.asarray(start_xy, dtype=float)] + [grid.centre(c) for c in cells[1:-1]]
+                              + [np.asarray(goal_xy, dtype=float)])
+            return visible_shortcut(grid, points)
+        return None
 
     def _commit(self, position: np.ndarray, yaw: float, goal: np.ndarray, side: float) -> bool:
         """Take a path around ``side`` (+1 left, -1 right of the heading) when it is at most ``commit_margin``

@@ -229,6 +229,7 @@ def dataset_provenance(dataset: Path) -> dict:
             **({'shield': True} if settings.get('shield') is True else {}),
             **({'expert_commit': settings['expert_commit']} if isinstance(settings.get('expert_commit'), (int, float))
                and not isinstance(settings.get('expert_commit'), bool) else {}),
+            **({'expert_memoryless': True} if settings.get('expert_memoryless') is True else {}),
             'randomization': {'name': os.path.basename(spec_path) if isinstance(spec_path, str) else None,
                               'sha256': randomization.get('sha256')},
             'source_commit': manifest.get('source_commit')}

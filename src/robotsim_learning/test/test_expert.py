@@ -147,3 +147,32 @@ def test_a_turn_already_going_is_kept_where_the_other_side_is_about_as_short():
     expert = Expert(world, model, ExpertConfig(commit_margin=0.5))
     assert expert.command(pose, goal, yaw_rate=-0.8)[:2] == (0.0, -expert.max_angular)
     assert _length(expert.path) == pytest.approx(best)
+
+
+def test_a_memoryless_expert_plans_from_where_the_robot_is_at_every_command():
+    """ExpertConfig(memoryless=True): the goal's cost-to-go field measures the same shortest way as A*; the command
+    at a pose is the same whatever the expert commanded before (the path-keeping expert's depends on where it
+    planned first), and in closed loop it reaches its goals around the room's obstacles without touching them."""
+    from robotsim_learning.expert import _length, astar, cost_to_go
+
+    world = load_world(resolve_world_path('room'))
+    model = load_robot('rover')
+    expert = Expert(world, model)
+    grid = expert.grids[0]
+    start, goal = grid.cell((0.0, 0.0)), grid.cell((2.3, 1.7))
+    field = cost_to_go(grid, goal)
+    cells = astar(grid, start, goal)
+    assert field[start] == pytest.approx(_length([grid.centre(c) for c in cells]), abs=1e-9)
+    assert not np.isfinite(field[grid.blocked]).any()  # never through a blocked cell
+    # From the same pose, after having commanded from elsewhere: the memoryless expert answers as a fresh one.
+    first, here, goal_xy = (-1.0, -1.2, 0.3), (0.0, 0.0, 0.6), (2.3, 1.7)
+    fresh = Expert(world, model, ExpertConfig(memoryless=True)).command(here, goal_xy)
+    remembering = Expert(world, model, ExpertConfig(memoryless=True))
+    remembering.command(first, goal_xy)
+    assert remembering.command(here, goal_xy) == fresh
+    keeping = Expert(world, model)  # the path-keeping expert follows the path it planned at the first pose
+    keeping.command(first, goal_xy)
+    assert keeping.command(here, goal_xy)[1] != pytest.approx(Expert(world, model).command(here, goal_xy)[1], abs=0.05)
+    status, distance, collisions, driven = drive_to((2.3, 1.7), config=ExpertConfig(memoryless=True))
+    assert status == 'reached' and distance <= driven.config.goal_tolerance + 0.05, (status, distance)
+    assert not collisions, sorted(set(collisions))

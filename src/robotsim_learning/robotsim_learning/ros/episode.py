@@ -176,13 +176,14 @@ class _Collisions:
 
 def run_episode(randomizer: Randomizer, index: int, folder: str, driver_name: str, cameras: bool = True,
                 duration: float | None = None, commands=None, shield: bool = False,
-                expert_commit: float = 0.0) -> EpisodeResult:
+                expert_commit: float = 0.0, expert_memoryless: bool = False) -> EpisodeResult:
     """Run episode ``index`` and write it as a bag in ``folder`` (which must not exist), with the
     scenario's ``world.yaml`` and ``robot.yaml`` beside the MCAP file.
 
     ``commands``: instead of a driver, replay these (stamp_ns, linear, angular) commands (the
     identity test against the ROS graph). ``shield``: a policy driver's commands go through its velocity shield;
-    ``expert_commit``: the expert's commit margin (m) in a driver with the expert in it."""
+    ``expert_commit``, ``expert_memoryless``: the expert's commit margin (m) and whether it plans again at every
+    command, in a driver with the expert in it."""
     from robotsim_sim.ros.robot_messages import RobotMessages
     from robotsim_sim.scenario import scenario_text
     from robotsim_sim.scene import RobotPlacement, load_world
@@ -207,7 +208,7 @@ def run_episode(randomizer: Randomizer, index: int, folder: str, driver_name: st
         try:
             return _loop(sim, RobotMessages(sim.robots[0], '', True, sim.labels), bag, scenario, world,
                          driver_name, duration, spec.goal_tolerance, commands, started, described, shield,
-                         expert_commit)
+                         expert_commit, expert_memoryless)
         finally:
             sim.close()  # its renderer too, now, in this thread: the GL context is shared by the next episode
     finally:
@@ -215,7 +216,7 @@ def run_episode(randomizer: Randomizer, index: int, folder: str, driver_name: st
 
 
 def _loop(sim, messages, bag, scenario, world, driver_name, duration, tolerance, commands, started,
-          described, shield=False, expert_commit=0.0) -> EpisodeResult:
+          described, shield=False, expert_commit=0.0, expert_memoryless=False) -> EpisodeResult:
     produced = [topic for topic in messages.topics if topic.name != 'sim/status']  # /sim/status is wall-clock RTF
     for topic in produced:
         bag.add_topic(f'/{topic.name}', topic.type, _qos(topic.qos))
@@ -226,7 +227,8 @@ def _loop(sim, messages, bag, scenario, world, driver_name, duration, tolerance,
     bag.add_topic(GOAL_TOPIC, 'geometry_msgs/msg/PoseStamped', _qos(RELIABLE_QOS))
     bag.add_topic(COMMAND_TOPIC, 'geometry_msgs/msg/Twist', _qos(RELIABLE_QOS))
     # Drivers without a file ignore shield; drivers without the expert never get expert_commit.
-    driver = make_driver(driver_name, shield=shield, expert_commit=expert_commit) if commands is None else None
+    driver = make_driver(driver_name, shield=shield, expert_commit=expert_commit,
+                         expert_memoryless=expert_memoryless) if commands is None else None
     if getattr(driver, 'labels', False):
         bag.add_topic(LABEL_TOPIC, 'geometry_msgs/msg/Twist', _qos(RELIABLE_QOS))
     latest = LatestMessages()
