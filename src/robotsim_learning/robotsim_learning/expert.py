@@ -228,9 +228,9 @@ def cost_to_go(grid: OccupancyGrid, goal: tuple[int, int]) -> np.ndarray:
     return dijkstra(graph, directed=False, indices=goal[0] * w + goal[1]).reshape(h, w)
 
 
-def descent(field: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(field, (h, w, 2) the neighbour each cell's way down ``field`` steps to: the lowest of its 8, lower than
-    itself; -1 where none is)."""
+def descent(field: np.ndarray) -> np.ndarray:
+    """(h, w, 2): the neighbour each cell's way down ``field`` steps to, the lowest of its 8 and lower than itself;
+    -1 where none is."""
     h, w = field.shape
     padded = np.pad(field, 1, constant_values=np.inf)
     offsets = [(di, dj) for di in (-1, 0, 1) for dj in (-1, 0, 1) if di or dj]
@@ -239,7 +239,7 @@ def descent(field: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     lower = np.take_along_axis(around, best[None], axis=0)[0] < field
     rows, columns = np.indices((h, w))
     step = np.stack([rows + np.array(offsets)[best, 0], columns + np.array(offsets)[best, 1]], axis=-1)
-    return field, np.where(lower[..., None], step, -1)
+    return np.where(lower[..., None], step, -1)
 
 
 def visible_shortcut(grid: OccupancyGrid, points: np.ndarray) -> list[np.ndarray]:
@@ -297,6 +297,8 @@ class Expert:
         self.path: list[np.ndarray] | None = None
         self.goal: np.ndarray | None = None
         self._declined: list[np.ndarray] | None = None  # the path no other side was found short enough for
+        self._fields_key: tuple | None = None   # memoryless: the goal whose cost-to-go fields are kept
+        self._fields: dict[int, tuple[np.ndarray, np.ndarray]] = {}   # grid index -> (field, its descent)
 
     def plan(self, start_xy, goal_xy, grids=None) -> list[np.ndarray] | None:
         """Waypoints from start to goal (the goal last), or None when no collision-free path exists; the
@@ -350,7 +352,7 @@ class Expert:
         """:attr:`ExpertConfig.memoryless`: the way from ``start_xy`` down the goal's cost-to-go field on the widest
         margin whose field reaches the start, shortened where a straight line stays free; None when none does."""
         key = tuple(np.round(np.asarray(goal_xy, dtype=float), 9))
-        if getattr(self, '_fields_key', None) != key:
+        if self._fields_key != key:
             self._fields_key, self._fields = key, {}
         for index, grid in enumerate(self.grids):
             goal = grid.nearest_free(grid.cell(goal_xy), limit=2)
@@ -358,7 +360,8 @@ class Expert:
             if goal is None or start is None:
                 continue
             if index not in self._fields:
-                self._fields[index] = descent(cost_to_go(grid, goal))
+                field = cost_to_go(grid, goal)
+                self._fields[index] = field, descent(field)
             field, step = self._fields[index]
             if not np.isfinite(field[start]):
                 continue

@@ -251,13 +251,17 @@ def window_mask(bins, window) -> np.ndarray:
             & (np.abs(angular[:, None] - angular[None, :]) <= window[1])).astype(np.float32)
 
 
-def conv_selection(positions: int, kernel: int = SCAN_KERNEL, stride: int = 2) -> np.ndarray:
-    """(positions // stride, positions, kernel) float32 of 0 and 1: output position p reads input position
-    (stride p + j - kernel // 2) mod positions at tap j (a circular convolution: the scan closes on itself)."""
-    selection = np.zeros((positions // stride, positions, kernel), dtype=np.float32)
-    for position in range(positions // stride):
-        for tap in range(kernel):
-            selection[position, (stride * position + tap - kernel // 2) % positions, tap] = 1.0
+def conv_taps(positions: int, kernel: int = SCAN_KERNEL) -> np.ndarray:
+    """(positions // 2, kernel) int: the input position tap j of output position p reads,
+    (2 p + j - kernel // 2) mod positions (a circular convolution of stride 2: the scan closes on itself)."""
+    return np.remainder(2 * np.arange(positions // 2)[:, None] + np.arange(kernel)[None, :] - kernel // 2, positions)
+
+
+def conv_selection(positions: int, kernel: int = SCAN_KERNEL) -> np.ndarray:
+    """(positions // 2, positions, kernel) float32 of 0 and 1: :func:`conv_taps` as a selection tensor."""
+    taps = conv_taps(positions, kernel)
+    selection = np.zeros((len(taps), positions, kernel), dtype=np.float32)
+    selection[np.arange(len(taps))[:, None], taps, np.arange(kernel)[None, :]] = 1.0
     return selection
 
 
@@ -372,8 +376,7 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
     conv_out = (spec.sectors // 2 ** len(scan_conv)) * scan_conv[-1] + rest if scan_conv else spec.size
     sizes = [conv_out, *config.hidden, 2 if bin_actions is None else len(bin_actions)]
 
-    taps = [np.remainder(2 * np.arange(spec.sectors // 2 ** (layer + 1))[:, None] + np.arange(SCAN_KERNEL)[None, :]
-                         - SCAN_KERNEL // 2, spec.sectors // 2 ** layer) for layer in range(len(scan_conv))]
+    taps = [conv_taps(spec.sectors // 2 ** layer) for layer in range(len(scan_conv))]
     """Per convolution, (output positions, taps): the input position each tap of each output reads."""
 
     def dense(p):
