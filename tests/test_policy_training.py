@@ -233,20 +233,38 @@ def test_dagger_episodes_carry_expert_labels_and_train_with_the_demonstrations(e
     resumed = robotsim('dataset', 'generate', '--randomization', str(EXPERT_COURSE), '--out', str(memoryless),
                        '--episodes', '1', '--seed', '6', '--driver', 'expert', '--resume', '--no-progress')
     assert resumed.returncode == 2 and 'expert_memoryless True -> None' in resumed.stderr, resumed.stderr
-    from robotsim_learning.driving import DriveContext, make_driver
-    driver = make_driver(f'dagger:{policy}', expert_commit=0.5)
+    from robotsim_learning.driving import DriveContext, RunOptions, make_driver
+    driver = make_driver(f'dagger:{policy}', run=RunOptions(expert_commit=0.5))
     driver.reset(DriveContext(robot=lambda: None))
-    assert driver.expert.commit_margin == 0.5 and not driver.expert.memoryless
-    driver = make_driver(f'dagger:{policy}', expert_memoryless=True)
+    assert driver.expert.commit_margin == 0.5 and not driver.expert.memoryless and driver.expert_share == 0.3
+    driver = make_driver(f'dagger:{policy}', run=RunOptions(expert_memoryless=True, expert_share=0.0))
     driver.reset(DriveContext(robot=lambda: None))
-    assert driver.expert.memoryless
+    assert driver.expert.memoryless and driver.expert_share == 0.0
+    # The share the expert drives: a setting like the others, in the provenance and on --resume.
+    pure = tmp_path / 'pure'
+    completed = robotsim('dataset', 'generate', '--randomization', str(EXPERT_COURSE), '--out', str(pure),
+                         '--episodes', '1', '--seed', '6', '--driver', 'dagger', '--policy', str(policy),
+                         '--workers', '1', '--no-progress', '--expert-share', '0')
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads((pure / 'dataset.json').read_text())['settings']['expert_share'] == 0.0
+    assert dataset_provenance(pure)['expert_share'] == 0.0 and 'expert_share' not in dataset_provenance(dagger)
+    resumed = robotsim('dataset', 'generate', '--randomization', str(EXPERT_COURSE), '--out', str(pure),
+                       '--episodes', '2', '--seed', '6', '--driver', 'dagger', '--policy', str(policy), '--resume',
+                       '--no-progress')
+    assert resumed.returncode == 2 and 'expert_share 0.0 -> None' in resumed.stderr, resumed.stderr
     for arguments, expected in ((['--driver', 'wander', '--expert-commit', '0.5'],
                                  '--expert-commit: applies only to the drivers with the expert in them (expert, dagger)'),
                                 (['--driver', 'straight', '--expert-memoryless'],
                                  '--expert-memoryless: applies only to the drivers with the expert in them (expert, '
                                  'dagger)'),
                                 (['--driver', 'expert', '--expert-commit', '-1'],
-                                 '--expert-commit: expected 0 ... 5 m, got -1.0')):
+                                 '--expert-commit: expected 0 ... 5 m, got -1.0'),
+                                (['--driver', 'expert', '--expert-share', '0'],
+                                 '--expert-share: applies only to the DAgger driver (dagger), not --driver expert'),
+                                (['--driver', 'dagger', '--policy', str(policy), '--expert-share', '1.5'],
+                                 '--expert-share: expected 0 ... 1, got 1.5'),
+                                (['--driver', 'wander', '--shield'],
+                                 '--shield: applies only to a driver that runs a policy file, not --driver wander')):
         wrong = robotsim('dataset', 'generate', '--randomization', str(EXPERT_COURSE), '--out', str(tmp_path / 'y'),
                          '--episodes', '1', *arguments)
         assert wrong.returncode == 2 and wrong.stderr.strip().count('\n') == 0, wrong.stderr
@@ -445,3 +463,33 @@ def test_the_sample_cache_gives_the_same_policy_decodes_a_changed_bag_again_and_
                                 '--out', str(tmp_path / 'x.onnx'), '--epochs', '1'], capture_output=True, text=True,
                                timeout=900, env=dict(environment, ROBOTSIM_SAMPLE_CACHE_BYTES='4G'))
     assert completed.returncode == 2 and 'ROBOTSIM_SAMPLE_CACHE_BYTES: expected a size in bytes' in completed.stderr
+
+
+def test_the_expert_share_decides_who_drives_a_dagger_episode(expert_dataset, tmp_path):
+    """DAgger at share 0 drives exactly as the policy alone (the expert only labels: the states where the policy
+    goes wrong are recorded whole); at share 1 every executed command is the expert's label."""
+    from rosbags.highlevel import AnyReader
+
+    from robotsim_learning.driving import RunOptions
+    policy = tmp_path / 'first.onnx'
+    assert robotsim('policy', 'train', str(expert_dataset), '--out', str(policy), '--epochs', '3',
+                    '--hidden', '16', '--no-image').returncode == 0
+
+    def commands(name: str, run: RunOptions) -> dict[str, list]:
+        folder = tmp_path / name
+        run_episode(Randomizer(load_randomization(str(EXPERT_COURSE)), 99), 0, str(folder), name.split('-')[0] +
+                    f':{policy}', cameras=False, duration=3.0, run=run)
+        found: dict[str, list] = {}
+        with AnyReader([folder]) as reader:
+            for connection, _, data in reader.messages():
+                if connection.topic in ('/cmd_vel', '/expert/cmd_vel'):
+                    message = reader.deserialize(data, connection.msgtype)
+                    found.setdefault(connection.topic, []).append((message.linear.x, message.angular.z))
+        return found
+
+    alone = commands('policy', RunOptions())['/cmd_vel']
+    pure = commands('dagger-pure', RunOptions(expert_share=0.0))
+    assert len(alone) > 20 and pure['/cmd_vel'] == alone
+    assert pure['/expert/cmd_vel'] != alone  # the labels are the expert's, not what was executed
+    expert = commands('dagger-expert', RunOptions(expert_share=1.0))
+    assert expert['/cmd_vel'] == expert['/expert/cmd_vel']

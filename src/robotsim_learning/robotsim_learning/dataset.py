@@ -25,9 +25,12 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import fields
 from pathlib import Path
 
 from robotsim_core.output_files import file_sha256
+
+from .driving import RunOptions
 
 MANIFEST = 'dataset.json'
 PARTIAL = '.partial'
@@ -38,9 +41,6 @@ MAX_EPISODES = 100_000
 cameras, already 16 TB): a larger corpus is several datasets."""
 MAX_WORKERS = 256
 """Worker processes (or local Ray CPUs) one generation may start."""
-OPTIONAL_SETTINGS = ('shield', 'expert_commit', 'expert_memoryless')
-"""Settings a manifest holds only when they are set (``--shield``, ``--expert-commit``): manifests written before
-them, and datasets made without them, read the same."""
 
 
 class DatasetError(RuntimeError):
@@ -175,12 +175,7 @@ def incompleteness(out: str, listed_verify: bool = False) -> str | None:
         command.append('--no-cameras')
     if settings.get('prune') is True:
         command.append('--prune')
-    if settings.get('shield') is True:
-        command.append('--shield')
-    if isinstance(settings.get('expert_commit'), (int, float)):
-        command += ['--expert-commit', f"{settings['expert_commit']:g}"]
-    if settings.get('expert_memoryless') is True:
-        command.append('--expert-memoryless')
+    command += RunOptions.from_settings(settings).arguments()
     command += ['--out', str(out), '--resume']
     return (f'{out}: {done} of {wanted} episodes generated'
             + (f' ({", ".join(half)} half-written in {PARTIAL}/)' if half else '')
@@ -190,8 +185,7 @@ def incompleteness(out: str, listed_verify: bool = False) -> str | None:
 
 # ---------------------------------------------------------------------------------------------- one episode
 def generate_episode(spec_path: str, seed: int, index: int, out: str, driver: str, cameras: bool,
-                     prune: bool, shield: bool = False, expert_commit: float = 0.0,
-                     expert_memoryless: bool = False) -> dict:
+                     prune: bool, run: RunOptions = RunOptions()) -> dict:
     """Run one episode into ``out/.partial/<name>``, move it into place and describe it (a worker's
     whole job: picklable arguments in, a JSON-able manifest entry out)."""
     from .ros.episode import run_episode
@@ -203,8 +197,7 @@ def generate_episode(spec_path: str, seed: int, index: int, out: str, driver: st
     if partial.exists():
         shutil.rmtree(partial)
     partial.parent.mkdir(parents=True, exist_ok=True)
-    result = run_episode(Randomizer(spec, seed), index, str(partial), driver, cameras=cameras, shield=shield,
-                         expert_commit=expert_commit, expert_memoryless=expert_memoryless)
+    result = run_episode(Randomizer(spec, seed), index, str(partial), driver, cameras=cameras, run=run)
     entry = {'index': index, 'bag': name, 'outcome': result.outcome, 'duration': round(result.duration, 9),
              'message_counts': result.counts, 'travel': round(result.travel, 6),
              'final_goal_distance': round(result.final_goal_distance, 6), 'camera_frames': result.camera_frames,
@@ -303,21 +296,16 @@ def _check_output_dir(out: Path) -> None:
 
 def generate(spec_path: str, out: str, episodes: int, seed: int, driver: str, workers: int = 1,
              executor: str = 'local', resume: bool = False, prune: bool = False, cameras: bool = True,
-             ray_address: str | None = None, progress=True, shield: bool = False, expert_commit: float = 0.0,
-             expert_memoryless: bool = False) -> dict:
-    """Generate (or complete, with ``resume``) a dataset; returns the manifest. ``shield``: a policy driver's
-    commands go through its velocity shield (robotsim_learning.shield); ``expert_commit``: the expert's
-    ``ExpertConfig.commit_margin`` (m) and ``expert_memoryless`` its ``ExpertConfig.memoryless``, in a driver with
-    the expert in it (expert, dagger)."""
+             ray_address: str | None = None, progress=True, run: RunOptions = RunOptions()) -> dict:
+    """Generate (or complete, with ``resume``) a dataset; returns the manifest. ``run``: the driver's
+    :class:`~robotsim_learning.driving.RunOptions` (its velocity shield, the expert's options), kept in the
+    manifest's settings when not at their defaults."""
     from .driving import make_driver
     from .randomization import load_randomization, spec_content, spec_hash
 
     spec = load_randomization(spec_path)
     try:
-        # once: a bad name, file or option is one line before any worker
-        make_driver(driver, expert_commit=expert_commit, expert_memoryless=expert_memoryless)
-        if shield and not driver.startswith(('policy:', 'dagger:')):
-            raise ValueError(f'--shield: applies only to a driver that runs a policy file, not --driver {driver}')
+        make_driver(driver, run=run)  # once: a bad name, file or option is one line before any worker
     except ValueError as error:
         raise DatasetError(str(error)) from None
     for option, value, most in (('--episodes', episodes, MAX_EPISODES), ('--workers', workers, MAX_WORKERS)):
@@ -344,13 +332,12 @@ def generate(spec_path: str, out: str, episodes: int, seed: int, driver: str, wo
                                'empty folder, or a dataset folder to --resume (nothing was changed)')
     _check_output_dir(out_dir)
     settings = {'episodes': episodes, 'seed': seed, 'driver': driver, 'cameras': cameras, 'prune': prune,
-                'randomization_sha256': spec_hash(spec), **({'shield': True} if shield else {}),
-                **({'expert_commit': expert_commit} if expert_commit else {}),
-                **({'expert_memoryless': True} if expert_memoryless else {})}
+                'randomization_sha256': spec_hash(spec), **run.settings()}
     if manifest_path.exists():
         manifest = load_manifest(manifest_path)
         # Settings written only when set (a manifest without them means off): compared also when only one has them.
-        keys = [*settings, *(key for key in OPTIONAL_SETTINGS if key in manifest['settings'] and key not in settings)]
+        optional = [f.name for f in fields(RunOptions)]
+        keys = [*settings, *(key for key in optional if key in manifest['settings'] and key not in settings)]
         previous = {key: manifest['settings'].get(key) for key in keys}
         settings = {key: settings.get(key) for key in keys}
         if previous != settings:
@@ -386,8 +373,7 @@ def generate(spec_path: str, out: str, episodes: int, seed: int, driver: str, wo
     if half_written:
         print(f'robotsim dataset: regenerating {len(half_written)} half-written episode(s): {", ".join(half_written)}',
               file=sys.stderr)
-    tasks = [(os.path.abspath(spec_path), seed, index, str(out_dir), driver, cameras, prune, shield, expert_commit,
-              expert_memoryless) for index in todo]
+    tasks = [(os.path.abspath(spec_path), seed, index, str(out_dir), driver, cameras, prune, run) for index in todo]
     started = time.monotonic()
     finished: list[dict] = []
     bar = None

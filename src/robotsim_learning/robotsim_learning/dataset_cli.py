@@ -43,6 +43,7 @@ def _driver(args) -> str:
 
 def run(args) -> int:
     from .dataset import DatasetError, generate, incompleteness, verify
+    from .driving import RunOptions
     from .lerobot_export import ExportError, export_lerobot
 
     try:
@@ -57,8 +58,8 @@ def run(args) -> int:
             generate(args.randomization, args.out, args.episodes, args.seed, _driver(args),
                      args.workers if args.workers is not None else 1, args.executor, args.resume, args.prune,
                      cameras=not args.no_cameras, ray_address=args.ray_address, progress=not args.no_progress,
-                     shield=args.shield, expert_commit=args.expert_commit,
-                     expert_memoryless=args.expert_memoryless)
+                     run=RunOptions(shield=args.shield, expert_commit=args.expert_commit,
+                                    expert_memoryless=args.expert_memoryless, expert_share=args.expert_share))
             return 0
         if args.action == 'verify':
             problems = verify(args.dataset)
@@ -119,6 +120,8 @@ HELP = 'randomised episodes as bags, verify, LeRobot export'
 
 def add_arguments(parser) -> None:
     from robotsim_core.drivers import DRIVERS, episode_drivers
+
+    from .driving import DAGGER_EXPERT_SHARE
     verbs = parser.add_subparsers(dest='action', required=True, metavar='{generate,verify,export,check-lerobot}')
     generate = verbs.add_parser('generate', help='run randomised episodes into MCAP bags, with a manifest',
                                 description='Run randomised episodes into MCAP bags (one folder per episode) and '
@@ -146,6 +149,11 @@ def add_arguments(parser) -> None:
                                'every command (down its cost to the goal), so its command depends on the state alone, '
                                'not on a path planned earlier (default: it keeps its path until the robot strays '
                                '0.3 m from it)')
+    generate.add_argument('--expert-share', type=float, default=DAGGER_EXPERT_SHARE, metavar='S',
+                          help="with --driver dagger: the share of decisions the expert's label drives instead of the "
+                               f'policy (0 ... 1, seeded; default {DAGGER_EXPERT_SHARE:g}; 0: the policy drives every '
+                               'decision and the expert only labels, so the states where the policy goes wrong are '
+                               'recorded whole)')
     generate.add_argument('--workers', type=int, default=None,
                           help='processes (or local Ray CPUs) in parallel (default 1)')
     generate.add_argument('--executor', choices=['local', 'ray'], default='local',

@@ -19,7 +19,7 @@ import importlib
 import math
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -34,6 +34,78 @@ GROUND_TRUTH = 'sim/ground_truth'
 """The simulator's ground truth (nav_msgs/Odometry in world), read by privileged drivers only."""
 MAX_EXPERT_COMMIT = 5.0
 """Largest ``expert_commit`` (m) taken: a detour longer than that is no longer "about as short"."""
+DAGGER_EXPERT_SHARE = 0.3
+"""The share of a DAgger run's decisions its expert's label drives unless told otherwise (``--expert-share``)."""
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a recorded run's driver works beyond its name and file: the options of ``robotsim dataset generate``
+    that change the bytes of its episodes. Each field is one option, named once here (``applies``: to drivers
+    running a policy file, with the expert in them, or DAgger only): its command-line flag
+    (``--`` and the name with dashes), its manifest setting (the field's name, written only when not the
+    default, so manifests from before an option existed and datasets made without it read the same), the
+    ``--resume`` command that repeats it and the policy's provenance all come from this table. Picklable:
+    each worker gets it whole."""
+    shield: bool = field(default=False, metadata={'applies': 'policy'})
+    """A policy driver's commands go through its velocity shield (robotsim_learning.shield), as the policy node
+    with ``shield:=true``."""
+    expert_commit: float = field(default=0.0, metadata={'applies': 'expert'})
+    """The expert's ``ExpertConfig.commit_margin`` (m, 0 ... :data:`MAX_EXPERT_COMMIT`), in a driver with the
+    expert in it."""
+    expert_memoryless: bool = field(default=False, metadata={'applies': 'expert'})
+    """The expert's ``ExpertConfig.memoryless`` (it plans again at every command), in a driver with the expert in
+    it."""
+    expert_share: float = field(default=DAGGER_EXPERT_SHARE, metadata={'applies': 'dagger'})
+    """DAgger only: the share of decisions (0 ... 1) that the expert's label drives instead of the policy's command
+    (0: the policy drives every decision, the expert only labels; seeded per run)."""
+
+    @staticmethod
+    def flag(name: str) -> str:
+        return '--' + name.replace('_', '-')
+
+    def settings(self) -> dict:
+        """The manifest settings: the fields that are not at their default."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != f.default}
+
+    @classmethod
+    def from_settings(cls, settings: dict) -> RunOptions:
+        """The options a manifest's settings name; a value of the wrong type (a hand-edited manifest) is the
+        default, as an absent one."""
+        found = {}
+        for f in fields(cls):
+            value = settings.get(f.name)
+            if isinstance(f.default, bool) and value is True:
+                found[f.name] = True
+            elif (not isinstance(f.default, bool) and isinstance(value, (int, float)) and not isinstance(value, bool)
+                  and math.isfinite(value)):
+                found[f.name] = float(value)
+        return cls(**found)
+
+    def arguments(self) -> list[str]:
+        """The command-line options that give these settings (the ``--resume`` command repeats them)."""
+        words: list[str] = []
+        for name, value in self.settings().items():
+            words += [self.flag(name)] if value is True else [self.flag(name), f'{value:g}']
+        return words
+
+    def check(self, name: str, option: str = '--driver') -> None:
+        """ValueError, one line naming the flag, when a value is out of range or the driver ``name`` (NAME or
+        NAME:FILE of the driver table) has no use for it."""
+        base = name.partition(':')[0]
+        cls = driver_class(base, option)
+        if not math.isfinite(self.expert_commit) or not 0.0 <= self.expert_commit <= MAX_EXPERT_COMMIT:
+            raise ValueError(f'--expert-commit: expected 0 ... {MAX_EXPERT_COMMIT:g} m, got {self.expert_commit!r}')
+        if not math.isfinite(self.expert_share) or not 0.0 <= self.expert_share <= 1.0:
+            raise ValueError(f'--expert-share: expected 0 ... 1, got {self.expert_share!r}')
+        expert = f'the drivers with the expert in them ({", ".join(n for n in DRIVERS if _has_expert(n))})'
+        applies = {'policy': (DRIVERS[base].argument == 'policy', 'a driver that runs a policy file'),
+                   'expert': (cls.has_expert, expert),
+                   'dagger': (issubclass(cls, DaggerDriver), 'the DAgger driver (dagger)')}
+        for f in fields(self):
+            taken, who = applies[f.metadata['applies']]
+            if getattr(self, f.name) != f.default and not taken:
+                raise ValueError(f'{self.flag(f.name)}: applies only to {who}, not {option} {base}')
 
 
 @dataclass
@@ -294,14 +366,16 @@ class DaggerDriver(PolicyDriver):
     privileged = True
     has_expert = True
     labels = True
-    expert_share = 0.3
 
     def __init__(self, path: str = '', providers: tuple[str, ...] = ('CPUExecutionProvider',),
                  robot: str | None = None, goal_tolerance: float = 0.0, shield: bool = False,
-                 expert_commit: float = 0.0, expert_memoryless: bool = False):
+                 expert_commit: float = 0.0, expert_memoryless: bool = False,
+                 expert_share: float = DAGGER_EXPERT_SHARE):
         super().__init__(path, providers, robot, goal_tolerance, shield)
         self.expert_commit = float(expert_commit)
         self.expert_memoryless = bool(expert_memoryless)
+        self.expert_share = float(expert_share)
+        """The share of decisions the expert's label drives (:attr:`RunOptions.expert_share`)."""
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -333,28 +407,21 @@ def driver_class(name: str, option: str = '--driver') -> type[Driver]:
     return getattr(importlib.import_module(module), attribute)
 
 
-def make_driver(name: str, option: str = '--driver', expert_commit: float = 0.0, expert_memoryless: bool = False,
-                **options) -> Driver:
+def make_driver(name: str, option: str = '--driver', run: RunOptions = RunOptions(), **options) -> Driver:
     """``NAME`` or ``NAME:ARGUMENT`` (a driver's file, e.g. ``policy:policy.onnx``): a plain string, so worker
-    processes started afresh build the same driver. ``options`` go to a driver that takes an argument
-    (the policy's ``providers``, ``robot``, ``goal_tolerance``); ``expert_commit`` and ``expert_memoryless`` to a
-    driver with the expert in it (its ``ExpertConfig.commit_margin``, m, and ``memoryless``); errors name
-    ``option``."""
+    processes started afresh build the same driver. ``run``: the :class:`RunOptions` (checked against the driver:
+    ValueError naming the flag); ``options`` go to a driver that takes an argument (the policy's ``providers``,
+    ``robot``, ``goal_tolerance``); errors name ``option``."""
     base, _, argument = name.partition(':')
     cls = driver_class(base, option)
-    if not math.isfinite(expert_commit) or not 0.0 <= expert_commit <= MAX_EXPERT_COMMIT:
-        raise ValueError(f'--expert-commit: expected 0 ... {MAX_EXPERT_COMMIT:g} m, got {expert_commit!r}')
-    if expert_commit and not cls.has_expert:
-        raise ValueError(f'--expert-commit: applies only to the drivers with the expert in them '
-                         f'({", ".join(n for n in DRIVERS if _has_expert(n))}), not {option} {base}')
-    if expert_memoryless and not cls.has_expert:
-        raise ValueError(f'--expert-memoryless: applies only to the drivers with the expert in them '
-                         f'({", ".join(n for n in DRIVERS if _has_expert(n))}), not {option} {base}')
-    extra = {'expert_commit': expert_commit, 'expert_memoryless': bool(expert_memoryless)} if cls.has_expert else {}
+    run.check(name, option)
+    extra = {'expert_commit': run.expert_commit, 'expert_memoryless': run.expert_memoryless} if cls.has_expert else {}
+    if issubclass(cls, DaggerDriver):
+        extra['expert_share'] = run.expert_share
     if DRIVERS[base].argument:
         if not argument:
             raise ValueError(f'{option} {base}: expected {base}:FILE with an ONNX policy file')
-        return cls(argument, **options, **extra)
+        return cls(argument, **options, shield=run.shield, **extra)
     if argument:
         raise ValueError(f'{option} {base}: takes no argument, got {name!r}')
     return cls(**extra)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .driving import RunOptions
 from .observation import ObservationSpec, spec_for_robot
 
 TOPICS = ('/scan', '/camera/image_raw', '/odom', '/imu/data', '/goal_pose', '/cmd_vel', '/expert/cmd_vel')
@@ -226,10 +227,7 @@ def dataset_provenance(dataset: Path) -> dict:
         driver = f'{name}:{os.path.basename(path)}'
     return {'name': dataset.resolve().name, 'manifest_sha256': hashlib.sha256(manifest_bytes).hexdigest(),
             'seed': settings.get('seed'), 'episodes': settings.get('episodes'), 'driver': driver,
-            **({'shield': True} if settings.get('shield') is True else {}),
-            **({'expert_commit': settings['expert_commit']} if isinstance(settings.get('expert_commit'), (int, float))
-               and not isinstance(settings.get('expert_commit'), bool) else {}),
-            **({'expert_memoryless': True} if settings.get('expert_memoryless') is True else {}),
+            **RunOptions.from_settings(settings).settings(),
             'randomization': {'name': os.path.basename(spec_path) if isinstance(spec_path, str) else None,
                               'sha256': randomization.get('sha256')},
             'source_commit': manifest.get('source_commit')}

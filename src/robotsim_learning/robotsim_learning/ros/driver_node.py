@@ -39,7 +39,7 @@ from robotsim_core.drivers import DRIVERS
 from robotsim_core.errors import DescriptionError
 from robotsim_core.ros import common as ros_common
 
-from ..driving import GOAL, GROUND_TRUTH, DriveContext, Observation, driver_class, make_driver
+from ..driving import GOAL, GROUND_TRUTH, DriveContext, Observation, RunOptions, driver_class, make_driver
 from ..observation import stamp_seconds
 from ..policy_runtime import PolicyFileError
 from .goals import accepted_goal
@@ -70,8 +70,8 @@ class DriverNode(Node):
             shield = ros_common.checked_parameter(self, 'shield', True)
             if not path:
                 raise PolicyFileError("parameter 'policy': expected the path of an ONNX policy file, got ''")
-            self.driver = make_driver(f'{driver_name}:{path}', "parameter 'driver'", providers=providers, robot=robot,
-                                      goal_tolerance=tolerance, shield=shield)
+            self.driver = make_driver(f'{driver_name}:{path}', "parameter 'driver'", RunOptions(shield=shield),
+                                      providers=providers, robot=robot, goal_tolerance=tolerance)
         else:
             self.driver = make_driver(driver_name, "parameter 'driver'")
         self.goal_driver = info.goal

@@ -31,7 +31,7 @@ from robotsim_core.description import load_robot
 from robotsim_core.ros.common import stamp_msg, yaw_quaternion
 
 from ..bag_writer import BagWriter, canonical_cdr_view
-from ..driving import DriveContext, Observation, make_driver
+from ..driving import DriveContext, Observation, RunOptions, make_driver
 from ..randomization import Randomizer, Scenario
 
 GOAL_TOPIC = '/goal_pose'
@@ -175,15 +175,13 @@ class _Collisions:
 
 
 def run_episode(randomizer: Randomizer, index: int, folder: str, driver_name: str, cameras: bool = True,
-                duration: float | None = None, commands=None, shield: bool = False,
-                expert_commit: float = 0.0, expert_memoryless: bool = False) -> EpisodeResult:
+                duration: float | None = None, commands=None, run: RunOptions = RunOptions()) -> EpisodeResult:
     """Run episode ``index`` and write it as a bag in ``folder`` (which must not exist), with the
     scenario's ``world.yaml`` and ``robot.yaml`` beside the MCAP file.
 
     ``commands``: instead of a driver, replay these (stamp_ns, linear, angular) commands (the
-    identity test against the ROS graph). ``shield``: a policy driver's commands go through its velocity shield;
-    ``expert_commit``, ``expert_memoryless``: the expert's commit margin (m) and whether it plans again at every
-    command, in a driver with the expert in it."""
+    identity test against the ROS graph). ``run``: the driver's :class:`~robotsim_learning.driving.RunOptions`
+    (its velocity shield, the expert's options)."""
     from robotsim_sim.ros.robot_messages import RobotMessages
     from robotsim_sim.scenario import scenario_text
     from robotsim_sim.scene import RobotPlacement, load_world
@@ -207,8 +205,7 @@ def run_episode(randomizer: Randomizer, index: int, folder: str, driver_name: st
                                               randomization=draw))
         try:
             return _loop(sim, RobotMessages(sim.robots[0], '', True, sim.labels), bag, scenario, world,
-                         driver_name, duration, spec.goal_tolerance, commands, started, described, shield,
-                         expert_commit, expert_memoryless)
+                         driver_name, duration, spec.goal_tolerance, commands, started, described, run)
         finally:
             sim.close()  # its renderer too, now, in this thread: the GL context is shared by the next episode
     finally:
@@ -216,7 +213,7 @@ def run_episode(randomizer: Randomizer, index: int, folder: str, driver_name: st
 
 
 def _loop(sim, messages, bag, scenario, world, driver_name, duration, tolerance, commands, started,
-          described, shield=False, expert_commit=0.0, expert_memoryless=False) -> EpisodeResult:
+          described, run) -> EpisodeResult:
     produced = [topic for topic in messages.topics if topic.name != 'sim/status']  # /sim/status is wall-clock RTF
     for topic in produced:
         bag.add_topic(f'/{topic.name}', topic.type, _qos(topic.qos))
@@ -226,9 +223,7 @@ def _loop(sim, messages, bag, scenario, world, driver_name, duration, tolerance,
         bag.add_topic(f'/{topic.name}', topic.type, _qos(topic.qos))
     bag.add_topic(GOAL_TOPIC, 'geometry_msgs/msg/PoseStamped', _qos(RELIABLE_QOS))
     bag.add_topic(COMMAND_TOPIC, 'geometry_msgs/msg/Twist', _qos(RELIABLE_QOS))
-    # Drivers without a file ignore shield; drivers without the expert never get expert_commit.
-    driver = make_driver(driver_name, shield=shield, expert_commit=expert_commit,
-                         expert_memoryless=expert_memoryless) if commands is None else None
+    driver = make_driver(driver_name, run=run) if commands is None else None
     if getattr(driver, 'labels', False):
         bag.add_topic(LABEL_TOPIC, 'geometry_msgs/msg/Twist', _qos(RELIABLE_QOS))
     latest = LatestMessages()
