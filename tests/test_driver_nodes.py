@@ -92,3 +92,5 @@ def test_the_policy_drives_in_both_worlds_with_its_file(tmp_path):
         assert (driver.package, driver.executable, driver.required) == ('robotsim_learning', 'policy', True)
         assert driver.parameters['policy'] == str(policy) and driver.parameters['goal'] == [1.0, 0.0]
         assert driver.parameters['use_sim_time'] == (mode == 'sim')
+        assert driver.parameters['seed'] == 0  # the bringup's seed:=, a sampling policy's draws
+    assert graph_for('sim', {'driver': 'policy', 'policy': str(policy), 'seed': '7'})[-1].parameters['seed'] == 7

@@ -73,6 +73,12 @@ TRAIN_CASES = {
                                                     '-1'], '--turn-commit: expected 0 ... 100, got -1'),
     'a turn commitment for the tanh head': (lambda tmp: ['--out', str(tmp / 'p.onnx'), '--turn-commit', '1'],
                                             '--turn-commit: applies to the bins head (--head bins), got --head tanh'),
+    'a sampling temperature out of range': (lambda tmp: ['--out', str(tmp / 'p.onnx'), '--head', 'bins',
+                                                         '--sample-temperature', 'nan'],
+                                            '--sample-temperature: expected 0 ... 10, got nan'),
+    'a sampling temperature for the tanh head': (lambda tmp: ['--out', str(tmp / 'p.onnx'), '--sample-temperature', '1'],
+                                                 '--sample-temperature: applies to the bins head (--head bins), got '
+                                                 '--head tanh'),
     'scan convolutions that do not divide the sectors': (
         lambda tmp: ['--out', str(tmp / 'p.onnx'), '--sectors', '36', '--scan-conv', '8,8,8'],
         '--scan-conv: expected a scan whose sectors (36) are at least 5 and divisible by 8 (3 convolutions of '

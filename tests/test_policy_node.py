@@ -208,7 +208,8 @@ print(sorted(m for m in sys.modules if m.startswith('robotsim_sim') or m.endswit
     (lambda tmp, policy: ('-p', f'policy:={tmp / "missing.onnx"}'), 'policy file not found'),
     (lambda tmp, policy: ('-p', f'policy:={policy}', '-p', 'robot:=racer'), 'has no 1-channel lidar'),
     (lambda tmp, policy: ('-p', 'policy:=""'), "parameter 'policy': expected the path"),
-], ids=['missing file', 'robot without lidar', 'no policy given'])
+    (lambda tmp, policy: ('-p', f'policy:={policy}', '-p', 'seed:=-1'), "parameter 'seed': expected a whole number >= 0"),
+], ids=['missing file', 'robot without lidar', 'no policy given', 'negative seed'])
 def test_policy_files_that_do_not_fit_are_refused_at_start(setup, expected, tmp_path, rover_policy):
     arguments = [executable('robotsim_learning', 'policy'), '--ros-args', *setup(tmp_path, rover_policy)]
     completed = subprocess.run(arguments, capture_output=True, text=True, timeout=120)

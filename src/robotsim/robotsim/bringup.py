@@ -538,6 +538,7 @@ def _driver_nodes(config: BringupConfig, entry) -> list[NodeSpec]:
         if info.argument == 'policy':
             parameters['policy'] = os.path.abspath(config.policy)
             parameters['shield'] = config.shield
+            parameters['seed'] = config.seed  # a sampling policy's draws
     if config.lockstep:
         parameters.update(lockstep=True, rate=decision_rate(driver))
     # Required drivers end the bringup with their exit status (the pick demo when done; a policy that stops

@@ -278,7 +278,7 @@ class PolicyDriver(Driver):
         self.images, self.odometry = deque(maxlen=5), deque(maxlen=20)
         self.estimate = ImuHeadingOdometry() if self.runtime.spec.uses_imu else None
         self.memory = self.runtime.spec.route_memory()
-        self.runtime.reset()  # a policy with a turn commitment starts the episode committed to nothing
+        self.runtime.reset(context.seed)  # committed to nothing; a sampling policy's draws from the run's seed
         self.goal = None
         """The goal (x, y in odom) of the last decision: a new one starts the turn commitment afresh."""
         if self.use_shield and self.shield is None:

@@ -44,12 +44,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--bin-window', default='0,0',
                         help='the bins head commands the probability-weighted mean of the cells within linear,angular '
                              "cells of the best-scoring one (default 0,0: the best cell's command)")
-    from .policy_model import MAX_NEAR_WEIGHT, MAX_TURN_COMMIT, TURN_COMMIT_RATE
+    from .policy_model import MAX_NEAR_WEIGHT, MAX_SAMPLE_TEMPERATURE, MAX_TURN_COMMIT, TURN_COMMIT_RATE
     parser.add_argument('--turn-commit', type=float, default=0.0, metavar='F',
                         help='the bins head holds the turn it is making: when its previous command turned faster than '
                              f'{TURN_COMMIT_RATE:g} rad/s, the cells turning the other way weigh 1/(1+F) of their '
                              f'probability when it acts (training is unchanged; 0 ... {MAX_TURN_COMMIT:g}, default 0: '
                              'none; the policy file then takes its previous command as a second input)')
+    parser.add_argument('--sample-temperature', type=float, default=0.0, metavar='T',
+                        help='the bins head draws its cell, each with probability proportional to p ** (1/T), instead '
+                             'of taking the best one, from a generator seeded by the run (the same seed, the same '
+                             f'commands; training is unchanged; 0 ... {MAX_SAMPLE_TEMPERATURE:g}, default 0: the best '
+                             'cell; the policy file then takes a uniform draw as an input)')
     from .policy_model import MAX_SCAN_CHANNELS, MAX_SCAN_CONV_LAYERS, SCAN_KERNEL
     parser.add_argument('--scan-conv', default='', metavar='C1,C2,...',
                         help='circular convolutions over the scan before the hidden layers, their channels '
@@ -147,6 +152,11 @@ def _argument_problem(args: argparse.Namespace) -> str:
         return f'--turn-commit: expected 0 ... {MAX_TURN_COMMIT:g}, got {args.turn_commit:g}'
     if args.turn_commit and args.head != 'bins':
         return f'--turn-commit: applies to the bins head (--head bins), got --head {args.head}'
+    from .policy_model import MAX_SAMPLE_TEMPERATURE
+    if not 0.0 <= args.sample_temperature <= MAX_SAMPLE_TEMPERATURE:
+        return f'--sample-temperature: expected 0 ... {MAX_SAMPLE_TEMPERATURE:g}, got {args.sample_temperature:g}'
+    if args.sample_temperature and args.head != 'bins':
+        return f'--sample-temperature: applies to the bins head (--head bins), got --head {args.head}'
     if window != (0, 0) and args.head != 'bins':
         return f'--bin-window: applies to the bins head (--head bins), got --head {args.head}'
     if args.scan_conv:
@@ -227,6 +237,7 @@ def run(args: argparse.Namespace) -> int:
                                                                         bin_window=_bins(args.bin_window),
                                                                         near_weight=args.near_weight,
                                                                         turn_commit=args.turn_commit,
+                                                                        sample_temperature=args.sample_temperature,
                                                                         scan_conv=_bins(args.scan_conv),
                                                                         near_range=args.near_range),
                                     image=not args.no_image, progress=progress, heading=args.heading,

@@ -26,6 +26,10 @@ ONNX_OUTPUT = 'cmd_vel'
 PREVIOUS_INPUT = 'previous_cmd_vel'
 """The second input of a policy with a turn commitment (:attr:`TrainConfig.turn_commit`): its own previous command
 [batch, 2] (zeros at the start of an episode)."""
+UNIFORM_INPUT = 'uniform'
+"""The input of a policy that samples its cell (:attr:`TrainConfig.sample_temperature`): one number in [0, 1) per
+row [batch, 1], drawn by the runtime from its seeded generator; the cell is where that number falls in the
+cumulative distribution of the tempered cell probabilities."""
 ONNX_OPSET = 17
 ONNX_IR_VERSION = 9
 SPEC_KEY = 'robotsim.observation_spec'
@@ -67,6 +71,10 @@ MAX_NEAR_WEIGHT = 100.0
 MAX_TURN_COMMIT = 100.0
 """Largest :attr:`TrainConfig.turn_commit`."""
 TURN_COMMIT_RATE = 0.2
+MAX_SAMPLE_TEMPERATURE = 10.0
+"""Largest :attr:`TrainConfig.sample_temperature`."""
+SMALLEST_PROBABILITY = 1e-30
+"""Cell probabilities are raised to at least this before their logarithm (a sampling policy's tempering)."""
 """rad/s: a previous command turning faster than this is a turn the policy is making (its commitment holds it)."""
 
 
@@ -123,6 +131,15 @@ class TrainConfig:
     turns) the robot keeps its turn instead of turning on the spot one way and the other; a confident choice of the
     other way still wins. The policy file then takes its previous command as a second input
     (:data:`PREVIOUS_INPUT`). 0 ... :data:`MAX_TURN_COMMIT`; 0: none."""
+    sample_temperature: float = 0.0
+    """The bins head draws its cell instead of taking the best-scoring one, applied when it acts (training is
+    unchanged): cell k with probability proportional to p_k ** (1 / sample_temperature) (1: the network's own
+    probabilities; toward 0: the best cell), then the window's mean around the drawn cell as around the best one. A
+    deterministic network in a state it maps to a turn on the spot can turn on the spot until the episode ends (its
+    observation comes back round with the robot); a draw now and then of a command it gives less weight leaves such
+    a loop. The draws come from the runtime's generator, seeded by the run (:meth:`PolicyRuntime.reset`), so the same
+    seed gives the same commands; the policy file takes them as an input (:data:`UNIFORM_INPUT`).
+    0 ... :data:`MAX_SAMPLE_TEMPERATURE`; 0: the best cell."""
 
 
 @dataclass
@@ -145,6 +162,8 @@ class TrainedPolicy:
     """:attr:`TrainConfig.bin_window`: the cells around the best one the command is the probability-weighted mean of."""
     turn_commit: float = 0.0
     """:attr:`TrainConfig.turn_commit` (bins head only)."""
+    sample_temperature: float = 0.0
+    """:attr:`TrainConfig.sample_temperature` (bins head only)."""
 
     @property
     def window_mask(self) -> np.ndarray | None:
@@ -163,9 +182,16 @@ class TrainedPolicy:
         """Whether the policy holds its turn (:attr:`turn_commit`): it then takes its previous command."""
         return self.bin_actions is not None and self.turn_commit > 0
 
-    def act(self, observations: np.ndarray, previous: np.ndarray | None = None) -> np.ndarray:
+    @property
+    def samples(self) -> bool:
+        """Whether the policy draws its cell (:attr:`sample_temperature`): it then takes a uniform draw per row."""
+        return self.bin_actions is not None and self.sample_temperature > 0
+
+    def act(self, observations: np.ndarray, previous: np.ndarray | None = None,
+            uniform: np.ndarray | None = None) -> np.ndarray:
         """The network(s) in NumPy float32 (the reference the ONNX export is checked against); ``previous``: the
-        (batch, 2) previous commands a policy with a turn commitment holds its turn by (None: zeros)."""
+        (batch, 2) previous commands a policy with a turn commitment holds its turn by (None: zeros); ``uniform``:
+        the (batch, 1) draws in [0, 1) a sampling policy chooses its cells by (None: 0.5 each)."""
         outputs = []
         mask = self.window_mask
         for layers in self.networks:
@@ -176,7 +202,7 @@ class TrainedPolicy:
                     x = np.maximum(x, 0.0)
             if self.bin_actions is None:
                 outputs.append(np.tanh(x) * self.action_scale)
-            elif len(self.networks) == 1 and mask is None and not self.commits:
+            elif len(self.networks) == 1 and mask is None and not self.commits and not self.samples:
                 outputs.append(x)  # one network: the best score is the best logit
             else:
                 z = np.exp(x - x.max(axis=-1, keepdims=True))
@@ -187,14 +213,32 @@ class TrainedPolicy:
         if self.commits:
             combined = combined * commitment_weights(np, previous_commands(previous, len(combined)), self.bin_actions,
                                                      self.turn_commit)
+        cells = sampled_cells(np, combined, uniform_draws(uniform, len(combined)), self.sample_temperature) \
+            if self.samples else np.argmax(combined, axis=-1)
         if mask is None:
-            return self.bin_actions[np.argmax(combined, axis=-1)].astype(np.float32)
-        return window_command(np, combined, mask, self.bin_actions).astype(np.float32)
+            return self.bin_actions[cells].astype(np.float32)
+        return window_command(np, combined, mask, self.bin_actions, cells).astype(np.float32)
 
 
 def previous_commands(previous, count: int) -> np.ndarray:
     """(count, 2) float32 previous commands of a turn commitment's input: ``previous`` reshaped, None: zeros."""
     return np.zeros((count, 2), np.float32) if previous is None else np.asarray(previous, np.float32).reshape(count, 2)
+
+
+def uniform_draws(uniform, count: int) -> np.ndarray:
+    """(count, 1) float32 draws of a sampling policy's input: ``uniform`` reshaped, None: 0.5 each."""
+    return np.full((count, 1), 0.5, np.float32) if uniform is None else np.asarray(uniform, np.float32).reshape(count, 1)
+
+
+def sampled_cells(xp, probabilities, uniform, temperature: float):
+    """(batch,) cells drawn for :attr:`TrainConfig.sample_temperature`: where each row's draw in [0, 1) (batch, 1)
+    falls in the cumulative distribution of its probabilities tempered, p ** (1 / temperature) normalised
+    (``xp``: numpy or jax.numpy; the ONNX export builds the same graph)."""
+    logarithms = xp.log(xp.maximum(probabilities, np.float32(SMALLEST_PROBABILITY)))
+    tempered = xp.exp((logarithms - xp.max(logarithms, axis=-1, keepdims=True)) / np.float32(temperature))
+    cumulative = xp.cumsum(tempered, axis=-1) / xp.sum(tempered, axis=-1, keepdims=True)
+    below = xp.sum((cumulative < xp.asarray(uniform)).astype(np.int32), axis=-1)
+    return xp.minimum(below, probabilities.shape[-1] - 1)
 
 
 def commitment_weights(xp, previous, bin_actions: np.ndarray, turn_commit: float):
@@ -207,7 +251,8 @@ def commitment_weights(xp, previous, bin_actions: np.ndarray, turn_commit: float
     return 1.0 - against * turning * np.float32(turn_commit / (1.0 + turn_commit))
 
 
-def act_jax(policy: TrainedPolicy, observations: np.ndarray, previous: np.ndarray | None = None) -> np.ndarray:
+def act_jax(policy: TrainedPolicy, observations: np.ndarray, previous: np.ndarray | None = None,
+            uniform: np.ndarray | None = None) -> np.ndarray:
     """The network evaluated by the training framework (JAX), for checking the ONNX export."""
     import jax
     import jax.numpy as jnp
@@ -224,22 +269,26 @@ def act_jax(policy: TrainedPolicy, observations: np.ndarray, previous: np.ndarra
             outputs.append(jnp.tanh(x) * policy.action_scale)
         else:
             outputs.append(x if len(policy.networks) == 1 and mask is None and not policy.commits
-                           else jax.nn.softmax(x, axis=-1))
+                           and not policy.samples else jax.nn.softmax(x, axis=-1))
     combined = jnp.mean(jnp.stack(outputs), axis=0)
     if policy.bin_actions is None:
         return np.asarray(combined)
     if policy.commits:
         combined = combined * commitment_weights(jnp, jnp.asarray(previous_commands(previous, len(combined))),
                                                  policy.bin_actions, policy.turn_commit)
+    cells = sampled_cells(jnp, combined, jnp.asarray(uniform_draws(uniform, len(combined))),
+                          policy.sample_temperature) if policy.samples else jnp.argmax(combined, axis=-1)
     if mask is None:
-        return policy.bin_actions[np.asarray(jnp.argmax(combined, axis=-1))]
-    return np.asarray(window_command(jnp, combined, mask, policy.bin_actions))
+        return policy.bin_actions[np.asarray(cells)]
+    return np.asarray(window_command(jnp, combined, mask, policy.bin_actions, cells))
 
 
-def window_command(xp, probabilities, mask: np.ndarray, bin_actions: np.ndarray):
+def window_command(xp, probabilities, mask: np.ndarray, bin_actions: np.ndarray, cells=None):
     """The bins head's command with a window: the probability-weighted mean of the commands of the cells ``mask``
-    puts around the best cell (``xp``: numpy or jax.numpy; the ONNX export builds the same graph)."""
-    weights = probabilities * xp.asarray(mask)[xp.argmax(probabilities, axis=-1)]
+    puts around each row's cell, ``cells`` (batch,) or the best one (``xp``: numpy or jax.numpy; the ONNX export
+    builds the same graph)."""
+    cells = xp.argmax(probabilities, axis=-1) if cells is None else cells
+    weights = probabilities * xp.asarray(mask)[cells]
     return (weights @ xp.asarray(bin_actions)) / xp.sum(weights, axis=-1, keepdims=True)
 
 
@@ -396,6 +445,10 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
     if not 0.0 <= config.turn_commit <= MAX_TURN_COMMIT or (config.turn_commit and config.head != 'bins'):
         raise ValueError(f'turn_commit: expected 0 ... {MAX_TURN_COMMIT:g} (the bins head only), got '
                          f'{config.turn_commit} with head {config.head!r}')
+    if not 0.0 <= config.sample_temperature <= MAX_SAMPLE_TEMPERATURE or (config.sample_temperature
+                                                                           and config.head != 'bins'):
+        raise ValueError(f'sample_temperature: expected 0 ... {MAX_SAMPLE_TEMPERATURE:g} (the bins head only), got '
+                         f'{config.sample_temperature} with head {config.head!r}')
     if not (1.0 <= config.near_weight <= MAX_NEAR_WEIGHT and config.near_range > 0):
         raise ValueError(f'near_weight: expected 1 ... {MAX_NEAR_WEIGHT:g} and near_range > 0, got '
                          f'{config.near_weight}, {config.near_range}')
@@ -506,7 +559,8 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
         extra = {'validation_cross_entropy': validation_loss, 'train_cross_entropy': train_loss,
                  'bins': list(bins), 'bin_window': list(window)}
     policy = TrainedPolicy(spec, networks[0], mean.astype(np.float32), std, scale, members=networks[1:],
-                           bin_actions=bin_actions, bins=bins, bin_window=window, turn_commit=float(config.turn_commit))
+                           bin_actions=bin_actions, bins=bins, bin_window=window, turn_commit=float(config.turn_commit),
+                           sample_temperature=float(config.sample_temperature))
     if bin_actions is not None or config.near_weight != 1.0:
         # Every sample alike, as the predict-the-mean baseline: a weighted loss is not comparable with it.
         validation_loss = float(command_error(params_of[0], x_val, y_val))
@@ -522,6 +576,8 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
         'ensemble': config.ensemble, 'head': config.head}
     if config.turn_commit:
         policy.report.update(turn_commit=float(config.turn_commit))
+    if config.sample_temperature:
+        policy.report.update(sample_temperature=float(config.sample_temperature))
     if scan_conv:
         policy.report.update(scan_conv=list(scan_conv), scan_kernel=SCAN_KERNEL)
     if config.near_weight != 1.0:
@@ -541,8 +597,8 @@ def stored_report(report: dict) -> dict:
 
 def export_onnx(policy: TrainedPolicy, path: str, description: str = '') -> None:
     """Write the network as ONNX: observation [batch, size] float32 -> cmd_vel [batch, 2] (linear.x,
-    angular.z), and with a turn commitment previous_cmd_vel [batch, 2] beside the observation; the observation spec
-    and the training report are stored as metadata."""
+    angular.z), with a turn commitment previous_cmd_vel [batch, 2] beside the observation, with sampling uniform
+    [batch, 1]; the observation spec and the training report are stored as metadata."""
     import json
 
     import onnx
@@ -583,6 +639,9 @@ def export_onnx(policy: TrainedPolicy, path: str, description: str = '') -> None
             nodes.append(helper.make_node('Mean', outputs, ['mean_scores']))
             scores = 'mean_scores'
         mask = policy.window_mask
+        if len(outputs) == 1 and policy.samples and not policy.commits:
+            nodes.append(helper.make_node('Softmax', [scores], ['probabilities'], axis=-1))
+            scores = 'probabilities'
         if policy.commits:  # the cells turning against the previous command's turn weigh less (commitment_weights)
             if len(outputs) == 1:
                 nodes.append(helper.make_node('Softmax', [scores], ['probabilities'], axis=-1))
@@ -608,12 +667,33 @@ def export_onnx(policy: TrainedPolicy, path: str, description: str = '') -> None
                       helper.make_node('Sub', ['one', 'cut'], ['commitment']),
                       helper.make_node('Mul', [scores, 'commitment'], ['committed'])]
             scores = 'committed'
-        nodes.append(helper.make_node('ArgMax', [scores], ['best_bin'], axis=1, keepdims=0))
+        if policy.samples:  # the cell the draw falls on in the tempered probabilities' cumulative sum (sampled_cells)
+            initializers += [
+                numpy_helper.from_array(np.array(SMALLEST_PROBABILITY, np.float32), 'smallest_probability'),
+                numpy_helper.from_array(np.array(policy.sample_temperature, np.float32), 'sample_temperature'),
+                numpy_helper.from_array(np.array(1, np.int64), 'cumulative_axis'),
+                numpy_helper.from_array(np.array([1], np.int64), 'draw_axis'),
+                numpy_helper.from_array(np.array(len(policy.bin_actions) - 1, np.int64), 'last_cell')]
+            nodes += [helper.make_node('Max', [scores, 'smallest_probability'], ['floored']),
+                      helper.make_node('Log', ['floored'], ['log_probabilities']),
+                      helper.make_node('ReduceMax', ['log_probabilities'], ['log_highest'], axes=[1], keepdims=1),
+                      helper.make_node('Sub', ['log_probabilities', 'log_highest'], ['log_relative']),
+                      helper.make_node('Div', ['log_relative', 'sample_temperature'], ['log_tempered']),
+                      helper.make_node('Exp', ['log_tempered'], ['tempered']),
+                      helper.make_node('CumSum', ['tempered', 'cumulative_axis'], ['tempered_sum']),
+                      helper.make_node('ReduceSum', ['tempered', 'draw_axis'], ['tempered_total'], keepdims=1),
+                      helper.make_node('Div', ['tempered_sum', 'tempered_total'], ['cumulative']),
+                      helper.make_node('Less', ['cumulative', UNIFORM_INPUT], ['is_below']),
+                      helper.make_node('Cast', ['is_below'], ['below'], to=TensorProto.INT64),
+                      helper.make_node('ReduceSum', ['below', 'draw_axis'], ['cells_below'], keepdims=0),
+                      helper.make_node('Min', ['cells_below', 'last_cell'], ['best_bin'])]
+        else:
+            nodes.append(helper.make_node('ArgMax', [scores], ['best_bin'], axis=1, keepdims=0))
         if mask is None:
             nodes.append(helper.make_node('Gather', ['bin_actions', 'best_bin'], [ONNX_OUTPUT], axis=0))
         else:  # the probability-weighted mean of the commands of the cells around the best one
             probabilities = scores
-            if len(outputs) == 1 and not policy.commits:
+            if len(outputs) == 1 and not policy.commits and not policy.samples:
                 nodes.append(helper.make_node('Softmax', [scores], ['probabilities'], axis=-1))
                 probabilities = 'probabilities'
             initializers += [numpy_helper.from_array(mask, 'bin_window'),
@@ -628,7 +708,8 @@ def export_onnx(policy: TrainedPolicy, path: str, description: str = '') -> None
     graph = helper.make_graph(
         nodes, 'robotsim_policy',
         [helper.make_tensor_value_info(ONNX_INPUT, TensorProto.FLOAT, ['batch', policy.spec.size])]
-        + ([helper.make_tensor_value_info(PREVIOUS_INPUT, TensorProto.FLOAT, ['batch', 2])] if policy.commits else []),
+        + ([helper.make_tensor_value_info(PREVIOUS_INPUT, TensorProto.FLOAT, ['batch', 2])] if policy.commits else [])
+        + ([helper.make_tensor_value_info(UNIFORM_INPUT, TensorProto.FLOAT, ['batch', 1])] if policy.samples else []),
         [helper.make_tensor_value_info(ONNX_OUTPUT, TensorProto.FLOAT, ['batch', 2])], initializers)
     # IR version 9 (ONNX 1.15): read by every onnxruntime and TensorRT a Jetson may carry.
     model = helper.make_model(graph, producer_name='robotsim', opset_imports=[helper.make_opsetid('', ONNX_OPSET)],

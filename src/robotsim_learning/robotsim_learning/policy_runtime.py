@@ -20,7 +20,8 @@ import numpy as np
 from robotsim_core.output_files import file_sha256
 
 from .observation import ObservationSpec
-from .policy_model import ONNX_INPUT, ONNX_OUTPUT, PREVIOUS_INPUT, SPEC_KEY, previous_commands
+from .policy_model import (ONNX_INPUT, ONNX_OUTPUT, PREVIOUS_INPUT, SPEC_KEY, UNIFORM_INPUT, previous_commands,
+                           uniform_draws)
 
 
 class PolicyFileError(ValueError):
@@ -186,9 +187,11 @@ class PolicyRuntime:
     """A policy file's onnxruntime session (owned), and for a chained policy its :class:`PerceptionStage`
     (``self.perceive``, owned; None otherwise). ``seconds`` times the control stage's inferences. A policy with a
     turn commitment (``commits``: the file takes ``previous_cmd_vel``) is given its own previous command by
-    :meth:`act`; :meth:`reset` forgets it (at the start of every episode)."""
+    :meth:`act`; :meth:`reset` forgets it (at the start of every episode). A policy that draws its cell
+    (``samples``: the file takes ``uniform``) is given one number in [0, 1) per decision by :meth:`act` from the
+    runtime's generator (owned, ``seed`` at construction, a new one at every :meth:`reset` given a seed)."""
 
-    def __init__(self, path: str, providers: tuple[str, ...] = ('CPUExecutionProvider',)):
+    def __init__(self, path: str, providers: tuple[str, ...] = ('CPUExecutionProvider',), seed: int = 0):
         self.session = _session(path, providers, 'policy file not found (expected an ONNX file from robotsim policy train)')
         metadata = self.session.get_modelmeta().custom_metadata_map
         if SPEC_KEY not in metadata:
@@ -198,25 +201,36 @@ class PolicyRuntime:
         outputs = [o.name for o in self.session.get_outputs()]
         shape = inputs[ONNX_INPUT].shape if ONNX_INPUT in inputs else []
         previous = inputs[PREVIOUS_INPUT].shape if PREVIOUS_INPUT in inputs else [2]
+        uniform = inputs[UNIFORM_INPUT].shape if UNIFORM_INPUT in inputs else [1]
         if ONNX_OUTPUT not in outputs or not shape or shape[-1] != self.spec.size or previous[-1] != 2 \
-                or set(inputs) - {ONNX_INPUT, PREVIOUS_INPUT}:
+                or uniform[-1] != 1 or set(inputs) - {ONNX_INPUT, PREVIOUS_INPUT, UNIFORM_INPUT}:
             raise PolicyFileError(f'{path}: expected input {ONNX_INPUT!r} of {self.spec.size} values (and '
-                                  f'{PREVIOUS_INPUT!r} of 2) and output {ONNX_OUTPUT!r}, got inputs {list(inputs)} '
-                                  f'outputs {outputs}')
+                                  f'{PREVIOUS_INPUT!r} of 2, {UNIFORM_INPUT!r} of 1) and output {ONNX_OUTPUT!r}, got '
+                                  f'inputs {list(inputs)} outputs {outputs}')
         self.commits = PREVIOUS_INPUT in inputs
+        self.samples = UNIFORM_INPUT in inputs
         self.previous = np.zeros((1, 2), np.float32)
+        self.random = np.random.default_rng(seed)
         self.path = path
         self.seconds: deque[float] = deque(maxlen=TIMINGS)
         self.perceive = PerceptionStage(perception_path(path), providers, self.spec.perception,
                                         self.spec.perception_classes) if self.spec.uses_perception else None
 
-    def reset(self) -> None:
-        """Forget the previous command (a policy with a turn commitment starts an episode committed to nothing)."""
+    def reset(self, seed: int | None = None) -> None:
+        """Forget the previous command (a policy with a turn commitment starts an episode committed to nothing);
+        with a ``seed``, draw from a generator of that seed from now on (a run's draws repeat with its seed)."""
         self.previous = np.zeros((1, 2), np.float32)
+        if seed is not None:
+            self.random = np.random.default_rng(seed)
 
-    def feed(self, observations: np.ndarray, previous: np.ndarray) -> dict:
-        """The session's inputs for (batch, size) observations and (batch, 2) previous commands."""
-        return {ONNX_INPUT: observations, PREVIOUS_INPUT: previous} if self.commits else {ONNX_INPUT: observations}
+    def feed(self, observations: np.ndarray, previous: np.ndarray, uniform: np.ndarray) -> dict:
+        """The session's inputs for (batch, size) observations, (batch, 2) previous commands and (batch, 1) draws."""
+        feed = {ONNX_INPUT: observations}
+        if self.commits:
+            feed[PREVIOUS_INPUT] = previous
+        if self.samples:
+            feed[UNIFORM_INPUT] = uniform
+        return feed
 
     def check_fits(self, robot_spec: ObservationSpec) -> None:
         problem = self.spec.mismatch(robot_spec)
@@ -230,9 +244,10 @@ class PolicyRuntime:
             raise InferenceError(f'expected an observation of {self.spec.size} values, got {observation.shape[1]}')
         if not np.isfinite(observation).all():
             raise InferenceError('observation holds NaN or Inf')
+        uniform = self.random.random((1, 1), dtype=np.float32) if self.samples else None
         started = time.perf_counter()
         try:
-            command = self.session.run([ONNX_OUTPUT], self.feed(observation, self.previous))[0][0]
+            command = self.session.run([ONNX_OUTPUT], self.feed(observation, self.previous, uniform))[0][0]
         except Exception as error:
             raise InferenceError(f'inference failed: {error}') from None
         self.seconds.append(time.perf_counter() - started)
@@ -241,11 +256,13 @@ class PolicyRuntime:
         self.previous = np.asarray(command, np.float32).reshape(1, 2)
         return float(command[0]), float(command[1])
 
-    def act_batch(self, observations: np.ndarray, previous: np.ndarray | None = None) -> np.ndarray:
-        """Commands for (batch, size) observations, each with its own previous command (batch, 2; None: zeros),
-        keeping nothing."""
+    def act_batch(self, observations: np.ndarray, previous: np.ndarray | None = None,
+                  uniform: np.ndarray | None = None) -> np.ndarray:
+        """Commands for (batch, size) observations, each with its own previous command (batch, 2; None: zeros)
+        and draw (batch, 1; None: 0.5 each), keeping nothing."""
         observations = np.asarray(observations, dtype=np.float32)
-        return self.session.run([ONNX_OUTPUT], self.feed(observations, previous_commands(previous, len(observations))))[0]
+        return self.session.run([ONNX_OUTPUT], self.feed(observations, previous_commands(previous, len(observations)),
+                                                         uniform_draws(uniform, len(observations))))[0]
 
 
 def policy_for_robot(path: str, robot: str, providers: tuple[str, ...] = ('CPUExecutionProvider',)) -> PolicyRuntime:

@@ -201,6 +201,75 @@ def test_a_turn_commitment_holds_a_torn_turn_and_yields_to_a_confident_one(tmp_p
         train(x, y, SPEC, (0.4, 1.5), TrainConfig(hidden=(8,), epochs=1, turn_commit=1.0))
 
 
+def test_a_sampling_policy_draws_its_cells_from_the_tempered_probabilities(tmp_path):
+    """A bins head of six cells with probabilities 0.5, 0.3, 0.15, 0.05, 0, 0 and --sample-temperature T: over
+    draws spread evenly on [0, 1) each cell is taken as often as p ** (1/T) normalised says (T = 1: the network's
+    own probabilities; T = 0.5: their squares; T = 0.02: the best cell alone); NumPy, JAX and ONNX take the same
+    cell for the same draw, with the window's mean around it; the runtime's draws repeat with its seed (at
+    construction, at reset(seed), and the driver's from the run's DriveContext seed) and differ with another seed;
+    a policy that does not sample takes no draw. Training is unchanged by it, and it is refused for the tanh head."""
+    from robotsim_learning.driving import DriveContext, PolicyDriver
+    from robotsim_learning.policy_model import UNIFORM_INPUT, TrainedPolicy
+    bin_actions = np.array([[linear, angular] for linear in (0.1, 0.3) for angular in (-1.2, 0.0, 1.2)], np.float32)
+    probabilities = np.array([0.5, 0.3, 0.15, 0.05, 0.0, 0.0])
+    bias = np.log(np.maximum(probabilities, 1e-12)).astype(np.float32)  # the last two: 1e-12, as good as never
+    weights = np.zeros((SPEC.size, 6), np.float32)
+
+    def policy(temperature, window=(0, 0)):
+        return TrainedPolicy(SPEC, [(weights, bias)], np.zeros(SPEC.size, np.float32), np.ones(SPEC.size, np.float32),
+                             np.array([0.4, 1.5], np.float32), bin_actions=bin_actions, bins=(2, 3), bin_window=window,
+                             sample_temperature=temperature)
+    draws = ((np.arange(2000) + 0.5) / 2000).astype(np.float32)[:, None]
+    rows = np.zeros((len(draws), SPEC.size), np.float32)
+    for temperature, expected in ((1.0, probabilities), (0.5, probabilities ** 2 / np.sum(probabilities ** 2)),
+                                  (0.02, np.eye(6)[0])):
+        sampler = policy(temperature)
+        commands = sampler.act(rows, uniform=draws)
+        taken = [(commands == cell).all(axis=1).mean() for cell in bin_actions]
+        np.testing.assert_allclose(taken, expected, atol=2e-3)
+        path = tmp_path / f'sampling_{temperature}.onnx'
+        export_onnx(sampler, str(path))
+        runtime = PolicyRuntime(str(path))
+        assert runtime.samples and not runtime.commits
+        assert UNIFORM_INPUT in {i.name for i in runtime.session.get_inputs()}
+        np.testing.assert_array_equal(runtime.act_batch(rows, uniform=draws), commands)
+        np.testing.assert_array_equal(act_jax(sampler, rows, uniform=draws), commands)
+    windowed = policy(1.0, window=(1, 1))
+    path = tmp_path / 'windowed.onnx'
+    export_onnx(windowed, str(path))
+    runtime = PolicyRuntime(str(path), seed=11)
+    reference = windowed.act(rows, uniform=draws)
+    assert len(np.unique(reference, axis=0)) == 3  # the windows around the four cells drawn (0's and 3's alike)
+    np.testing.assert_allclose(runtime.act_batch(rows, uniform=draws), reference, atol=1e-6)
+    np.testing.assert_allclose(act_jax(windowed, rows, uniform=draws), reference, atol=1e-6)
+    first = [runtime.act(rows[0]) for _ in range(30)]
+    runtime.reset(11)
+    assert [runtime.act(rows[0]) for _ in range(30)] == first
+    runtime.reset()  # forgets the previous command, keeps drawing from where it is
+    assert [runtime.act(rows[0]) for _ in range(30)] != first
+    runtime.reset(12)
+    assert [runtime.act(rows[0]) for _ in range(30)] != first
+    driver = PolicyDriver(str(path))
+    driver.reset(DriveContext(robot=lambda: None, seed=11))
+    assert [driver.runtime.act(rows[0]) for _ in range(30)] == first
+    plain = tmp_path / 'plain.onnx'
+    export_onnx(policy(0.0), str(plain))
+    still = PolicyRuntime(str(plain))
+    assert not still.samples and UNIFORM_INPUT not in {i.name for i in still.session.get_inputs()}
+    state = still.random.bit_generator.state
+    still.act(rows[0])
+    assert still.random.bit_generator.state == state  # no draw taken
+    x, _ = synthetic(300, seed=6)
+    y = np.stack([np.full(len(x), 0.2), np.where(x[:, 0] > 6, 1.2, -1.2)], axis=1).astype(np.float32)
+    config = dict(hidden=(16,), epochs=2, batch_size=64, seed=3, head='bins', bins=(3, 5))
+    trained = train(x, y, SPEC, (0.4, 1.5), TrainConfig(**config, sample_temperature=0.5))
+    assert np.array_equal(trained.layers[-1][0], train(x, y, SPEC, (0.4, 1.5), TrainConfig(**config)).layers[-1][0])
+    assert trained.report['sample_temperature'] == 0.5 and trained.samples
+    with pytest.raises(ValueError, match=r"sample_temperature: expected 0 ... 10 \(the bins head only\), got 1.0 "
+                                         r"with head 'tanh'"):
+        train(x, y, SPEC, (0.4, 1.5), TrainConfig(hidden=(8,), epochs=1, sample_temperature=1.0))
+
+
 def test_onnx_export_equals_the_training_framework(tmp_path):
     x, y = synthetic(600, seed=2)
     policy = train(x, y, SPEC, (0.4, 1.5), TrainConfig(hidden=(32, 32), epochs=5, batch_size=64))

@@ -17,7 +17,9 @@ Goals come on ``goal_pose`` (geometry_msgs/PoseStamped) in the robot's ``odom`` 
 driver also takes ``world``); a goal in any other frame is refused with a warning, never misread;
 ``goal`` (x, y in odom) gives one at start. A privileged driver (the expert) also reads
 ``sim/ground_truth`` and the world description (``world``, ``spawn``: where odom is in the world),
-so the bringup never starts one in real mode; the others import nothing of the simulator.
+so the bringup never starts one in real mode; the others import nothing of the simulator. ``seed``
+(a whole number >= 0, default 0) is the run's seed a driver's own random choices flow from (a sampling
+policy's draws): the bringup passes its ``seed:=``.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ class DriverNode(Node):
         self.frame_prefix = ros_common.checked_parameter(self, 'frame_prefix', '')
         self.max_input_age = ros_common.checked_parameter(self, 'max_input_age', 0.5, minimum=0.01, maximum=10.0)
         goal = self.declare_parameter('goal', [math.nan, math.nan]).value
+        seed = ros_common.checked_parameter(self, 'seed', 0, minimum=0)
         if info.argument == 'policy':
             path = ros_common.checked_parameter(self, 'policy', '')
             providers = tuple(self.declare_parameter('providers', ['CPUExecutionProvider']).value)
@@ -91,9 +94,9 @@ class DriverNode(Node):
                 spawn = [self.world.spawn.xyz[0], self.world.spawn.xyz[1], self.world.spawn.yaw]
             self.spawn = tuple(float(v) for v in spawn)
             model = load_robot(robot)
-            context = DriveContext(lambda: model)
+            context = DriveContext(lambda: model, seed)
         else:
-            context = DriveContext(lambda: None)
+            context = DriveContext(lambda: None, seed)
         self.driver.reset(context)
         self.latest: dict[str, object] = {}
         self.updated: set[str] = set()
