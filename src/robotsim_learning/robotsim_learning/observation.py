@@ -34,6 +34,10 @@ class ObservationSpec:
     heading: str = 'odometry'
     """Where the robot's heading for the goal's bearing comes from: 'odometry' (the wheel odometry's pose) or
     'imu' (the IMU's orientation, the wheel odometry's travel turned onto it: :class:`ImuHeadingOdometry`)."""
+    twist: bool = True
+    """Whether the odometry's twist (linear.x, angular.z) is observed. A network imitating demonstrations can learn
+    from the robot's own motion to go on with it (a demonstrator's next command is mostly its last one), and then
+    turn on the spot because it is turning; False leaves the robot's motion out."""
     corridors: tuple[float, ...] = ()
     """Bearings (rad) relative to the goal's of the straight corridors whose free length is observed, after the one
     straight ahead (:func:`corridor_lengths`); () observes none. The pooled sectors say where obstacles are; these
@@ -96,7 +100,7 @@ class ObservationSpec:
     @property
     def size(self) -> int:
         image = self.image_size
-        return (self.sectors + image + 2 + 3 + (len(self.corridors) + 1 if self.corridors else 0)
+        return (self.sectors + image + (2 if self.twist else 0) + 3 + (len(self.corridors) + 1 if self.corridors else 0)
                 + (self.route_directions + 1 if self.route_directions else 0))
 
     @property
@@ -111,7 +115,8 @@ class ObservationSpec:
             names += [f'free_floor_{c}' for c in range(self.image_sectors[1])]
         elif self.uses_image:
             names += [f'image_{r}_{c}' for r in range(self.image_sectors[0]) for c in range(self.image_sectors[1])]
-        names += ['odom_linear_x', 'odom_angular_z', 'goal_distance', 'goal_cos_bearing', 'goal_sin_bearing']
+        names += (['odom_linear_x', 'odom_angular_z'] if self.twist else []) + \
+            ['goal_distance', 'goal_cos_bearing', 'goal_sin_bearing']
         if self.corridors:
             names += ['corridor_ahead'] + [f'corridor_goal_{math.degrees(b):+.0f}deg' for b in self.corridors]
         if self.route_directions:
@@ -159,9 +164,11 @@ either side of it."""
 
 
 def spec_for_robot(model, sectors: int = 36, image: bool = True, heading: str = 'odometry',
-                   corridors: tuple[float, ...] = (), route: int = 0, waypoint: float = 0.0) -> ObservationSpec:
+                   corridors: tuple[float, ...] = (), route: int = 0, waypoint: float = 0.0,
+                   twist: bool = True) -> ObservationSpec:
     """The observation of ``model``'s first 1-channel lidar (and first camera, when ``image``; its IMU when
-    ``heading`` is 'imu'; the free length of ``corridors`` and straight ahead, when given)."""
+    ``heading`` is 'imu'; the free length of ``corridors`` and straight ahead, when given; the odometry's twist when
+    ``twist``)."""
     if heading not in ('odometry', 'imu'):
         raise ValueError(f"heading: expected 'odometry' or 'imu', got {heading!r}")
     if heading == 'imu' and not any(s.type == 'imu' for s in model.sensors):
@@ -200,10 +207,10 @@ def spec_for_robot(model, sectors: int = 36, image: bool = True, heading: str = 
                             route_waypoint=float(waypoint))
     if not lidars:  # a camera-only policy for a robot without lidar: nothing of a scan
         return ObservationSpec(scan_samples=0, scan_range_max=1.0, sectors=0, image_width=cameras[0].width,
-                               image_height=cameras[0].height, heading=heading)
+                               image_height=cameras[0].height, heading=heading, twist=twist)
     return ObservationSpec(scan_samples=lidars[0].samples, scan_range_max=lidars[0].range_max, sectors=sectors,
                            image_width=cameras[0].width if cameras else 0,
-                           image_height=cameras[0].height if cameras else 0, heading=heading, **geometry)
+                           image_height=cameras[0].height if cameras else 0, heading=heading, twist=twist, **geometry)
 
 
 def pool_scan(spec: ObservationSpec, ranges: np.ndarray) -> np.ndarray:
@@ -330,7 +337,7 @@ def observation(spec: ObservationSpec, ranges, rgb, twist: tuple[float, float], 
         parts.append(pool_abstraction(spec, perceive(rgb)))
     elif spec.uses_image:
         parts.append(pool_image(spec, rgb))
-    parts += [np.asarray(twist, dtype=np.float64), goal_features(goal_base)]
+    parts += ([np.asarray(twist, dtype=np.float64)] if spec.twist else []) + [goal_features(goal_base)]
     if spec.corridors:
         parts.append(corridor_lengths(spec, ranges, goal_base))
     if spec.uses_route:

@@ -74,6 +74,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='also observe the way to the goal planned over a memory of what the lidar has seen: the '
                              'change of its cost to go toward N bearings around the robot and the cost to go '
                              '(an even N, 2 ... 64; default 0: no route)')
+    parser.add_argument('--no-twist', action='store_true',
+                        help="leave the odometry's twist out of the observation (a network imitating demonstrations "
+                             'can learn from the robot\'s own motion to go on with it)')
     parser.add_argument('--waypoint', type=float, default=0.0, metavar='M',
                         help="observe the goal's bearing as that of the point M metres along the way planned over the "
                              "memory of what the lidar has seen (the goal's distance stays its own; 0 ... 5, default "
@@ -244,7 +247,7 @@ def run(args: argparse.Namespace) -> int:
                                     sectors=args.sectors, corridors=CORRIDORS if args.corridors else (),
                                     scan=not args.no_scan, perception=args.perception, mirror=args.mirror,
                                     cache=None if args.no_cache else '', reading=reading, route=args.route,
-                                    waypoint=args.waypoint,
+                                    waypoint=args.waypoint, twist=not args.no_twist,
                                     command=['robotsim', 'policy', 'train', *sys.argv[3:]]
                                     if sys.argv[1:3] == ['policy', 'train'] else None)
     except TrainingDataError as error:

@@ -50,6 +50,7 @@ _SPEC_FIELDS = {  # every ObservationSpec field: (check, what was expected)
     'image_sectors': (lambda v: isinstance(v, list) and len(v) == 2 and all(_integer(n, 1) for n in v),
                       'a list of 2 integers >= 1 (rows, columns)'),
     'heading': (lambda v: v in ('odometry', 'imu'), "'odometry' or 'imu'"),
+    'twist': (lambda v: isinstance(v, bool), 'true or false'),
     'corridors': (lambda v: isinstance(v, list) and len(v) <= 64 and all(_finite(b) and abs(b) <= math.pi for b in v),
                   'a list of at most 64 bearings (rad, -pi ... pi)'),
     'corridor_half_width': (lambda v: _finite(v) and v >= 0, 'a finite number >= 0'),

@@ -244,7 +244,7 @@ def train_from_dataset(datasets: list[str], out: str, config, image: bool = True
                        heading: str = 'imu', command: list[str] | None = None, sectors: int = 36,
                        corridors: tuple[float, ...] = (), scan: bool = True, perception: str = '',
                        mirror: bool = False, cache: str | None = '', reading=None, route: int = 0,
-                       waypoint: float = 0.0) -> dict:
+                       waypoint: float = 0.0, twist: bool = True) -> dict:
     """Train on ``datasets`` and write the ONNX policy to ``out``; its ``robotsim.training`` metadata holds the
     report: losses, sizes, the training configuration, the datasets' provenance (:func:`dataset_provenance`)
     and ``command`` (:func:`portable_command`). ``perception`` (a perception model's file) trains the control stage
@@ -264,7 +264,7 @@ def train_from_dataset(datasets: list[str], out: str, config, image: bool = True
     model = robot_of(bags[0])
     try:
         spec = spec_for_robot(model, sectors if scan else 0, image=image, heading=heading, corridors=corridors,
-                              route=route, waypoint=waypoint)
+                              route=route, waypoint=waypoint, twist=twist)
     except ValueError as error:
         raise TrainingDataError(f'{bags[0]}: {error}') from None
     if perception:

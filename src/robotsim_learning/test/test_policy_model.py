@@ -330,6 +330,42 @@ def test_decisions_next_to_an_obstacle_weigh_near_weight():
         train(x, y, SPEC, (0.4, 1.5), TrainConfig(hidden=(4,), epochs=1, near_weight=0.5))
 
 
+def test_a_spec_without_the_twist_leaves_the_robots_motion_out(tmp_path):
+    """--no-twist: the rover's observation without odom_linear_x and odom_angular_z, the same values otherwise
+    in the same order; the spec survives the policy file (the runtime reads it back and acts as NumPy), and a file
+    whose spec says twist is anything but true or false is refused with one line naming the field."""
+    import json
+
+    import onnx
+
+    from robotsim_learning.policy_runtime import observation_spec_from_metadata
+    full = spec_for_robot(load_robot('rover'), 72, image=False, heading='imu')
+    still = spec_for_robot(load_robot('rover'), 72, image=False, heading='imu', twist=False)
+    assert full.twist and not still.twist and still.size == full.size - 2 == 75
+    assert still.names() == [name for name in full.names() if not name.startswith('odom_')]
+    ranges = np.random.default_rng(4).uniform(0.3, 6.0, full.scan_samples)
+    with_twist = observation(full, ranges, None, (0.25, -0.8), (2.0, 1.0))
+    without = observation(still, ranges, None, (0.25, -0.8), (2.0, 1.0))
+    np.testing.assert_array_equal(without, np.delete(with_twist, [72, 73]))
+    assert with_twist[72:74].tolist() == pytest.approx([0.25, -0.8])
+    rows = np.stack([observation(still, ranges, None, (0.0, 0.0), goal)
+                     for goal in np.random.default_rng(5).uniform(-3, 3, (200, 2))])
+    policy = train(rows, np.tile(np.array([[0.2, 0.1]], np.float32), (len(rows), 1)), still, (0.4, 1.5),
+                   TrainConfig(hidden=(8,), epochs=1))
+    path = tmp_path / 'still.onnx'
+    export_onnx(policy, str(path))
+    runtime = PolicyRuntime(str(path))
+    assert runtime.spec == still
+    np.testing.assert_allclose(runtime.act_batch(rows[:10]), policy.act(rows[:10]), atol=1e-5)
+    text = next(prop.value for prop in onnx.load(str(path)).metadata_props if prop.key == 'robotsim.observation_spec')
+    with pytest.raises(PolicyFileError, match=r'^x\.onnx: metadata robotsim\.observation_spec: twist: expected true or '
+                                              r'false, got "no"$'):
+        observation_spec_from_metadata('x.onnx', json.dumps({**json.loads(text), 'twist': 'no'}))
+    old = json.loads(full.to_json())
+    del old['twist']  # a file written before the option: its network observed the twist
+    assert observation_spec_from_metadata('old.onnx', json.dumps(old)).twist
+
+
 def test_corridors_measure_the_free_way_ahead_and_toward_the_goal(tmp_path):
     """The rover's spec with corridors: a post 1.5 m ahead of the lidar blocks the corridor ahead (at 1.5 m less the
     lidar's offset and the footprint's radius) and, with the goal straight ahead, the one toward the goal, not
