@@ -131,6 +131,17 @@ def test_the_bins_head_picks_one_of_disagreeing_demonstrations_where_tanh_averag
         train(x, y, SPEC, (0.4, 1.5), TrainConfig(hidden=(8,), epochs=1, head='softmax'))
 
 
+def trained_with_and_without(**option):
+    """A small bins-head policy trained with an option that applies only when it acts, checked to have the weights
+    of the same training without it; returns it and its samples (x, y)."""
+    x, _ = synthetic(300, seed=6)
+    y = np.stack([np.full(len(x), 0.2), np.where(x[:, 0] > 6, 1.2, -1.2)], axis=1).astype(np.float32)
+    config = dict(hidden=(16,), epochs=2, batch_size=64, seed=3, head='bins', bins=(3, 5))
+    trained = train(x, y, SPEC, (0.4, 1.5), TrainConfig(**config, **option))
+    assert np.array_equal(trained.layers[-1][0], train(x, y, SPEC, (0.4, 1.5), TrainConfig(**config)).layers[-1][0])
+    return trained, x, y
+
+
 def test_a_turn_commitment_holds_a_torn_turn_and_yields_to_a_confident_one(tmp_path):
     """A bins head torn between left and right (55 % right, 45 % left) and one sure of right (the observation's
     first value raises right's score): with --turn-commit 1 a policy that was turning left keeps turning left where
@@ -191,11 +202,7 @@ def test_a_turn_commitment_holds_a_torn_turn_and_yields_to_a_confident_one(tmp_p
     export_onnx(ensemble, str(tmp_path / 'ensemble.onnx'))
     np.testing.assert_allclose(PolicyRuntime(str(tmp_path / 'ensemble.onnx')).act_batch(probe, previous),
                                ensemble.act(probe, previous), atol=1e-6)
-    x, _ = synthetic(300, seed=6)
-    y = np.stack([np.full(len(x), 0.2), np.where(x[:, 0] > 6, 1.2, -1.2)], axis=1).astype(np.float32)
-    config = dict(hidden=(16,), epochs=2, batch_size=64, seed=3, head='bins', bins=(3, 5))
-    trained = train(x, y, SPEC, (0.4, 1.5), TrainConfig(**config, turn_commit=1.0))
-    assert np.array_equal(trained.layers[-1][0], train(x, y, SPEC, (0.4, 1.5), TrainConfig(**config)).layers[-1][0])
+    trained, x, y = trained_with_and_without(turn_commit=1.0)
     assert trained.report['turn_commit'] == 1.0 and trained.commits
     with pytest.raises(ValueError, match=r"turn_commit: expected 0 ... 100 \(the bins head only\), got 1.0 with head 'tanh'"):
         train(x, y, SPEC, (0.4, 1.5), TrainConfig(hidden=(8,), epochs=1, turn_commit=1.0))
@@ -259,11 +266,7 @@ def test_a_sampling_policy_draws_its_cells_from_the_tempered_probabilities(tmp_p
     state = still.random.bit_generator.state
     still.act(rows[0])
     assert still.random.bit_generator.state == state  # no draw taken
-    x, _ = synthetic(300, seed=6)
-    y = np.stack([np.full(len(x), 0.2), np.where(x[:, 0] > 6, 1.2, -1.2)], axis=1).astype(np.float32)
-    config = dict(hidden=(16,), epochs=2, batch_size=64, seed=3, head='bins', bins=(3, 5))
-    trained = train(x, y, SPEC, (0.4, 1.5), TrainConfig(**config, sample_temperature=0.5))
-    assert np.array_equal(trained.layers[-1][0], train(x, y, SPEC, (0.4, 1.5), TrainConfig(**config)).layers[-1][0])
+    trained, x, y = trained_with_and_without(sample_temperature=0.5)
     assert trained.report['sample_temperature'] == 0.5 and trained.samples
     with pytest.raises(ValueError, match=r"sample_temperature: expected 0 ... 10 \(the bins head only\), got 1.0 "
                                          r"with head 'tanh'"):
