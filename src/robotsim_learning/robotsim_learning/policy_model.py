@@ -71,11 +71,11 @@ MAX_NEAR_WEIGHT = 100.0
 MAX_TURN_COMMIT = 100.0
 """Largest :attr:`TrainConfig.turn_commit`."""
 TURN_COMMIT_RATE = 0.2
+"""rad/s: a previous command turning faster than this is a turn the policy is making (its commitment holds it)."""
 MAX_SAMPLE_TEMPERATURE = 10.0
 """Largest :attr:`TrainConfig.sample_temperature`."""
 SMALLEST_PROBABILITY = 1e-30
 """Cell probabilities are raised to at least this before their logarithm (a sampling policy's tempering)."""
-"""rad/s: a previous command turning faster than this is a turn the policy is making (its commitment holds it)."""
 
 
 @dataclass
