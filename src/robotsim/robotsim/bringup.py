@@ -111,7 +111,8 @@ class BringupConfig:
     report: str = ''
     """Sim: path of the run report PNG written at the end ('' = no live summary, no report)."""
     seed: int = 0
-    """Seed of every random stream of the simulation: 0 to 2^63-1 (a ROS integer parameter is int64)."""
+    """Seed of every random stream of the simulation and of a policy driver's draws: 0 to 2^63-1 (a ROS integer
+    parameter is int64)."""
     real_time_factor: float = 1.0
     """Sim pacing: 0 = as fast as possible, else at least 0.001 (a sim second in at most 1000 s)."""
     duration: float = 0.0
