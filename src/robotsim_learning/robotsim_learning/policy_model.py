@@ -183,6 +183,12 @@ class TrainedPolicy:
         return self.bin_actions is not None and self.turn_commit > 0
 
     @property
+    def decodes_logits(self) -> bool:
+        """Whether the bins head takes one network's best logit as it is: no ensemble's mean, window, commitment or
+        draw needs its probabilities."""
+        return len(self.networks) == 1 and tuple(self.bin_window) == (0, 0) and not self.commits and not self.samples
+
+    @property
     def samples(self) -> bool:
         """Whether the policy draws its cell (:attr:`sample_temperature`): it then takes a uniform draw per row."""
         return self.bin_actions is not None and self.sample_temperature > 0
@@ -202,7 +208,7 @@ class TrainedPolicy:
                     x = np.maximum(x, 0.0)
             if self.bin_actions is None:
                 outputs.append(np.tanh(x) * self.action_scale)
-            elif len(self.networks) == 1 and mask is None and not self.commits and not self.samples:
+            elif self.decodes_logits:
                 outputs.append(x)  # one network: the best score is the best logit
             else:
                 z = np.exp(x - x.max(axis=-1, keepdims=True))
@@ -268,8 +274,7 @@ def act_jax(policy: TrainedPolicy, observations: np.ndarray, previous: np.ndarra
         if policy.bin_actions is None:
             outputs.append(jnp.tanh(x) * policy.action_scale)
         else:
-            outputs.append(x if len(policy.networks) == 1 and mask is None and not policy.commits
-                           and not policy.samples else jax.nn.softmax(x, axis=-1))
+            outputs.append(x if policy.decodes_logits else jax.nn.softmax(x, axis=-1))
     combined = jnp.mean(jnp.stack(outputs), axis=0)
     if policy.bin_actions is None:
         return np.asarray(combined)
@@ -639,13 +644,11 @@ def export_onnx(policy: TrainedPolicy, path: str, description: str = '') -> None
             nodes.append(helper.make_node('Mean', outputs, ['mean_scores']))
             scores = 'mean_scores'
         mask = policy.window_mask
-        if len(outputs) == 1 and policy.samples and not policy.commits:
+        logits = len(outputs) == 1  # one network's scores are its logits, an ensemble's its mean probabilities
+        if logits and (policy.commits or policy.samples):
             nodes.append(helper.make_node('Softmax', [scores], ['probabilities'], axis=-1))
-            scores = 'probabilities'
+            scores, logits = 'probabilities', False
         if policy.commits:  # the cells turning against the previous command's turn weigh less (commitment_weights)
-            if len(outputs) == 1:
-                nodes.append(helper.make_node('Softmax', [scores], ['probabilities'], axis=-1))
-                scores = 'probabilities'
             initializers += [
                 numpy_helper.from_array(np.array([1], np.int64), 'turn_index'),
                 numpy_helper.from_array(np.array(TURN_COMMIT_RATE, np.float32), 'turn_commit_rate'),
@@ -693,7 +696,7 @@ def export_onnx(policy: TrainedPolicy, path: str, description: str = '') -> None
             nodes.append(helper.make_node('Gather', ['bin_actions', 'best_bin'], [ONNX_OUTPUT], axis=0))
         else:  # the probability-weighted mean of the commands of the cells around the best one
             probabilities = scores
-            if len(outputs) == 1 and not policy.commits and not policy.samples:
+            if logits:
                 nodes.append(helper.make_node('Softmax', [scores], ['probabilities'], axis=-1))
                 probabilities = 'probabilities'
             initializers += [numpy_helper.from_array(mask, 'bin_window'),
