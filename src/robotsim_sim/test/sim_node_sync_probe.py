@@ -1,11 +1,13 @@
 """Drives the simulator node in this process through episode resets, step by step, and prints (JSON) the
 setpoint periods whose start the lockstep links were synced at, with the sim time reached: one reset lands the new
-episode's start (a step after the last one's end) on a period's start, another inside a period. Run by
+episode's start (a step after the last one's end) on a period's start, another inside a period. With a world file
+as its argument (a timestep that does not divide the period), it steps 150 ms of that world without a reset. Run by
 test_sim_node_reset.py in a fresh interpreter (its own rclpy context)."""
 
 import json
 import os
 import shutil
+import sys
 import tempfile
 
 import rclpy
@@ -18,7 +20,8 @@ from robotsim_sim.ros.sim_node import SimNode
 # never waits (the sync points are what is measured).
 link = os.path.join(tempfile.mkdtemp(prefix='robotsim_sync_probe_'), 'tty')
 rclpy.init(args=['--ros-args', '-p', 'real_time_factor:=0.0', '-p', 'start_paused:=true', '-p', 'cameras:=false',
-                 '-p', 'firmware:=true', '-p', f'serial_link:={link}'])
+                 '-p', 'firmware:=true', '-p', f'serial_link:={link}']
+           + (['-p', f'world:={sys.argv[1]}'] if len(sys.argv) > 1 else []))
 node = SimNode()
 synced = []
 sync_firmware = node.sim.sync_firmware
@@ -32,6 +35,10 @@ def recording(publish_clock, repeat_clock, period):
 node.sim.sync_firmware = recording
 period_steps = round(SETPOINT_PERIOD * 1e9) // node.sim.timestep_ns
 try:
+    if len(sys.argv) > 1:
+        while node.total_time_ns() < 150_000_000:
+            node.advance()
+        raise SystemExit(print(json.dumps({'synced_periods': synced, 'timestep_ns': node.sim.timestep_ns})))
     for _ in range(2 * period_steps - 1):  # the next episode starts a step later: on the third period's start
         node.advance()
     node.on_reset(Reset.Request(), Reset.Response())

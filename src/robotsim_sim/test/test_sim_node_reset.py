@@ -7,7 +7,9 @@ step, so each case happens at the same step every time."""
 import json
 from pathlib import Path
 
-from workspace_setup import run_python
+import yaml
+
+from workspace_setup import WORKSPACE, run_python
 
 
 def test_a_reset_loses_no_image_and_keeps_stamps_going_forward():
@@ -30,3 +32,18 @@ def test_every_setpoint_period_is_synced_once_across_resets():
     period = result['period_ns']
     assert result['lockstep'] and result['reset_onto_period_start_ns'] == 2 * period, result
     assert result['synced_periods'] == list(range(result['reached_ns'] // period + 1)), result
+
+
+def test_a_timestep_that_does_not_divide_the_setpoint_period_is_warned_of_and_synced_where_they_meet(tmp_path):
+    """A world timestep of 3 ms against the bridges' 20 ms setpoint period: the node says so in one warning at start,
+    and the links sync only where a period starts on a physics step (every 60 ms: periods 0, 3, 6 in 150 ms)."""
+    world = yaml.safe_load((WORKSPACE / 'config' / 'worlds' / 'room.yaml').read_text())
+    world['timestep'] = 0.003
+    path = tmp_path / 'room_3ms.yaml'
+    path.write_text(yaml.safe_dump(world))
+    completed = run_python(Path(__file__).with_name('sim_node_sync_probe.py'), str(path), timeout=300)
+    result = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert result == {'synced_periods': [0, 3, 6], 'timestep_ns': 3_000_000}, result
+    warnings = [line for line in completed.stderr.splitlines() if 'firmware lockstep: the world timestep' in line]
+    assert len(warnings) == 1 and '(0.003 s) does not divide the bridge\'s 20 ms setpoint period' in warnings[0], \
+        completed.stderr
