@@ -15,6 +15,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import time
 import uuid
 
@@ -132,17 +133,44 @@ ROS2 = shutil.which('ros2')
 needs_ros2 = pytest.mark.skipif(ROS2 is None, reason='the ros2 command (ros2cli wheels) is not installed')
 
 
-def _our_processes(marker: str) -> list[str]:
+def _our_pids(marker: str) -> list[str]:
     """Processes still running that were started with this test's marker in their environment."""
     found = []
     for pid in filter(str.isdigit, os.listdir('/proc')):
         try:
             with open(f'/proc/{pid}/environ', 'rb') as stream:
                 if f'ROBOTSIM_TEST_MARKER={marker}'.encode() in stream.read():
-                    found.append(open(f'/proc/{pid}/cmdline', 'rb').read().replace(b'\0', b' ').decode())
+                    found.append(pid)
         except OSError:
             continue
     return found
+
+
+def _our_processes(marker: str) -> list[str]:
+    """The command lines of :func:`_our_pids`."""
+    found = []
+    for pid in _our_pids(marker):
+        try:
+            found.append(open(f'/proc/{pid}/cmdline', 'rb').read().replace(b'\0', b' ').decode())
+        except OSError:
+            continue
+    return found
+
+
+def _where_they_wait(marker: str) -> str:
+    """Each leftover process's state, parent, signal masks and every thread's kernel wait channel: what a process
+    that outlived its launch was doing (a signal pending and blocked, a thread in pipe_write, a futex)."""
+    lines = []
+    for pid in _our_pids(marker):
+        try:
+            status = dict(line.split(':', 1) for line in open(f'/proc/{pid}/status').read().splitlines() if ':' in line)
+            fields = ' '.join(f'{k}={status[k].strip()}' for k in ('State', 'PPid', 'SigPnd', 'ShdPnd', 'SigBlk',
+                                                                  'SigIgn', 'SigCgt') if k in status)
+            threads = {t: open(f'/proc/{pid}/task/{t}/wchan').read() or '-' for t in os.listdir(f'/proc/{pid}/task')}
+            lines.append(f'pid {pid} {fields} threads {threads}')
+        except OSError as error:
+            lines.append(f'pid {pid}: {error}')
+    return '\n'.join(lines)
 
 
 def ros2_launch(launch_file: str, *arguments: str, session: bool = False) -> tuple[Launch, str]:
@@ -271,6 +299,9 @@ def test_an_argument_given_twice_stops_ros2_launch_as_the_launcher_refuses_it():
 
 
 @needs_ros2
+# Seen once in a full run (a late-starting node, wander, still running 10 s after the SIGKILL; not reproduced in 5
+# runs alone): one rerun, and the leftover's state and wait channels go to the run's log.
+@pytest.mark.flaky(reruns=1)
 def test_sigkill_of_ros2_launch_leaves_no_node_running():
     """ros2 launch killed outright runs no shutdown of its own: every node process still dies with it (each
     started under setpriv --pdeathsig TERM), within 10 s."""
@@ -283,7 +314,10 @@ def test_sigkill_of_ros2_launch_leaves_no_node_running():
         deadline = time.monotonic() + 10
         while (left := _our_processes(marker)) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert not left, f'left running 10 s after the SIGKILL: {left}'
+        if left:  # to the run's own log as well: a rerun that passes would not show the failure's message
+            report = f'left running 10 s after the SIGKILL: {left}\n{_where_they_wait(marker)}'
+            print(f'\ntest_sigkill_of_ros2_launch_leaves_no_node_running: {report}', file=sys.__stderr__, flush=True)
+        assert not left, report
     finally:
         launch.stop()
 
