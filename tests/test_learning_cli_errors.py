@@ -79,6 +79,10 @@ TRAIN_CASES = {
     'a sampling temperature for the tanh head': (lambda tmp: ['--out', str(tmp / 'p.onnx'), '--sample-temperature', '1'],
                                                  '--sample-temperature: applies to the bins head (--head bins), got '
                                                  '--head tanh'),
+    'a draw on the spot without a temperature': (lambda tmp: ['--out', str(tmp / 'p.onnx'), '--head', 'bins',
+                                                              '--sample-on-spot'],
+                                                 '--sample-on-spot: applies to a policy that draws its cell '
+                                                 '(--sample-temperature T > 0), got none'),
     'scan convolutions that do not divide the sectors': (
         lambda tmp: ['--out', str(tmp / 'p.onnx'), '--sectors', '36', '--scan-conv', '8,8,8'],
         '--scan-conv: expected a scan whose sectors (36) are at least 5 and divisible by 8 (3 convolutions of '

@@ -55,6 +55,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'of taking the best one, from a generator seeded by the run (the same seed, the same '
                              f'commands; training is unchanged; 0 ... {MAX_SAMPLE_TEMPERATURE:g}, default 0: the best '
                              'cell; the policy file then takes a uniform draw as an input)')
+    from .policy_model import SPOT_SPEED
+    parser.add_argument('--sample-on-spot', action='store_true',
+                        help='with --sample-temperature: draw the cell only while turning on the spot (the previous '
+                             f'command slower than {SPOT_SPEED:g} m/s and turning faster than {TURN_COMMIT_RATE:g} '
+                             'rad/s) and take the best cell everywhere else (the policy file then takes its previous '
+                             'command as an input as well)')
     from .policy_model import MAX_SCAN_CHANNELS, MAX_SCAN_CONV_LAYERS, SCAN_KERNEL
     parser.add_argument('--scan-conv', default='', metavar='C1,C2,...',
                         help='circular convolutions over the scan before the hidden layers, their channels '
@@ -160,6 +166,8 @@ def _argument_problem(args: argparse.Namespace) -> str:
         return f'--sample-temperature: expected 0 ... {MAX_SAMPLE_TEMPERATURE:g}, got {args.sample_temperature:g}'
     if args.sample_temperature and args.head != 'bins':
         return f'--sample-temperature: applies to the bins head (--head bins), got --head {args.head}'
+    if args.sample_on_spot and not args.sample_temperature:
+        return '--sample-on-spot: applies to a policy that draws its cell (--sample-temperature T > 0), got none'
     if window != (0, 0) and args.head != 'bins':
         return f'--bin-window: applies to the bins head (--head bins), got --head {args.head}'
     if args.scan_conv:
@@ -241,6 +249,7 @@ def run(args: argparse.Namespace) -> int:
                                                                         near_weight=args.near_weight,
                                                                         turn_commit=args.turn_commit,
                                                                         sample_temperature=args.sample_temperature,
+                                                                        sample_on_spot=args.sample_on_spot,
                                                                         scan_conv=_bins(args.scan_conv),
                                                                         near_range=args.near_range),
                                     image=not args.no_image, progress=progress, heading=args.heading,

@@ -24,8 +24,9 @@ from .observation import ObservationSpec
 ONNX_INPUT = 'observation'
 ONNX_OUTPUT = 'cmd_vel'
 PREVIOUS_INPUT = 'previous_cmd_vel'
-"""The second input of a policy with a turn commitment (:attr:`TrainConfig.turn_commit`): its own previous command
-[batch, 2] (zeros at the start of an episode)."""
+"""The second input of a policy with a turn commitment (:attr:`TrainConfig.turn_commit`) or one that draws only
+while turning on the spot (:attr:`TrainConfig.sample_on_spot`): its own previous command [batch, 2] (zeros at the
+start of an episode)."""
 UNIFORM_INPUT = 'uniform'
 """The input of a policy that samples its cell (:attr:`TrainConfig.sample_temperature`): one number in [0, 1) per
 row [batch, 1], drawn by the runtime from its seeded generator; the cell is where that number falls in the
@@ -72,6 +73,9 @@ MAX_TURN_COMMIT = 100.0
 """Largest :attr:`TrainConfig.turn_commit`."""
 TURN_COMMIT_RATE = 0.2
 """rad/s: a previous command turning faster than this is a turn the policy is making (its commitment holds it)."""
+SPOT_SPEED = 0.1
+"""m/s: a previous command slower than this and turning faster than :data:`TURN_COMMIT_RATE` is a turn on the spot
+(:attr:`TrainConfig.sample_on_spot`)."""
 MAX_SAMPLE_TEMPERATURE = 10.0
 """Largest :attr:`TrainConfig.sample_temperature`."""
 SMALLEST_PROBABILITY = 1e-30
@@ -140,6 +144,11 @@ class TrainConfig:
     a loop. The draws come from the runtime's generator, seeded by the run (:meth:`PolicyRuntime.reset`), so the same
     seed gives the same commands; the policy file takes them as an input (:data:`UNIFORM_INPUT`).
     0 ... :data:`MAX_SAMPLE_TEMPERATURE`; 0: the best cell."""
+    sample_on_spot: bool = False
+    """With :attr:`sample_temperature`: draw the cell only while turning on the spot (the previous command slower
+    than :data:`SPOT_SPEED` and turning faster than :data:`TURN_COMMIT_RATE`), and take the best cell everywhere
+    else. The loops a draw ends are turns on the spot; a draw while driving past an obstacle can take a cell toward
+    it. The policy file then takes its previous command as an input as well (:data:`PREVIOUS_INPUT`)."""
 
 
 @dataclass
@@ -164,6 +173,8 @@ class TrainedPolicy:
     """:attr:`TrainConfig.turn_commit` (bins head only)."""
     sample_temperature: float = 0.0
     """:attr:`TrainConfig.sample_temperature` (bins head only)."""
+    sample_on_spot: bool = False
+    """:attr:`TrainConfig.sample_on_spot` (with :attr:`sample_temperature` only)."""
 
     @property
     def window_mask(self) -> np.ndarray | None:
@@ -183,6 +194,17 @@ class TrainedPolicy:
         return self.bin_actions is not None and self.turn_commit > 0
 
     @property
+    def draws_on_spot(self) -> bool:
+        """Whether the policy draws its cell only while turning on the spot (:attr:`sample_on_spot`)."""
+        return self.samples and self.sample_on_spot
+
+    @property
+    def takes_previous(self) -> bool:
+        """Whether the policy file takes its previous command (:data:`PREVIOUS_INPUT`): a turn commitment's or a
+        draw on the spot's."""
+        return self.commits or self.draws_on_spot
+
+    @property
     def decodes_logits(self) -> bool:
         """Whether the bins head takes one network's best logit as it is: no ensemble's mean, window, commitment or
         draw needs its probabilities."""
@@ -197,7 +219,8 @@ class TrainedPolicy:
             uniform: np.ndarray | None = None) -> np.ndarray:
         """The network(s) in NumPy float32 (the reference the ONNX export is checked against); ``previous``: the
         (batch, 2) previous commands a policy with a turn commitment holds its turn by (None: zeros); ``uniform``:
-        the (batch, 1) draws in [0, 1) a sampling policy chooses its cells by (None: 0.5 each)."""
+        the (batch, 1) draws in [0, 1) a sampling policy chooses its cells by (None: 0.5 each); a policy that draws
+        only while turning on the spot takes its best cell where ``previous`` is not such a turn."""
         outputs = []
         mask = self.window_mask
         for layers in self.networks:
@@ -221,6 +244,9 @@ class TrainedPolicy:
                                                      self.turn_commit)
         cells = sampled_cells(np, combined, uniform_draws(uniform, len(combined)), self.sample_temperature) \
             if self.samples else np.argmax(combined, axis=-1)
+        if self.draws_on_spot:
+            spot = on_spot(np, previous_commands(previous, len(combined)))
+            cells = np.where(spot, cells, np.argmax(combined, axis=-1))
         if mask is None:
             return self.bin_actions[cells].astype(np.float32)
         return window_command(np, combined, mask, self.bin_actions, cells).astype(np.float32)
@@ -245,6 +271,12 @@ def sampled_cells(xp, probabilities, uniform, temperature: float):
     cumulative = xp.cumsum(tempered, axis=-1) / xp.sum(tempered, axis=-1, keepdims=True)
     below = xp.sum((cumulative < xp.asarray(uniform)).astype(np.int32), axis=-1)
     return xp.minimum(below, probabilities.shape[-1] - 1)
+
+
+def on_spot(xp, previous):
+    """(batch,) whether each previous command (batch, 2) turned on the spot: slower than :data:`SPOT_SPEED` and
+    turning faster than :data:`TURN_COMMIT_RATE` (``xp``: numpy or jax.numpy; the ONNX export builds the same graph)."""
+    return (xp.abs(previous[:, 0]) < SPOT_SPEED) & (xp.abs(previous[:, 1]) > TURN_COMMIT_RATE)
 
 
 def commitment_weights(xp, previous, bin_actions: np.ndarray, turn_commit: float):
@@ -283,6 +315,9 @@ def act_jax(policy: TrainedPolicy, observations: np.ndarray, previous: np.ndarra
                                                  policy.bin_actions, policy.turn_commit)
     cells = sampled_cells(jnp, combined, jnp.asarray(uniform_draws(uniform, len(combined))),
                           policy.sample_temperature) if policy.samples else jnp.argmax(combined, axis=-1)
+    if policy.draws_on_spot:
+        spot = on_spot(jnp, jnp.asarray(previous_commands(previous, len(combined))))
+        cells = jnp.where(spot, cells, jnp.argmax(combined, axis=-1))
     if mask is None:
         return policy.bin_actions[np.asarray(cells)]
     return np.asarray(window_command(jnp, combined, mask, policy.bin_actions, cells))
@@ -454,6 +489,9 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
                                                                            and config.head != 'bins'):
         raise ValueError(f'sample_temperature: expected 0 ... {MAX_SAMPLE_TEMPERATURE:g} (the bins head only), got '
                          f'{config.sample_temperature} with head {config.head!r}')
+    if config.sample_on_spot and not config.sample_temperature:
+        raise ValueError('sample_on_spot: applies to a policy that draws its cell (sample_temperature > 0), got '
+                         'sample_temperature 0')
     if not (1.0 <= config.near_weight <= MAX_NEAR_WEIGHT and config.near_range > 0):
         raise ValueError(f'near_weight: expected 1 ... {MAX_NEAR_WEIGHT:g} and near_range > 0, got '
                          f'{config.near_weight}, {config.near_range}')
@@ -565,7 +603,8 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
                  'bins': list(bins), 'bin_window': list(window)}
     policy = TrainedPolicy(spec, networks[0], mean.astype(np.float32), std, scale, members=networks[1:],
                            bin_actions=bin_actions, bins=bins, bin_window=window, turn_commit=float(config.turn_commit),
-                           sample_temperature=float(config.sample_temperature))
+                           sample_temperature=float(config.sample_temperature),
+                           sample_on_spot=bool(config.sample_on_spot))
     if bin_actions is not None or config.near_weight != 1.0:
         # Every sample alike, as the predict-the-mean baseline: a weighted loss is not comparable with it.
         validation_loss = float(command_error(params_of[0], x_val, y_val))
@@ -583,6 +622,8 @@ def train(observations: np.ndarray, actions: np.ndarray, spec: ObservationSpec, 
         policy.report.update(turn_commit=float(config.turn_commit))
     if config.sample_temperature:
         policy.report.update(sample_temperature=float(config.sample_temperature))
+    if config.sample_on_spot:
+        policy.report.update(sample_on_spot=True)
     if scan_conv:
         policy.report.update(scan_conv=list(scan_conv), scan_kernel=SCAN_KERNEL)
     if config.near_weight != 1.0:
@@ -689,7 +730,27 @@ def export_onnx(policy: TrainedPolicy, path: str, description: str = '') -> None
                       helper.make_node('Less', ['cumulative', UNIFORM_INPUT], ['is_below']),
                       helper.make_node('Cast', ['is_below'], ['below'], to=TensorProto.INT64),
                       helper.make_node('ReduceSum', ['below', 'draw_axis'], ['cells_below'], keepdims=0),
-                      helper.make_node('Min', ['cells_below', 'last_cell'], ['best_bin'])]
+                      helper.make_node('Min', ['cells_below', 'last_cell'], ['drawn_bin' if policy.draws_on_spot
+                                                                             else 'best_bin'])]
+            if policy.draws_on_spot:  # the drawn cell while turning on the spot, the best one elsewhere (on_spot)
+                initializers += [
+                    numpy_helper.from_array(np.array([0], np.int64), 'spot_speed_index'),
+                    numpy_helper.from_array(np.array([1], np.int64), 'spot_turn_index'),
+                    numpy_helper.from_array(np.array(SPOT_SPEED, np.float32), 'spot_speed'),
+                    numpy_helper.from_array(np.array(TURN_COMMIT_RATE, np.float32), 'spot_turn_rate'),
+                    numpy_helper.from_array(np.array([1], np.int64), 'spot_axis')]
+                nodes += [helper.make_node('Gather', [PREVIOUS_INPUT, 'spot_speed_index'], ['spot_previous_speed'],
+                                           axis=1),
+                          helper.make_node('Abs', ['spot_previous_speed'], ['spot_previous_pace']),
+                          helper.make_node('Less', ['spot_previous_pace', 'spot_speed'], ['is_slow']),
+                          helper.make_node('Gather', [PREVIOUS_INPUT, 'spot_turn_index'], ['spot_previous_turn'],
+                                           axis=1),
+                          helper.make_node('Abs', ['spot_previous_turn'], ['spot_previous_rate']),
+                          helper.make_node('Greater', ['spot_previous_rate', 'spot_turn_rate'], ['is_spot_turning']),
+                          helper.make_node('And', ['is_slow', 'is_spot_turning'], ['is_on_spot_column']),
+                          helper.make_node('Squeeze', ['is_on_spot_column', 'spot_axis'], ['is_on_spot']),
+                          helper.make_node('ArgMax', [scores], ['highest_bin'], axis=1, keepdims=0),
+                          helper.make_node('Where', ['is_on_spot', 'drawn_bin', 'highest_bin'], ['best_bin'])]
         else:
             nodes.append(helper.make_node('ArgMax', [scores], ['best_bin'], axis=1, keepdims=0))
         if mask is None:
@@ -711,7 +772,8 @@ def export_onnx(policy: TrainedPolicy, path: str, description: str = '') -> None
     graph = helper.make_graph(
         nodes, 'robotsim_policy',
         [helper.make_tensor_value_info(ONNX_INPUT, TensorProto.FLOAT, ['batch', policy.spec.size])]
-        + ([helper.make_tensor_value_info(PREVIOUS_INPUT, TensorProto.FLOAT, ['batch', 2])] if policy.commits else [])
+        + ([helper.make_tensor_value_info(PREVIOUS_INPUT, TensorProto.FLOAT, ['batch', 2])]
+           if policy.takes_previous else [])
         + ([helper.make_tensor_value_info(UNIFORM_INPUT, TensorProto.FLOAT, ['batch', 1])] if policy.samples else []),
         [helper.make_tensor_value_info(ONNX_OUTPUT, TensorProto.FLOAT, ['batch', 2])], initializers)
     # IR version 9 (ONNX 1.15): read by every onnxruntime and TensorRT a Jetson may carry.

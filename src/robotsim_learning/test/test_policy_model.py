@@ -273,6 +273,65 @@ def test_a_sampling_policy_draws_its_cells_from_the_tempered_probabilities(tmp_p
         train(x, y, SPEC, (0.4, 1.5), TrainConfig(hidden=(8,), epochs=1, sample_temperature=1.0))
 
 
+def test_a_policy_drawing_on_the_spot_draws_only_after_a_turn_on_the_spot(tmp_path):
+    """--sample-on-spot: the cell is drawn (as --sample-temperature draws it) only where the previous command was
+    slower than SPOT_SPEED and turned faster than TURN_COMMIT_RATE, and the best cell is taken after a standstill,
+    a drive, a slow turn or a turning drive (either sign); NumPy, JAX and ONNX agree row by row, with the window and
+    through the turn commitment; the runtime gives the file its previous command, so a run turns on the spot, draws,
+    and after a drive takes the best cell again. Refused without a temperature, in training and on the command line."""
+    from robotsim_learning.policy_model import PREVIOUS_INPUT, SPOT_SPEED, TURN_COMMIT_RATE, TrainedPolicy
+    bin_actions = np.array([[linear, angular] for linear in (0.0, 0.3) for angular in (-1.2, 0.0, 1.2)], np.float32)
+    probabilities = np.array([0.4, 0.1, 0.05, 0.05, 0.1, 0.3])
+    bias = np.log(probabilities).astype(np.float32)
+    weights = np.zeros((SPEC.size, 6), np.float32)
+
+    def policy(window=(0, 0), turn_commit=0.0, on_spot=True):
+        return TrainedPolicy(SPEC, [(weights, bias)], np.zeros(SPEC.size, np.float32), np.ones(SPEC.size, np.float32),
+                             np.array([0.4, 1.5], np.float32), bin_actions=bin_actions, bins=(2, 3), bin_window=window,
+                             sample_temperature=1.0, sample_on_spot=on_spot, turn_commit=turn_commit)
+    draws = ((np.arange(600) + 0.5) / 600).astype(np.float32)[:, None]
+    rows = np.zeros((len(draws), SPEC.size), np.float32)
+    spinning = [(0.0, 1.0), (-0.05, -0.5), (SPOT_SPEED * 0.9, TURN_COMMIT_RATE * 1.1)]
+    driving = [(0.0, 0.0), (0.3, 0.0), (0.3, 1.2), (SPOT_SPEED * 1.1, 1.0), (0.0, TURN_COMMIT_RATE * 0.9),
+               (-0.2, -1.0)]
+    always = policy(on_spot=False)
+    for window in ((0, 0), (1, 1)):
+        spot = policy(window)
+        path = tmp_path / f'spot_{window[0]}.onnx'
+        export_onnx(spot, str(path))
+        runtime = PolicyRuntime(str(path))
+        assert runtime.samples and PREVIOUS_INPUT in {i.name for i in runtime.session.get_inputs()}
+        for previous, drawn in [(p, True) for p in spinning] + [(p, False) for p in driving]:
+            before = np.repeat([previous], len(draws), axis=0).astype(np.float32)
+            commands = spot.act(rows, before, draws)
+            expected = policy(window, on_spot=False).act(rows, before, draws) if drawn else \
+                policy(window, on_spot=False).act(rows, before, np.full_like(draws, 0.01))  # the best cell
+            np.testing.assert_array_equal(commands, expected, err_msg=str(previous))
+            assert (len(np.unique(commands, axis=0)) > 1) == drawn, previous
+            np.testing.assert_allclose(runtime.act_batch(rows, before, draws), commands, atol=1e-6)
+            np.testing.assert_allclose(act_jax(spot, rows, before, draws), commands, atol=1e-6)
+    held = policy(turn_commit=1.0)  # the commitment weighs the cells first; the draw then falls on them
+    mixed = np.array(spinning * 200, np.float32)
+    export_onnx(held, str(tmp_path / 'held.onnx'))
+    np.testing.assert_allclose(PolicyRuntime(str(tmp_path / 'held.onnx')).act_batch(rows, mixed, draws),
+                               held.act(rows, mixed, draws), atol=1e-6)
+    np.testing.assert_allclose(act_jax(held, rows, mixed, draws), held.act(rows, mixed, draws), atol=1e-6)
+    export_onnx(always, str(tmp_path / 'always.onnx'))
+    assert PREVIOUS_INPUT not in {i.name for i in PolicyRuntime(str(tmp_path / 'always.onnx')).session.get_inputs()}
+    best = tuple(float(v) for v in bin_actions[0])
+    runtime = PolicyRuntime(str(tmp_path / 'spot_0.onnx'), seed=5)
+    assert runtime.act(rows[0]) == best  # from a standstill: the best cell, turning on the spot
+    turns = [runtime.act(rows[0]) for _ in range(200)]  # then drawn, each decision after a turn on the spot ...
+    assert len(set(turns)) > 2
+    runtime.previous = np.array([[0.3, 0.0]], np.float32)  # ... and the best cell again after a drive
+    assert runtime.act(rows[0]) == best
+    x, y = synthetic(200, seed=4)
+    with pytest.raises(ValueError, match=r'sample_on_spot: applies to a policy that draws its cell'):
+        train(x, y, SPEC, (0.4, 1.5), TrainConfig(hidden=(8,), epochs=1, head='bins', sample_on_spot=True))
+    trained, _, _ = trained_with_and_without(sample_temperature=0.5, sample_on_spot=True)
+    assert trained.report['sample_on_spot'] is True and trained.draws_on_spot and trained.takes_previous
+
+
 def test_onnx_export_equals_the_training_framework(tmp_path):
     x, y = synthetic(600, seed=2)
     policy = train(x, y, SPEC, (0.4, 1.5), TrainConfig(hidden=(32, 32), epochs=5, batch_size=64))
