@@ -187,8 +187,9 @@ class PerceptionStage:
 class PolicyRuntime:
     """A policy file's onnxruntime session (owned), and for a chained policy its :class:`PerceptionStage`
     (``self.perceive``, owned; None otherwise). ``seconds`` times the control stage's inferences. A policy with a
-    turn commitment (``commits``: the file takes ``previous_cmd_vel``) is given its own previous command by
-    :meth:`act`; :meth:`reset` forgets it (at the start of every episode). A policy that draws its cell
+    turn commitment or one that draws only while turning on the spot (``commits``: the file takes
+    ``previous_cmd_vel``) is given its own previous command by :meth:`act`; :meth:`reset` forgets it (at the start
+    of every episode). A policy that draws its cell
     (``samples``: the file takes ``uniform``) is given one number in [0, 1) per decision by :meth:`act` from the
     runtime's generator (owned, ``seed`` at construction, a new one at every :meth:`reset` given a seed)."""
 
