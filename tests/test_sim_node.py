@@ -409,12 +409,23 @@ def test_point_cloud_segmentation_labels_and_qos_from_configuration(observer, tm
 
 
 def test_pacing_never_outruns_the_requested_factor(observer):
+    """At real_time_factor 1 the simulation keeps to real time over a run of about 6 s, judged from the node's own
+    windows (each status: the sim time it reached and the factor measured since the previous one): their sim
+    seconds over their wall seconds. One 0.5 s window alone is not a measure on a loaded machine: a status timer
+    that fires 0.2 s late makes its window look slow and the next one fast (0.83, then 1.32, seen in a full run)
+    while the simulation kept its pace; over the run such a delay is at most a few percent. A node that did not
+    pace runs several times faster than real time here."""
     obs = fresh(observer)
     obs.watch('/sim/status', SimStatus, RELIABLE)
     with NodeProcess('robotsim_sim', 'sim_node', {'cameras': False, 'real_time_factor': 1.0}):
-        assert obs.spin_until(lambda: len(obs.messages['/sim/status']) >= 6, 30)
-    measured = [s.real_time_factor for s in obs.messages['/sim/status'][2:]]
-    assert all(0 < rtf <= 1.05 for rtf in measured), measured
+        assert obs.spin_until(lambda: len(obs.messages['/sim/status']) >= 14, 60)
+    statuses = obs.messages['/sim/status'][1:]
+    sim = [s.sim_time.sec + s.sim_time.nanosec * 1e-9 for s in statuses]
+    windows = [(after - before, status.real_time_factor)
+               for before, after, status in zip(sim, sim[1:], statuses[1:])]
+    assert all(step > 0 and rtf > 0 for step, rtf in windows), windows
+    overall = sum(step for step, _ in windows) / sum(step / rtf for step, rtf in windows)
+    assert 0 < overall <= 1.05, (overall, windows)
     assert obs.messages['/sim/status'][-1].target_real_time_factor == 1.0
 
 
